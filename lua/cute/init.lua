@@ -1,0 +1,86 @@
+--- cute: the cutelua namespace.
+--
+-- `local cute = require "cute"` gives CuTe's names in one table, as the CuTe
+-- DSL does: the layout algebra (cute.make_layout, cute.composition, ...),
+-- kernels, tensors, atoms. Modules are loaded on first use, so requiring
+-- `cute` costs nothing until something is used. Submodules are reachable as
+-- fields too (cute.layout, cute.int_tuple, ...).
+local ffi = require "ffi"
+
+local cute = {}
+
+-- Submodules reachable as cute.<name>; loaded on first access.
+local SUBMODULES = {}
+
+-- Modules whose public functions are also cute.<function>, searched in this
+-- order the first time an unknown name is asked for.
+local EXPORTS = {}
+
+local function public_names(mod)
+  local out = {}
+  if type(mod) == "table" then
+    for k, v in pairs(mod) do
+      if type(k) == "string" and k:sub(1, 1) ~= "_" and v ~= nil then out[k] = v end
+    end
+  end
+  return out
+end
+
+local exports_loaded = false
+local function load_exports()
+  if exports_loaded then return end
+  exports_loaded = true
+  for _, name in ipairs(EXPORTS) do
+    for k, v in pairs(public_names(require("cute." .. name))) do
+      if rawget(cute, k) == nil then rawset(cute, k, v) end
+    end
+  end
+end
+
+setmetatable(cute, {
+  __index = function(t, k)
+    if SUBMODULES[k] then
+      local mod = require("cute." .. k)
+      rawset(t, k, mod)
+      return mod
+    end
+    if not exports_loaded then
+      load_exports()
+      return rawget(t, k)
+    end
+    return nil
+  end,
+  -- for the REPL's Tab completion: the names not loaded yet
+  __complete = function()
+    load_exports()
+    local names = {}
+    for k in pairs(SUBMODULES) do names[#names + 1] = k end
+    return names
+  end,
+})
+
+--- The cutelua version string.
+function cute.version() return ffi.string(require("cute._c").host.version()) end
+
+--- Which CUDA libraries this process can load, and from where or why not.
+-- @return a table {cuda = {ok = bool, path = ..., error = ...}, nvvm = ..., ...}
+function cute.libraries()
+  local host = require("cute._c").host
+  local out = {}
+  local path, msg = ffi.new("char[1024]"), ffi.new("char[4096]")
+  for _, key in ipairs { "cuda", "nvvm", "nvjitlink", "cublas", "cublaslt" } do
+    path[0], msg[0] = 0, 0
+    local r = host.lib_status(key, path, 1024, msg, 4096)
+    out[key] = r == 1 and { ok = true, path = ffi.string(path) } or { ok = false, error = ffi.string(msg) }
+  end
+  return out
+end
+
+-- Registers a submodule (cute.<name>) and, with export set, its functions as cute.<fn>.
+local function provide(name, export)
+  SUBMODULES[name] = true
+  if export then EXPORTS[#EXPORTS + 1] = name end
+end
+provide("_c", false)
+
+return cute

@@ -1,0 +1,219 @@
+--- cutelua.repl: the REPL's logic, kept apart from the terminal so it can be tested.
+--
+-- The C side (repl/repl.c) reads lines, runs the compiled chunks under the
+-- interrupt handler and prints what this module formats. Everything here is a
+-- pure function of its arguments.
+local M = {}
+
+local KEYWORDS = {
+  "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+  "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
+}
+
+--- Compiles one REPL entry.
+-- Tries `return <src>` first, so that an expression typed alone yields its
+-- value(s); `=expr` is accepted too, as in the Lua 5.1 REPL.
+-- @return the chunk's function; or nil, "incomplete" when more input is needed
+--   (the chunk ends in the middle of a statement); or nil and the syntax error.
+-- The expression is passed through a local identity function rather than
+-- returned directly, so that it is not a tail call: an error raised by it
+-- (`error "x"` typed alone) keeps the REPL line in its message.
+local EXPR_PREFIX = "local function __values(...) return ... end return __values("
+
+function M.compile(src, chunkname)
+  chunkname = chunkname or "=stdin"
+  local expr = src:match("^%s*=(.*)$")
+  if expr then src = expr end
+  local fn, experr = loadstring(EXPR_PREFIX .. src .. "\n)", chunkname)
+  if fn then return fn end
+  if expr then
+    -- judge completeness without the wrapper's closing parenthesis
+    local _, err = loadstring("return " .. src, chunkname)
+    if err and err:sub(-7) == "'<eof>'" then return nil, "incomplete" end
+    return nil, err or experr
+  end
+  local err
+  fn, err = loadstring(src, chunkname)
+  if fn then return fn end
+  if err:sub(-7) == "'<eof>'" then return nil, "incomplete" end
+  return nil, err
+end
+
+local function is_identifier(s)
+  return type(s) == "string" and s:match("^[%a_][%w_]*$") ~= nil and not M._keyword_set[s]
+end
+
+M._keyword_set = {}
+for _, k in ipairs(KEYWORDS) do M._keyword_set[k] = true end
+
+local function quote(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    local esc = { ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r", ['"'] = '\\"', ["\\"] = "\\\\" }
+    return esc[c] or string.format("\\%03d", c:byte())
+  end) .. '"'
+end
+
+local function format_number(v)
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
+  return tostring(v)
+end
+
+local function has_tostring(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and mt.__tostring ~= nil
+end
+
+-- Key order for printing: integers first (numerically), then strings, then the rest.
+local function key_less(a, b)
+  local ta, tb = type(a), type(b)
+  if ta ~= tb then
+    local rank = { number = 1, string = 2 }
+    return (rank[ta] or 3) < (rank[tb] or 3) or ((rank[ta] or 3) == (rank[tb] or 3) and ta < tb)
+  end
+  if ta == "number" or ta == "string" then return a < b end
+  return tostring(a) < tostring(b)
+end
+
+local pretty_value
+
+local function pretty_table(t, opts, depth, seen, indent)
+  if seen[t] then return "<cycle>" end
+  if depth >= opts.max_depth then return "{...}" end
+  seen[t] = true
+  local items, n = {}, #t
+  for i = 1, n do items[#items + 1] = pretty_value(t[i], opts, depth + 1, seen, indent .. "  ") end
+  local keys = {}
+  for k in pairs(t) do
+    if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then keys[#keys + 1] = k end
+  end
+  table.sort(keys, key_less)
+  for _, k in ipairs(keys) do
+    if #items >= opts.max_items then
+      items[#items + 1] = "..."
+      break
+    end
+    local ks = is_identifier(k) and k or ("[" .. pretty_value(k, opts, depth + 1, seen, indent) .. "]")
+    items[#items + 1] = ks .. " = " .. pretty_value(t[k], opts, depth + 1, seen, indent .. "  ")
+  end
+  seen[t] = nil
+  if #items == 0 then return "{}" end
+  local one = "{" .. table.concat(items, ", ") .. "}"
+  if #one + #indent <= opts.width and not one:find("\n") then return one end
+  return "{\n" .. indent .. "  " .. table.concat(items, ",\n" .. indent .. "  ") .. "\n" .. indent .. "}"
+end
+
+function pretty_value(v, opts, depth, seen, indent)
+  local t = type(v)
+  if t == "string" then return quote(v) end
+  if t == "number" then return format_number(v) end
+  if t == "table" then
+    if has_tostring(v) then return tostring(v) end
+    return pretty_table(v, opts, depth, seen, indent)
+  end
+  return tostring(v)
+end
+
+--- Formats a value for display: tables as Lua constructors (nested, sorted,
+-- cycles marked), objects with __tostring (layouts, tensors) through it.
+-- Strings are quoted unless opts.raw_strings.
+function M.pretty(v, opts)
+  opts = opts or {}
+  local o = {
+    max_depth = opts.max_depth or 4,
+    max_items = opts.max_items or 64,
+    width = opts.width or 78,
+  }
+  if opts.raw_strings and type(v) == "string" then return v end
+  return pretty_value(v, o, 0, {}, "")
+end
+
+--- The text the REPL prints for the values a chunk returned; nil when there are none.
+function M.format_results(n, ...)
+  if n == 0 then return nil end
+  local parts = {}
+  for i = 1, n do parts[i] = M.pretty((select(i, ...)), { raw_strings = true }) end
+  return table.concat(parts, "\t")
+end
+
+-- Names a value offers for completion: its own keys, those of its metatable's
+-- __index tables, and whatever a metatable's __complete function lists (the
+-- lazily loaded `cute` namespace uses that to name modules not loaded yet).
+local function names_of(v, methods_only)
+  local out, seen = {}, {}
+  local function add(k, val)
+    if is_identifier(k) and not seen[k] and (not methods_only or type(val) == "function") then
+      seen[k] = true
+      out[#out + 1] = k
+    end
+  end
+  local cur, guard = v, 0
+  while cur ~= nil and guard < 8 do
+    guard = guard + 1
+    if type(cur) == "table" then
+      for k, val in pairs(cur) do add(k, val) end
+    end
+    local mt = (type(cur) == "table" or type(cur) == "userdata") and getmetatable(cur) or nil
+    if type(mt) ~= "table" then break end
+    if type(mt.__complete) == "function" then
+      local ok, list = pcall(mt.__complete, cur)
+      if ok and type(list) == "table" then
+        for _, k in ipairs(list) do add(k, true) end
+      end
+    end
+    cur = type(mt.__index) == "table" and mt.__index or nil
+  end
+  return out
+end
+
+-- Resolves "a.b.c" from env without calling anything but __index.
+local function resolve(path, env)
+  local v = env
+  for part in path:gmatch("[^%.:]+") do
+    if not is_identifier(part) then return nil end
+    local t = type(v)
+    if t ~= "table" and t ~= "userdata" then return nil end
+    local ok, nv = pcall(function() return v[part] end)
+    if not ok then return nil end
+    v = nv
+  end
+  return v
+end
+
+--- Completion candidates for the word before the cursor ("cute.lay" gives
+-- {"cute.layout"}; "x:fo" gives the methods of x starting with "fo").
+-- @return a sorted list of full replacements for `word`.
+function M.complete(word, env)
+  env = env or _G
+  local prefix, sep, partial = word:match("^(.*)([%.:])([%w_]*)$")
+  local candidates = {}
+  if prefix then
+    if prefix == "" or prefix:find("[^%w_%.:]") then return candidates end
+    local base = resolve(prefix, env)
+    if base == nil then return candidates end
+    for _, k in ipairs(names_of(base, sep == ":")) do
+      if k:sub(1, #partial) == partial then candidates[#candidates + 1] = prefix .. sep .. k end
+    end
+  else
+    if word:find("[^%w_]") then return candidates end
+    for _, k in ipairs(names_of(env)) do
+      if k:sub(1, #word) == word then candidates[#candidates + 1] = k end
+    end
+    for _, k in ipairs(KEYWORDS) do
+      if k:sub(1, #word) == word then candidates[#candidates + 1] = k end
+    end
+  end
+  table.sort(candidates)
+  local uniq = {}
+  for i, c in ipairs(candidates) do
+    if c ~= candidates[i - 1] then uniq[#uniq + 1] = c end
+  end
+  return uniq
+end
+
+--- The banner shown when the REPL starts on a terminal.
+function M.banner(version, luajit)
+  return string.format("cutelua %s (%s) -- `cute` is loaded; Tab completes, Ctrl-C interrupts, Ctrl-D exits.",
+    version, luajit)
+end
+
+return M

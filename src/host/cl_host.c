@@ -1,0 +1,201 @@
+/* cl_host: lua_State setup shared by the CLI and the embedding API (see cl_host.h). */
+#include "cl_host.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_api.h"
+
+#define REG_SOURCE_DIR "cutelua.source_dir"
+#define REG_TRACEBACK "cutelua.traceback"
+
+static const char *source_dir(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, REG_SOURCE_DIR);
+  const char *dir = lua_tostring(L, -1); /* anchored in the registry */
+  lua_pop(L, 1);
+  return dir;
+}
+
+static const ClBundleFile *find_by_module(const char *name) {
+  for (size_t i = 0; i < cl_bundle_count; i++)
+    if (cl_bundle_files[i].module && strcmp(cl_bundle_files[i].module, name) == 0) return &cl_bundle_files[i];
+  return NULL;
+}
+
+static const ClBundleFile *find_by_path(const char *path) {
+  for (size_t i = 0; i < cl_bundle_count; i++)
+    if (strcmp(cl_bundle_files[i].path, path) == 0) return &cl_bundle_files[i];
+  return NULL;
+}
+
+/* Pushes the file's text and its chunk name. Returns 0 and pushes an error
+ * message when the development copy cannot be read. */
+static int push_source(lua_State *L, const ClBundleFile *f, int want_chunkname) {
+  const char *dir = source_dir(L);
+  if (!dir) {
+    lua_pushlstring(L, (const char *)f->data, f->len);
+    if (want_chunkname) lua_pushfstring(L, "@%s", f->path);
+    return 1;
+  }
+  ClBuf b = {0};
+  lua_pushfstring(L, "%s/%s", dir, f->path);
+  const char *full = lua_tostring(L, -1);
+  int e = cl_buf_read_file(&b, full);
+  if (e) {
+    lua_pushfstring(L, "cannot read %s (CUTELUA_SOURCE_DIR): %s", full, strerror(e));
+    lua_remove(L, -2);
+    cl_buf_free(&b);
+    return 0;
+  }
+  lua_pushlstring(L, cl_buf_str(&b), b.len);
+  cl_buf_free(&b);
+  if (want_chunkname) {
+    lua_pushfstring(L, "@%s", full);
+    lua_remove(L, -3);
+  } else {
+    lua_remove(L, -2);
+  }
+  return 1;
+}
+
+int cl_host_push_file(lua_State *L, const char *path) {
+  const ClBundleFile *f = find_by_path(path);
+  if (!f) return 0;
+  if (!push_source(L, f, 0)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  return 1;
+}
+
+/* package.loaders entry: finds bundled modules. Like the standard searchers it
+ * returns a loader function, or a string saying why it found nothing. */
+static int bundle_searcher(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  const ClBundleFile *f = find_by_module(name);
+  if (!f) {
+    lua_pushfstring(L, "\n\tno module '%s' bundled in cutelua", name);
+    return 1;
+  }
+  if (!push_source(L, f, 1)) return lua_error(L);
+  size_t len;
+  const char *src = lua_tolstring(L, -2, &len);
+  if (luaL_loadbuffer(L, src, len, lua_tostring(L, -1)) != 0)
+    return luaL_error(L, "error loading module '%s':\n\t%s", name, lua_tostring(L, -1));
+  return 1;
+}
+
+static int install_searcher(lua_State *L, ClBuf *err) {
+  lua_getglobal(L, "package");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    cl_buf_puts(err, "the Lua state has no 'package' library (call luaL_openlibs first)");
+    return -1;
+  }
+  lua_getfield(L, -1, "loaders");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 2);
+    cl_buf_puts(err, "package.loaders is missing");
+    return -1;
+  }
+  /* Insert at position 2: after package.preload, before package.path. */
+  int n = (int)lua_objlen(L, -1);
+  for (int i = n; i >= 2; i--) {
+    lua_rawgeti(L, -1, i);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_pushcfunction(L, bundle_searcher);
+  lua_rawseti(L, -2, 2);
+  lua_pop(L, 1);
+
+  /* Development mode: also put the checkout's lua/ first on package.path, so
+   * modules added since the last build are found too. */
+  const char *dir = source_dir(L);
+  if (dir) {
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s", dir, dir, lua_tostring(L, -1));
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+static int publish_api(lua_State *L, ClBuf *err) {
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  lua_newtable(L);
+  for (size_t i = 0; i < cl_api_entry_count; i++) {
+    const ClApiEntry *e = &cl_api_entries[i];
+    lua_newtable(L);
+    lua_pushlightuserdata(L, (void *)e->get());
+    lua_setfield(L, -2, "ptr");
+    lua_pushstring(L, e->ctype);
+    lua_setfield(L, -2, "ctype");
+    if (!cl_host_push_file(L, e->cdef_path)) {
+      lua_pop(L, 5);
+      cl_buf_printf(err, "the declarations of the '%s' API (%s) are missing", e->name, e->cdef_path);
+      return -1;
+    }
+    lua_setfield(L, -2, "cdef");
+    lua_setfield(L, -2, e->name);
+  }
+  lua_setfield(L, -2, "cute._capi");
+  lua_pop(L, 2);
+  return 0;
+}
+
+int cl_host_setup(lua_State *L, ClBuf *err) {
+  const char *dir = getenv("CUTELUA_SOURCE_DIR");
+  if (dir && *dir) {
+    lua_pushstring(L, dir);
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_SOURCE_DIR);
+  }
+  if (install_searcher(L, err)) return -1;
+  return publish_api(L, err);
+}
+
+/* The message handler: a string message gets a traceback; an object with
+ * __tostring is converted; nil is passed through untouched. */
+static int msgh(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_TRACEBACK);
+    lua_pushnil(L);
+    return 1;
+  }
+  if (!lua_isstring(L, 1)) {
+    if (!(luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING))
+      lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    lua_replace(L, 1);
+    lua_settop(L, 1);
+  }
+  luaL_traceback(L, L, NULL, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, REG_TRACEBACK);
+  lua_settop(L, 1);
+  return 1;
+}
+
+int cl_host_pcall(lua_State *L, int nargs, int nresults) {
+  int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, msgh);
+  lua_insert(L, base);
+  int status = lua_pcall(L, nargs, nresults, base);
+  lua_remove(L, base);
+  return status;
+}
+
+const char *cl_host_traceback(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, REG_TRACEBACK);
+  const char *tb = lua_tostring(L, -1);
+  lua_pop(L, 1);
+  return tb;
+}
+
+int cl_host_dobuffer(lua_State *L, const char *code, size_t len, const char *chunkname) {
+  int status = luaL_loadbuffer(L, code, len, chunkname);
+  if (status == 0) status = cl_host_pcall(L, 0, LUA_MULTRET);
+  return status;
+}

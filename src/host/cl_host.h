@@ -1,0 +1,42 @@
+/* cl_host: what every lua_State that runs cutelua gets.
+ *
+ * - a searcher (package.loaders[2]) for the Lua modules bundled into the
+ *   binary, with chunk names that keep their file and line ("@lua/cute/x.lua");
+ *   with CUTELUA_SOURCE_DIR set they are read from that checkout instead;
+ * - package.loaded["cute._capi"]: the C subsystem tables for the FFI;
+ * - a message handler that turns any error into a message plus a traceback.
+ *
+ * Nothing here exits or prints. */
+#ifndef CL_HOST_H
+#define CL_HOST_H
+
+#include <stddef.h>
+
+#include "cl_buf.h"
+
+struct lua_State;
+
+typedef struct ClBundleFile {
+  const char *module; /* "cute.layout"; NULL for files that are not Lua modules */
+  const char *path;   /* path in the source tree, e.g. "lua/cute/layout.lua" */
+  const unsigned char *data;
+  size_t len;
+} ClBundleFile;
+
+extern const ClBundleFile cl_bundle_files[];
+extern const size_t cl_bundle_count;
+
+/* Installs the searcher and the API table. Returns 0, or -1 with a message in err. */
+int cl_host_setup(struct lua_State *L, ClBuf *err);
+/* Pushes the text of a bundled file (from the source tree in development mode).
+ * Returns 1, or 0 (nothing pushed) when there is no such file. */
+int cl_host_push_file(struct lua_State *L, const char *path);
+/* lua_pcall with the traceback handler. On error the message is on the stack
+ * (nil for a nil error object, which busted uses to mean "exit 1 quietly") and
+ * the traceback is available from cl_host_traceback until the next error. */
+int cl_host_pcall(struct lua_State *L, int nargs, int nresults);
+const char *cl_host_traceback(struct lua_State *L);
+/* Loads and runs a chunk through cl_host_pcall; mirrors luaL_dostring. */
+int cl_host_dobuffer(struct lua_State *L, const char *code, size_t len, const char *chunkname);
+
+#endif
