@@ -82,5 +82,6 @@ local function provide(name, export)
   if export then EXPORTS[#EXPORTS + 1] = name end
 end
 provide("_c", false)
+provide("_err", false)
 
 return cute

@@ -1,0 +1,56 @@
+--- cute._err: errors that point at the user's line.
+--
+-- cutelua's modules call each other, so a fixed `error(msg, 2)` often names a
+-- line inside cutelua. `raise` walks the stack to the first frame that is not
+-- a cutelua module (nor a C function) and reports that line: the user's call.
+--
+--   local err = require "cute._err"
+--   err.raise("composition: shape %s does not divide %s", a, b)
+local M = {}
+
+-- Chunks of cutelua's own modules: bundled ("@lua/cute/x.lua") or read from a
+-- checkout in development mode ("@/path/lua/cute/x.lua"), and the REPL logic.
+local function is_internal(source)
+  return source == "=[C]" or source:find("^@lua/cute/") ~= nil or source:find("/lua/cute/[^/]+%.lua$") ~= nil
+    or source:find("/lua/cute/.+/[^/]+%.lua$") ~= nil or source:find("^@repl/repl%.lua$") ~= nil
+end
+M.is_internal = is_internal
+
+--- The stack level (as `error` counts it, seen from the caller of this
+-- function's caller) of the first frame outside cutelua; 1 if there is none.
+function M.user_level(start)
+  local level = (start or 1) + 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then return 1 end
+    if not is_internal(info.source) then return level - 1 end
+    level = level + 1
+  end
+end
+
+--- "file:line" of the user's frame, or nil.
+function M.where()
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    if not is_internal(info.source) then
+      return info.short_src .. ":" .. (info.currentline or 0), info.short_src, info.currentline
+    end
+    level = level + 1
+  end
+end
+
+--- Raises string.format(fmt, ...) at the user's line. Arguments that are not
+-- strings or numbers are passed through tostring (layouts print in CuTe notation).
+function M.raise(fmt, ...)
+  local args = { ... }
+  for i = 1, select("#", ...) do
+    local a = args[i]
+    if type(a) ~= "string" and type(a) ~= "number" then args[i] = tostring(a) end
+  end
+  local msg = select("#", ...) > 0 and string.format(fmt, unpack(args, 1, select("#", ...))) or fmt
+  error(msg, M.user_level(1))
+end
+
+return M
