@@ -89,7 +89,12 @@ int nv_report_parse(const char *log, size_t len, NvKernelReport *out, int max) {
       if ((v = number_before(line, le, "bytes stack frame")) >= 0) k->stack_frame = v;
       if ((v = number_before(line, le, "bytes spill stores")) >= 0) k->spill_stores = v;
       if ((v = number_before(line, le, "bytes spill loads")) >= 0) k->spill_loads = v;
-      if ((v = number_before(line, le, "registers")) >= 0 && strstr(line, "Used ")) k->registers = (int32_t)v;
+      if ((v = number_before(line, le, "registers")) >= 0 && strstr(line, "Used ")) {
+        k->registers = (int32_t)v;
+        /* ptxas leaves out the memories a function does not use */
+        if (k->smem < 0) k->smem = 0;
+        if (k->cmem0 < 0) k->cmem0 = 0;
+      }
       if ((v = number_before(line, le, "barriers")) >= 0) k->barriers = (int32_t)v;
       if ((v = number_before(line, le, "bytes smem")) >= 0) k->smem = v;
       if ((v = number_before(line, le, "bytes cmem[0]")) >= 0) k->cmem0 = v;
