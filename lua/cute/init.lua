@@ -89,5 +89,6 @@ provide("_c", false)
 provide("_err", false)
 provide("dtype", true)
 provide("runtime", true)
+provide("bench", false)
 
 return cute

@@ -46,6 +46,7 @@ static const CLRtApi rt_api = {
     .from_doubles = rt_from_doubles,
     .to_doubles = rt_to_doubles,
     .host_random = rt_host_random,
+    .cublas_gemm = rt_cublas_gemm,
 };
 
 const void *cl_rt_api(void) { return &rt_api; }
