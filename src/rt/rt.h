@@ -76,6 +76,7 @@ void rt_module_release(RtModule *m);
 int rt_module_function(const RtModule *m, const char *name, RtFunction *f);
 int rt_launch(RtFunction *f, const RtLaunch *cfg, void **args);
 int rt_launch_check(RtFunction *f, const RtLaunch *cfg);
+int rt_launch_raw_ns(RtFunction *f, const RtLaunch *c, void **args, int32_t count, double *ns_per_launch);
 int rt_occupancy(const RtFunction *f, int32_t block_threads, uint32_t smem, int32_t *blocks_per_sm);
 int rt_stream_create(RtStream *s);
 void rt_stream_release(RtStream *s);

@@ -47,6 +47,7 @@ static const CLRtApi rt_api = {
     .to_doubles = rt_to_doubles,
     .host_random = rt_host_random,
     .cublas_gemm = rt_cublas_gemm,
+    .launch_raw_ns = rt_launch_raw_ns,
 };
 
 const void *cl_rt_api(void) { return &rt_api; }

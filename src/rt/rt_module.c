@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt.h"
 
@@ -207,4 +208,23 @@ int rt_occupancy(const RtFunction *f, int32_t block_threads, uint32_t smem, int3
   CUresult r = d->f_cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, (CUfunction)f->handle, block_threads, smem);
   *blocks_per_sm = n;
   return rt_result(f->device, r, "cuOccupancyMaxActiveBlocksPerMultiprocessor", f->name);
+}
+
+/* Host time of `count` back-to-back cuLaunchKernel calls of f (no checks, no
+ * synchronisation in between): the floor a launch path can be compared with.
+ * The GPU work is synchronised after the clock stops. */
+int rt_launch_raw_ns(RtFunction *f, const RtLaunch *c, void **args, int32_t count, double *ns_per_launch) {
+  if (rt_launch_check(f, c)) return RT_ERROR;
+  const RtDriver *d = rt_enter(f->device);
+  if (!d || prepare(d, f, c)) return RT_ERROR;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CUresult r = CUDA_SUCCESS;
+  for (int32_t i = 0; i < count && r == CUDA_SUCCESS; i++)
+    r = d->f_cuLaunchKernel((CUfunction)f->handle, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                            c->block[2], c->smem, (CUstream)c->stream, args, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (r != CUDA_SUCCESS) return rt_result(f->device, r, "cuLaunchKernel", f->name);
+  *ns_per_launch = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (count > 0 ? count : 1);
+  return rt_result(f->device, d->f_cuStreamSynchronize((CUstream)c->stream), "cuStreamSynchronize", f->name);
 }
