@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cl_dl.h"
+#include "rt_driver.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static NvNvvm nvvm;
@@ -118,10 +119,8 @@ static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 static int driver_version;
 
 static void ask_driver(void) {
-  void *h = cl_dl_lib(CL_LIB_CUDA, NULL);
-  int (*get)(int *) = (int (*)(int *))cl_dl_sym(h, "cuDriverGetVersion");
-  int v = 0;
-  if (get && get(&v) == 0) driver_version = v;
+  const RtDriver *d = rt_driver(NULL);
+  if (d) driver_version = d->version;
 }
 
 int nv_driver_version(void) {
