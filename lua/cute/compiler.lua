@@ -488,6 +488,9 @@ function Module:ptx() return self:stage("ptx") end
 function Module:cubin() return self:stage("cubin") end
 --- nvJitLink's info log (ptxas's -v output).
 function Module:log() return self:stage("log") end
+--- The bytes given as info.meta when the module was compiled ("" if none),
+-- also after a cache hit in another process.
+function Module:meta() return self:stage("meta") end
 
 --- The printed cutelua IR, when the caller gave it.
 function Module:ir()

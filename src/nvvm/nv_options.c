@@ -105,7 +105,7 @@ int nv_arch_detect(char *why, size_t whylen) {
 /* ---- defaults and checks ------------------------------------------------------------ */
 
 const char *nv_default_cache_dir(void) {
-  static char dir[512];
+  static _Thread_local char dir[512]; /* per thread: the variables are read each call */
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   if (xdg && *xdg == '/') snprintf(dir, sizeof dir, "%s/cutelua", xdg);
   else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/cutelua", home);

@@ -139,9 +139,10 @@ describe("compiler.compile", function()
     local calls = 0
     local function emit() calls = calls + 1; return H.data("saxpy.ll") end
     local key_text = "func @saxpy (stands for the printed IR) " .. dir
-    local m1 = compiler.compile(emit, o, { key_text = key_text })
+    local m1 = compiler.compile(emit, o, { key_text = key_text, meta = "signature: f32*, f32*, i32" })
     assert.equal(1, calls)
     local m2 = compiler.compile(emit, o, { key_text = key_text })
+    assert.equal("signature: f32*, f32*, i32", m2:meta())
     assert.equal(1, calls)
     assert.equal("memory", m2.origin)
     assert.equal(m1:cubin(), m2:cubin())
