@@ -462,6 +462,8 @@ function compiler.compile(source, opts, info)
     if info.meta then C.set_part(r, PART.meta, info.meta, #info.meta) end
     if C.compile(r, text, #text, kind_of(text, info), opts.c) ~= 0 then fail(r, nil, info.locate, info.name) end
     C.cache_put(r, opts.c)
+  elseif text and bit.band(opts.c.keep, bit.lshift(1, PART.ll)) ~= 0 and kind_of(text, info) == 1 then
+    C.set_part(r, PART.ll, text, #text) -- so that a hit dumps its NVVM IR too (stage id == part id)
   end
   local m = setmetatable({ _r = r, _source = source, options = opts, key = ffi.string(C.key(r)),
     arch = opts:get("arch"), origin = ffi.string(C.origin_name(C.info(r, INFO.origin))) }, Module)

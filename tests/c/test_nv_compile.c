@@ -271,6 +271,16 @@ static void test_diagnostics(void) {
   cl_buf_free(&log);
   cl_buf_free(&diag);
 
+  /* a failure on the last line, before the final newline: the excerpt ends there */
+  static const char last[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { ret; }\n"
+                             "bogus_directive\n";
+  diag = (ClBuf){0};
+  CHECK_EQ_INT(nv_ptx_to_cubin(last, strlen(last), &o, &cubin, NULL, &diag), -1);
+  CHECK_CONTAINS(cl_buf_str(&diag), ">      5 | bogus_directive");
+  CHECK(strstr(cl_buf_str(&diag), "bogus_directive\n\n") == NULL);
+  CHECK_EQ_INT(cl_buf_str(&diag)[diag.len - 1], 'e'); /* the excerpt is the message's end */
+  cl_buf_free(&diag);
+
   /* NVVM IR whose inline PTX ptxas rejects: the PTX line, and the Lua line
    * found through the PTX's .loc and .file */
   o.lineinfo = 1;
