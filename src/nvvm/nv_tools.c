@@ -168,12 +168,12 @@ const ClBuf *nv_libdevice(ClBuf *err) {
   pthread_mutex_lock(&libdevice_lock);
   if (!libdevice_ready) {
     ClBuf tried = {0};
-    char path[1024];
+    char path[1100];
     const char *roots[4];
     int n = toolkit_roots(roots);
     /* Next to the libnvvm actually loaded (<root>/nvvm/lib64/../libdevice). */
     const char *loaded = cl_dl_path(CL_LIB_NVVM);
-    char near[1024] = "";
+    char near[1024] = ""; /* the loaded library's directory: path has room for it and the suffix */
     if (loaded) {
       snprintf(near, sizeof near, "%s", loaded);
       char *slash = strrchr(near, '/');
