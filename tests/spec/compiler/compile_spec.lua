@@ -135,6 +135,7 @@ describe("compiler.compile", function()
 
   it("calls a source function only on a cache miss", function()
     local dir = H.tmpdir()
+    finally(function() H.rm(dir) end)
     local o = opts { cache = true, cache_dir = dir }
     local calls = 0
     local function emit() calls = calls + 1; return H.data("saxpy.ll") end
@@ -158,7 +159,6 @@ describe("compiler.compile", function()
     assert.error_matches(function() compiler.compile(emit, o) end, "give info.key_text")
     assert.error_matches(function() compiler.compile(function() return 7 end, o, { key_text = "x" .. dir }) end,
       "the source function returned number, not a string")
-    H.rm(dir)
   end)
 
   it("names the Lua line through the caller's locate function", function()

@@ -65,9 +65,10 @@ local function env_args(env)
   return table.concat(parts, " ")
 end
 
---- Runs Lua code in a new cutelua process; returns its output and exit status.
+--- Runs Lua code in a new cutelua process (its script written into dir, a
+-- temporary directory the caller removes); returns its output and exit status.
 function H.run(code, env, dir)
-  dir = dir or H.tmpdir()
+  assert(dir, "H.run: give the temporary directory for the script")
   local script = dir .. "/script-" .. tostring(math.random(1e9)) .. ".lua"
   H.write(script, code)
   return H.sh(env_args(env) .. " " .. sh_quote(H.cutelua()) .. " " .. sh_quote(script))

@@ -74,6 +74,7 @@ describe("CUTELUA_* variables", function()
 
   it("set the defaults", function()
     local dir = H.tmpdir()
+    finally(function() H.rm(dir) end)
     local out, rc = H.run(show, {
       CUTELUA_ARCH = "sm_89", CUTELUA_OPT_LEVEL = "0", CUTELUA_FAST_MATH = "1", CUTELUA_LINEINFO = "on",
       CUTELUA_MAX_REGISTERS = "96", CUTELUA_PTXAS_OPTIONS = "-warn-spills", CUTELUA_KEEP = "all",
@@ -83,20 +84,20 @@ describe("CUTELUA_* variables", function()
     assert.equal("arch=sm_89\nopt=0\nfast_math=true\nftz=true\nlineinfo=true\nmax_registers=96\n" ..
       "ptxas_options=-warn-spills\nkeep=ir,ll,ptx,cubin,sass,log\ndump_dir=" .. dir .. "\ncache=false\n" ..
       "cache_dir=" .. dir .. "/c\n", out)
-    H.rm(dir)
   end)
 
   it("give way to the table", function()
     local dir = H.tmpdir()
+    finally(function() H.rm(dir) end)
     local out = H.run("local o = require('cute.compiler').options { arch = 'sm_80', opt = 2 }\n" ..
       "print(o:get('arch'), o:get('opt'), o:get('max_registers'))", {
         CUTELUA_ARCH = "sm_89", CUTELUA_OPT_LEVEL = "1", CUTELUA_MAX_REGISTERS = "40" }, dir)
     assert.equal("sm_80\t2\t40\n", out)
-    H.rm(dir)
   end)
 
   it("name the variable when its value is bad", function()
     local dir = H.tmpdir()
+    finally(function() H.rm(dir) end)
     for var, msg in pairs {
       CUTELUA_ARCH = "CUTELUA_ARCH=sm_77: unknown arch",
       CUTELUA_OPT_LEVEL = "CUTELUA_OPT_LEVEL=sm_77: expected 0, 1, 2 or 3",
@@ -107,6 +108,5 @@ describe("CUTELUA_* variables", function()
       assert.equal(1, rc)
       assert.matches("compiler options from the environment: " .. msg, out)
     end
-    H.rm(dir)
   end)
 end)
