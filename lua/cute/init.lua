@@ -90,5 +90,6 @@ provide("_err", false)
 provide("dtype", true)
 provide("runtime", true)
 provide("bench", false)
+provide("compiler", false)
 
 return cute
