@@ -182,15 +182,12 @@ end
 
 --- Converts the value of a layout with ScaledBasis strides (a basis, a
 -- BasisSum or an integer) into a coordinate tuple: mode m of the result is
--- the sum of the terms whose basis is m; modes no term reaches are 0.
-function M.basis_result(x)
-  if type(x) == "number" or dyn(x) then return x end
-  local terms = is_basis(x) and { x } or {}
-  if not is_basis(x) then
-    for _, k in ipairs(x.order) do terms[#terms + 1] = x.terms[k] end
-  end
+-- the sum of the terms whose basis is m. `bases` (the layout's stride
+-- leaves) gives the result its shape: every mode they reach is present,
+-- 0 where no term lands.
+function M.basis_result(x, bases)
   local out = {}
-  for _, e in ipairs(terms) do
+  local function place(e, value)
     local node = out
     for d = 1, #e.p do
       local i = e.p[d] + 1
@@ -198,12 +195,23 @@ function M.basis_result(x)
       if d == #e.p then
         local cur = node[i]
         if type(cur) == "table" then err.raise("identity layout: basis %s overlaps a deeper basis", tostring(e)) end
-        node[i] = M.add(cur or 0, e.v)
+        node[i] = M.add(cur or 0, value)
       else
         if node[i] == nil or node[i] == 0 then node[i] = {} end
         node = node[i]
       end
     end
+  end
+  for _, e in ipairs(bases or {}) do
+    if is_basis(e) then place(e, 0) end
+  end
+  if is_basis(x) then
+    place(x, x.v)
+  elseif type(x) == "table" and getmetatable(x) == SUM then
+    for _, k in ipairs(x.order) do place(x.terms[k], x.terms[k].v) end
+    if x.base ~= 0 then err.raise("identity layout: an integer term %s added to a coordinate", M.show(x.base)) end
+  elseif x ~= 0 then
+    err.raise("identity layout: an integer term %s added to a coordinate", M.show(x))
   end
   return out
 end

@@ -81,7 +81,7 @@ local function prepare(l)
   for i = 1, #fd do
     if arith.is_basis(fd[i]) then basis = true end
   end
-  l._basis = basis
+  l._basis = basis and fd -- the strides give a coordinate result its shape
   return fast
 end
 
@@ -112,10 +112,11 @@ local function eval(l, c, op)
     return acc + last
   end
   local r = it._crd2idx_op(c, l.shape, l.stride, op, false)
-  if l._basis then r = arith.basis_result(r) end
+  if l._basis then r = it._copy(arith.basis_result(r, l._basis)) end
   return r
 end
 M._eval = eval
+M._prepare = prepare
 
 --- L(c), L(i, j, ...): the offset of a coordinate (an integer, a
 -- hierarchical or partial coordinate); with _ in it, the slice (a layout).
@@ -436,7 +437,7 @@ slice_and_offset = function(c, l, op)
   local ss, ds = {}, {}
   local off = slice_rec(c, l.shape, l.stride, ss, ds, op)
   if l._basis == nil then prepare(l) end
-  if l._basis then off = arith.basis_result(off) end
+  if l._basis then off = it._copy(arith.basis_result(off, l._basis)) end
   if #ss == 0 then return UNIT, off end
   return new(tup(ss), tup(ds)), off
 end

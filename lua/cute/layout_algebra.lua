@@ -32,9 +32,10 @@ local mul = arith.mul
 
 local M = {}
 
-local function static_int(x, op, what)
+-- x, which must be static; the message (what, ...) is only built on failure
+local function static_int(x, op, what, ...)
   if type(x) ~= "number" then
-    raise("%s: %s must be static, got the dynamic value %s", op, what, show(x))
+    raise("%s: %s must be static, got the dynamic value %s", op, string.format(what, ...), show(x))
   end
   return x
 end
@@ -44,6 +45,80 @@ local function from_modes(ss, ds) return new(tup(ss), tup(ds)) end
 
 local function rewrap(c, outer) -- a ComposedLayout with a new outer layout
   return L.make_composed_layout(c.inner, c.offset, outer)
+end
+
+-- Memoisation -----------------------------------------------------------------
+-- The public operations cache their results on static operands: layouts are
+-- immutable, so the same operands give the same value, and a GEMM trace
+-- repeats the same partitioning for every tensor. The cache hangs off the
+-- first operand (weak keys: it dies with the layout) and is keyed by a
+-- string naming the operation and the other operands (numbers, _, and
+-- layouts by a per-object id). Dynamic operands are never cached: their
+-- values belong to one trace.
+local memo = setmetatable({}, { __mode = "k" })
+local next_id = 0
+local memo_on = true
+local MEMO_MAX = 64 -- entries per first operand; a full cache starts over
+
+--- Turns the cache off (false) or on (true); for benchmarks and tests.
+function M._memoize(on)
+  memo_on = on and true or false
+  memo = setmetatable({}, { __mode = "k" })
+end
+
+local function static_layout(l) -- _fast: every leaf a number (see cute.layout)
+  local fast = rawget(l, "_fast")
+  if fast == nil then fast = L._prepare(l) end
+  return fast
+end
+
+local function key_into(x, buf)
+  if type(x) == "number" then
+    buf[#buf + 1] = x
+  elseif x == nil then
+    buf[#buf + 1] = "~"
+  elseif x == U then
+    buf[#buf + 1] = "_"
+  elseif is_layout(x) then
+    if not static_layout(x) then return false end
+    local id = rawget(x, "_id")
+    if not id then
+      next_id = next_id + 1
+      id = next_id
+      x._id = id
+    end
+    buf[#buf + 1] = "L" .. id
+  elseif is_tuple(x) then
+    buf[#buf + 1] = "("
+    for i = 1, #x do
+      if not key_into(x[i], buf) then return false end
+      buf[#buf + 1] = ","
+    end
+    buf[#buf + 1] = ")"
+  else
+    return false
+  end
+  return true
+end
+
+-- f(a, b, c) through the cache when a is a static layout and b, c are keyable
+local function cached(name, f, a, b, c)
+  if not memo_on or not is_layout(a) or not static_layout(a) then return f(a, b, c) end
+  local buf = { name }
+  if not (key_into(b, buf) and key_into(c, buf)) then return f(a, b, c) end
+  local key = table.concat(buf, "|")
+  local m = memo[a]
+  if m == nil or m.n >= MEMO_MAX then
+    m = { n = 0 }
+    memo[a] = m
+  end
+  local r = m[key]
+  if r == nil then
+    r = { f(a, b, c) }
+    m[key] = r
+    m.n = m.n + 1
+  end
+  return unpack(r)
 end
 
 -- Composition ----------------------------------------------------------------
@@ -152,6 +227,8 @@ local function compose(a, t, op)
   bad_tiler(op, t)
 end
 
+local function compose_pub(a, b) return compose(a, b, "composition") end
+
 --- composition(A, B): the layout R with R(c) == A(B(c)); B a tiler. A may be
 -- a ComposedLayout (B composes with its outer layout) or a Swizzle (the
 -- result is the ComposedLayout A o 0 o B).
@@ -162,7 +239,7 @@ function M.composition(a, b)
   end
   if is_composed(a) then return rewrap(a, M.composition(a.outer, b)) end
   check_layout("composition", a, "A")
-  return compose(a, b, "composition")
+  return cached("composition", compose_pub, a, b)
 end
 
 -- Complement ---------------------------------------------------------------
@@ -173,18 +250,28 @@ local function complement(l, cotarget, op)
   for i = 1, #fs do
     local s, d = fs[i], fd[i]
     if d ~= 0 and s ~= 1 then
-      static_int(s, op, "the extent " .. show(s) .. " of " .. tostring(l) .. " (complement orders modes by stride)")
-      static_int(d, op, "the stride " .. show(d) .. " of " .. tostring(l) .. " (complement orders modes by stride)")
+      if type(s) ~= "number" then
+        static_int(s, op, "the extent %s of %s (complement orders modes by stride)", show(s), tostring(l))
+      end
+      if type(d) ~= "number" then
+        static_int(d, op, "the stride %s of %s (complement orders modes by stride)", show(d), tostring(l))
+      end
       if d < 0 then raise("%s: complement of %s, which has the negative stride %s", op, tostring(l), show(d)) end
       idx[#idx + 1] = #idx + 1
       ms[#idx], md[#idx] = s, d
     end
   end
-  table.sort(idx, function(x, y)
-    if md[x] ~= md[y] then return md[x] < md[y] end
-    if ms[x] ~= ms[y] then return ms[x] < ms[y] end
-    return x < y
-  end)
+  -- sort by (stride, extent); insertion sort: few modes, and table.sort's
+  -- Lua comparator would keep this path out of the JIT
+  for i = 2, #idx do
+    local v = idx[i]
+    local j = i - 1
+    while j >= 1 and (md[idx[j]] > md[v] or (md[idx[j]] == md[v] and ms[idx[j]] > ms[v])) do
+      idx[j + 1] = idx[j]
+      j = j - 1
+    end
+    idx[j + 1] = v
+  end
   local rs, rd, cur = {}, {}, 1
   for _, i in ipairs(idx) do
     local d = md[i]
@@ -203,6 +290,8 @@ local function complement(l, cotarget, op)
 end
 M._complement_op = complement
 
+local function complement_pub(l, c) return complement(l, c, "complement") end
+
 --- complement(L[, cotarget]): the layout C, sorted by stride, such that
 -- (L, C) is injective and its image covers [0, cotarget) (default 1: only
 -- the holes of L are filled). Stride-0 and size-1 modes of L are ignored.
@@ -214,7 +303,7 @@ function M.complement(l, cotarget)
     it._check("complement", cotarget, "shape", "cotarget")
     cotarget = product(cotarget)
   end
-  return complement(l, cotarget, "complement")
+  return cached("complement", complement_pub, l, cotarget)
 end
 
 -- Inverses ------------------------------------------------------------------
@@ -255,18 +344,24 @@ end
 
 --- right_inverse(L): the layout R with L(R(i)) == i for every i < size(R),
 -- as large as L allows (it follows the chain of strides 1, s*d, ...).
+local function right_inverse_pub(l) return right_inverse(l, "right_inverse") end
+
 function M.right_inverse(l)
   check_layout("right_inverse", l)
-  return right_inverse(l, "right_inverse")
+  return cached("right_inverse", right_inverse_pub, l)
 end
 
 --- left_inverse(L): the layout R with R(L(i)) == i for every i < size(L)
 -- (L injective); its values off the image of L are unspecified.
-function M.left_inverse(l)
-  check_layout("left_inverse", l)
+local function left_inverse(l)
   require_static(l, "left_inverse")
   local c = complement(l, 1, "left_inverse")
   return right_inverse(new(tup { l.shape, c.shape }, tup { l.stride, c.stride }), "left_inverse")
+end
+
+function M.left_inverse(l)
+  check_layout("left_inverse", l)
+  return cached("left_inverse", left_inverse, l)
 end
 
 --- max_common_layout(A, B): the largest layout C with A(C(i)) == B(C(i))
@@ -376,12 +471,15 @@ local function as_is(z) return z end
 -- name(A, tiler) for the divide/product `core`; `post` reshapes the zipped
 -- (tile, rest) form (nil: keep the logical form)
 local function family(name, core, post)
-  return function(a, t)
-    if is_composed(a) then return rewrap(a, M[name](a.outer, t)) end
-    check_layout(name, a, "the layout")
+  local function impl(a, t)
     local r = core(a, t, name)
     if post then r = post(zipped(r, t)) end
     return r
+  end
+  return function(a, t)
+    if is_composed(a) then return rewrap(a, M[name](a.outer, t)) end
+    check_layout(name, a, "the layout")
+    return cached(name, impl, a, t)
   end
 end
 
@@ -447,18 +545,34 @@ end
 
 --- blocked_product(A, B): mode k is (A_k, P_k): A's block repeated as B
 -- arranges it, blocks contiguous in each mode.
-function M.blocked_product(a, b) return block_rake(a, b, "blocked_product", false) end
+local function blocked(a, b) return block_rake(a, b, "blocked_product", false) end
+local function raked(a, b) return block_rake(a, b, "raked_product", true) end
+
+function M.blocked_product(a, b)
+  if is_composed(a) then return rewrap(a, M.blocked_product(a.outer, b)) end
+  return cached("blocked_product", blocked, a, b)
+end
 --- raked_product(A, B): mode k is (P_k, A_k): the blocks interleaved.
-function M.raked_product(a, b) return block_rake(a, b, "raked_product", true) end
+function M.raked_product(a, b)
+  if is_composed(a) then return rewrap(a, M.raked_product(a.outer, b)) end
+  return cached("raked_product", raked, a, b)
+end
 
 --- tile_to_shape(block, shape[, order]): the block repeated (blocked_product)
 -- to cover `shape`, the repetitions ordered by `order` (default
 -- column-major); each mode of shape must be a multiple of the block's.
+local tile_to_shape
+
 function M.tile_to_shape(block, shape, order)
   local op = "tile_to_shape"
   if is_composed(block) then return rewrap(block, M.tile_to_shape(block.outer, shape, order)) end
   check_layout(op, block, "the block")
   it._check(op, shape, "shape", "target shape")
+  return cached(op, tile_to_shape, block, shape, order)
+end
+
+tile_to_shape = function(block, shape, order)
+  local op = "tile_to_shape"
   local R = it._rank_of(shape)
   if it._rank_of(block.shape) > R then
     raise("%s: the block %s has more modes than the target shape %s", op, tostring(block), show(shape))
@@ -467,8 +581,9 @@ function M.tile_to_shape(block, shape, order)
   local bshape, tshape = it.product_each(padded.shape), it.product_each(is_tuple(shape) and shape or tup { shape })
   local reps = {}
   for k = 1, R do
-    local b = static_int(bshape[k], op, "the block's extent " .. show(bshape[k]))
-    local t = static_int(tshape[k], op, "the target extent " .. show(tshape[k]))
+    local b, t = bshape[k], tshape[k]
+    if type(b) ~= "number" then static_int(b, op, "the block's extent %s", show(b)) end
+    if type(t) ~= "number" then static_int(t, op, "the target extent %s", show(t)) end
     if t % b ~= 0 then
       raise("%s: the block shape %s does not divide the target shape %s", op, show(bshape), show(shape))
     end
@@ -489,10 +604,13 @@ local function underscores(n)
   return r
 end
 
+local function zd_tile(l, tiler) return zipped(divide(l, tiler, "local_tile"), tiler) end
+local function zd_part(l, tiler) return zipped(divide(l, tiler, "local_partition"), tiler) end
+
 local function zipped_divide_any(l, tiler, op)
   if is_composed(l) then return rewrap(l, zipped_divide_any(l.outer, tiler, op)) end
   check_layout(op, l, "the layout")
-  return zipped(divide(l, tiler, op), tiler)
+  return cached(op, op == "local_tile" and zd_tile or zd_part, l, tiler)
 end
 
 --- local_tile(L, tiler, coord[, proj]): the tile of L at coord (the tile
@@ -529,10 +647,17 @@ end
 -- DSL's: the MN tile that thr_layout threads each holding a val_layout block
 -- cover (raked_product), and the layout mapping (thread, value) to the
 -- column-major index of its element in that tile.
+local make_layout_tv
+
 function M.make_layout_tv(thr, val)
   local op = "make_layout_tv"
   check_layout(op, thr, "thr_layout")
   check_layout(op, val, "val_layout")
+  return cached(op, make_layout_tv, thr, val)
+end
+
+make_layout_tv = function(thr, val)
+  local op = "make_layout_tv"
   local mn = block_rake(thr, val, op, true)
   local tiler = it.product_each(mn.shape)
   local inv = right_inverse(mn, op)
