@@ -429,27 +429,34 @@ function M.elem_leq(a, b) return elem_cmp(a, b, false, "elem_leq") end
 -- tuple shape splits column-major, and its last mode is not reduced, so an
 -- index >= size extends the last mode linearly (composition relies on it).
 -- Entries of a tuple coordinate must lie in their mode's range.
+-- the name of an operation for messages: a string, or a layout being called
+local function opname(op)
+  if type(op) == "string" then return op end
+  return "calling " .. tostring(op)
+end
+M._opname = opname
+
 local function crd2idx(c, s, d, op, strict)
   if is_tuple(c) then
     if not is_tuple(s) or #c ~= #s then
-      raise("%s: coordinate %s does not match shape %s", op, show(c), show(s))
+      raise("%s: coordinate %s does not match shape %s", opname(op), show(c), show(s))
     end
     local acc = 0
     for i = 1, #c do acc = add(acc, crd2idx(c[i], s[i], d[i], op, true)) end
     return acc
   end
   if type(c) == "number" then
-    if c < 0 or c ~= floor(c) then raise("%s: coordinate %s is not a non-negative integer", op, show(c)) end
+    if c < 0 or c ~= floor(c) then raise("%s: coordinate %s is not a non-negative integer", opname(op), show(c)) end
     if strict then
       local n = product(s)
       if type(n) == "number" and c >= n then
-        raise("%s: coordinate %s is out of range for shape %s", op, show(c), show(s))
+        raise("%s: coordinate %s is out of range for shape %s", opname(op), show(c), show(s))
       end
     end
   elseif c == U then
-    raise("%s: coordinate contains _ (use slice_ to keep modes)", op)
+    raise("%s: coordinate contains _ (use slice_ to keep modes)", opname(op))
   elseif not arith.dyn(c) then
-    raise("%s: coordinate %s is not an integer", op, show(c))
+    raise("%s: coordinate %s is not an integer", opname(op), show(c))
   end
   if is_tuple(s) then
     local n = #s

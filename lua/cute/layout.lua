@@ -85,10 +85,7 @@ local function prepare(l)
   return fast
 end
 
-local function opname(op)
-  if type(op) == "string" then return op end
-  return "calling " .. tostring(op)
-end
+local opname = it._opname
 
 local slice_and_offset
 

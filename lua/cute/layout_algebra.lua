@@ -364,32 +364,39 @@ function M.left_inverse(l)
   return cached("left_inverse", left_inverse, l)
 end
 
---- max_common_layout(A, B): the largest layout C with A(C(i)) == B(C(i))
--- == i-contiguous, i.e. the common contiguous vector of A and B as a layout.
-function M.max_common_layout(a, b)
-  check_layout("max_common_layout", a, "A")
-  check_layout("max_common_layout", b, "B")
-  local inv_b = right_inverse(b, "max_common_layout")
-  local common = L.coalesce(compose_layouts(a, inv_b, "max_common_layout"))
-  local s0 = is_tuple(common.shape) and common.shape[1] or common.shape
-  local d0 = is_tuple(common.stride) and common.stride[1] or common.stride
-  if type(s0) == "number" and d0 == 1 then
-    return compose_layouts(inv_b, new(s0, d0), "max_common_layout")
-  end
-  return UNIT
+-- coalesce(A o right_inverse(B)), or nil where that composition is not
+-- defined (C++ CuTe rejects such operands at compile time)
+local function common_of(a, b, op)
+  local inv_b = right_inverse(b, op)
+  local ok, c = pcall(compose_layouts, a, inv_b, op)
+  if not ok then return nil, inv_b end
+  c = L.coalesce(c)
+  local s0 = is_tuple(c.shape) and c.shape[1] or c.shape
+  local d0 = is_tuple(c.stride) and c.stride[1] or c.stride
+  return (d0 == 1 and type(s0) == "number") and s0 or 1, inv_b
 end
 
---- max_common_vector(A, B): the number of elements that A and B both keep
--- contiguous from offset 0 (the widest common vector).
+--- max_common_layout(A, B): the layout C of the largest contiguous vector
+-- A and B share: A(C(i)) == B(C(i)) == i for every i < size(C). Where
+-- A o right_inverse(B) is not defined, the safe answer 1:0.
+function M.max_common_layout(a, b)
+  local op = "max_common_layout"
+  check_layout(op, a, "A")
+  check_layout(op, b, "B")
+  require_static(a, op)
+  local n, inv_b = common_of(a, b, op)
+  if n == nil or n == 1 then return UNIT end
+  return compose_layouts(inv_b, new(n, 1), op)
+end
+
+--- max_common_vector(A, B): the number of elements of that vector (size of
+-- max_common_layout), 1 where nothing more is shared.
 function M.max_common_vector(a, b)
-  check_layout("max_common_vector", a, "A")
-  check_layout("max_common_vector", b, "B")
-  require_static(a, "max_common_vector")
-  local common = L.coalesce(compose_layouts(a, right_inverse(b, "max_common_vector"), "max_common_vector"))
-  local s0 = is_tuple(common.shape) and common.shape[1] or common.shape
-  local d0 = is_tuple(common.stride) and common.stride[1] or common.stride
-  if d0 == 1 then return s0 end
-  return 1
+  local op = "max_common_vector"
+  check_layout(op, a, "A")
+  check_layout(op, b, "B")
+  require_static(a, op)
+  return common_of(a, b, op) or 1
 end
 
 -- Divides ---------------------------------------------------------------------

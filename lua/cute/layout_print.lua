@@ -106,7 +106,7 @@ local function text_grid(title, rows, cols, cells)
   local out = { title }
   local head = { pad }
   for j = 0, cols - 1 do head[#head + 1] = string.format(" %" .. w .. "d ", j) end
-  out[#out + 1] = table.concat(head, " ")
+  out[#out + 1] = (table.concat(head, " "):gsub("%s+$", ""))
   local sep = pad .. "+" .. string.rep(string.rep("-", w + 2) .. "+", cols)
   out[#out + 1] = sep
   for i = 0, rows - 1 do
