@@ -171,6 +171,8 @@ function M.make_ordered_layout(shape, order)
   return new(it._copy(shape), it.compact_order(shape, order))
 end
 
+-- the ScaledBasis strides of an identity layout: leaf k of a nested mode m
+-- gets the unit 1@k@m of the coordinate it stands for
 local function basis_like(s, path)
   if is_tuple(s) then
     local r = {}
@@ -184,30 +186,19 @@ local function basis_like(s, path)
   return arith.E(path, 1)
 end
 
--- strides of an identity layout: mode k of a tuple shape gets the basis of
--- coordinate mode k, scaled compact within nested modes
-local function identity_strides(s, path)
-  if is_tuple(s) then
-    local r = {}
-    for i = 1, #s do
-      local p = { unpack(path) }
-      p[#p + 1] = i - 1
-      r[i] = identity_strides(s[i], p)
-    end
-    return tup(r)
-  end
-  return arith.E(path, 1)
-end
-
 --- The layout mapping each coordinate of `shape` to itself: strides are
 -- ScaledBases (1@0, 1@1, ...), so L(i) is the natural coordinate of i.
 function M.make_identity_layout(shape)
   it._check("make_identity_layout", shape, "shape", "shape")
   shape = it._copy(shape)
   if not is_tuple(shape) then return new(shape, 1) end
-  return new(shape, identity_strides(shape, {}))
+  return new(shape, basis_like(shape, {}))
 end
-M.make_basis_like = function(shape) return basis_like(shape, {}) end
+--- make_basis_like(shape): the ScaledBasis strides of make_identity_layout(shape).
+function M.make_basis_like(shape)
+  if not is_tuple(shape) then return 1 end
+  return basis_like(shape, {})
+end
 
 -- Queries -------------------------------------------------------------------
 
@@ -540,8 +531,8 @@ M._UNIT = UNIT
 -- The algebra's functions are reachable as cute.layout.<name> too.
 setmetatable(M, {
   __index = function(t, k)
-    local alg = require "cute.layout_algebra"
-    local v = rawget(alg, k)
+    local v = rawget(require "cute.layout_algebra", k)
+    if v == nil then v = rawget(require "cute.layout_tile", k) end
     if v ~= nil then rawset(t, k, v) end
     return v
   end,

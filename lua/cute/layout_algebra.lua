@@ -1,6 +1,8 @@
---- cute.layout_algebra: composition, complement, inverses, divides, products,
--- tile_to_shape, partitioning and thread-value layouts, with CuTe's names
--- and semantics (the functions are also cute.<name> and cute.layout.<name>).
+--- cute.layout_algebra: composition, complement, inverses, divides and
+-- products, with CuTe's names and semantics (the functions are also
+-- cute.<name> and cute.layout.<name>). Tiling and partitioning built on
+-- them (tile_to_shape, local_tile, local_partition, make_layout_tv) are
+-- cute.layout_tile.
 --
 -- A "tiler" (second argument of composition, the divides and products) is a
 -- Layout; an integer n, meaning n:1; a tuple of tilers applied mode by mode;
@@ -34,7 +36,9 @@ local M = {}
 
 -- x, which must be static; the message (what, ...) is only built on failure
 local function static_int(x, op, what, ...)
-  if type(x) ~= "number" then
+  if arith.is_basis(x) then
+    raise("%s: %s must be an integer, got the ScaledBasis %s", op, string.format(what, ...), show(x))
+  elseif type(x) ~= "number" then
     raise("%s: %s must be static, got the dynamic value %s", op, string.format(what, ...), show(x))
   end
   return x
@@ -134,6 +138,9 @@ local function compose_mode(as, ad, n, bs, bd, op, A, B)
   end
   if bd == 0 then return bs, 0 end
   if n == 1 then return bs, mul(bd, ad[1]) end
+  if arith.is_basis(bd) then
+    raise("%s: B = %s has ScaledBasis strides; composing with them is not supported", op, tostring(B))
+  end
   if type(bd) ~= "number" then
     raise("%s: the stride %s of B must be static to split it over the modes of A (A = %s, B = %s)",
       op, show(bd), tostring(A), tostring(B))
@@ -319,31 +326,30 @@ local function right_inverse(l, op)
   local rs, rd, n = L._coalesce_modes(l.shape, l.stride)
   local pos, p = {}, 1
   for i = 1, n do
+    if rd[i] < 0 then raise("%s: %s has the negative stride %s (not supported)", op, tostring(l), show(rd[i])) end
     pos[i] = p
     p = p * rs[i]
   end
+  -- follow the chain of strides 1, s*d, ... (stride-0 modes never join it)
   local out_s, out_d, used = {}, {}, {}
   local nxt = 1
   while true do
     local found
     for i = 1, n do
-      if not used[i] and rd[i] ~= 0 and math.abs(rd[i]) == nxt then
+      if not used[i] and rd[i] == nxt then
         found = i
         break
       end
     end
     if not found then break end
     used[found] = true
-    out_s[#out_s + 1] = rs[found]
-    out_d[#out_d + 1] = rd[found] < 0 and -pos[found] or pos[found]
-    nxt = rs[found] * math.abs(rd[found])
+    out_s[#out_s + 1], out_d[#out_d + 1] = rs[found], pos[found]
+    nxt = rs[found] * rd[found]
   end
   if #out_s == 0 then return UNIT end
   return L.coalesce(new(tup(out_s), tup(out_d)))
 end
 
---- right_inverse(L): the layout R with L(R(i)) == i for every i < size(R),
--- as large as L allows (it follows the chain of strides 1, s*d, ...).
 local function right_inverse_pub(l) return right_inverse(l, "right_inverse") end
 
 function M.right_inverse(l)
@@ -565,117 +571,10 @@ function M.raked_product(a, b)
   return cached("raked_product", raked, a, b)
 end
 
---- tile_to_shape(block, shape[, order]): the block repeated (blocked_product)
--- to cover `shape`, the repetitions ordered by `order` (default
--- column-major); each mode of shape must be a multiple of the block's.
-local tile_to_shape
+-- Internals shared with cute.layout_tile -------------------------------------
 
-function M.tile_to_shape(block, shape, order)
-  local op = "tile_to_shape"
-  if is_composed(block) then return rewrap(block, M.tile_to_shape(block.outer, shape, order)) end
-  check_layout(op, block, "the block")
-  it._check(op, shape, "shape", "target shape")
-  return cached(op, tile_to_shape, block, shape, order)
-end
-
-tile_to_shape = function(block, shape, order)
-  local op = "tile_to_shape"
-  local R = it._rank_of(shape)
-  if it._rank_of(block.shape) > R then
-    raise("%s: the block %s has more modes than the target shape %s", op, tostring(block), show(shape))
-  end
-  local padded = pad(block, R)
-  local bshape, tshape = it.product_each(padded.shape), it.product_each(is_tuple(shape) and shape or tup { shape })
-  local reps = {}
-  for k = 1, R do
-    local b, t = bshape[k], tshape[k]
-    if type(b) ~= "number" then static_int(b, op, "the block's extent %s", show(b)) end
-    if type(t) ~= "number" then static_int(t, op, "the target extent %s", show(t)) end
-    if t % b ~= 0 then
-      raise("%s: the block shape %s does not divide the target shape %s", op, show(bshape), show(shape))
-    end
-    reps[k] = t / b
-  end
-  reps = tup(reps)
-  local arrangement = L.make_ordered_layout(reps, order)
-  local bp = block_rake(padded, arrangement, op, false)
-  return L.coalesce(bp, reps)
-end
-
--- Partitioning ------------------------------------------------------------------
-
-local function underscores(n)
-  if n == 1 then return U end
-  local r = {}
-  for i = 1, n do r[i] = U end
-  return r
-end
-
-local function zd_tile(l, tiler) return zipped(divide(l, tiler, "local_tile"), tiler) end
-local function zd_part(l, tiler) return zipped(divide(l, tiler, "local_partition"), tiler) end
-
-local function zipped_divide_any(l, tiler, op)
-  if is_composed(l) then return rewrap(l, zipped_divide_any(l.outer, tiler, op)) end
-  check_layout(op, l, "the layout")
-  return cached(op, op == "local_tile" and zd_tile or zd_part, l, tiler)
-end
-
---- local_tile(L, tiler, coord[, proj]): the tile of L at coord (the tile
--- coordinate; _ in coord keeps that rest mode), and its offset. proj
--- (1 = keep, cute.X = skip) selects the modes of tiler and coord to use.
-function M.local_tile(l, tiler, coord, proj)
-  local op = "local_tile"
-  if proj ~= nil then
-    tiler = L.dice(proj, tiler)
-    coord = L.dice(proj, coord)
-  end
-  local z = zipped_divide_any(l, tiler, op)
-  local outer = is_composed(z) and z.outer or z
-  local r0 = it._rank_of(outer.shape[1])
-  return L.slice_and_offset(tup { underscores(r0), coord }, z, op)
-end
-
---- local_partition(L, tile, index[, proj]): the elements of L that thread
--- `index` of the thread layout `tile` owns (its coordinate in every tile),
--- and the offset of its first one. proj as in local_tile, applied to tile.
-function M.local_partition(l, tile, index, proj)
-  local op = "local_partition"
-  if proj ~= nil then tile = L.dice(proj, tile) end
-  check_layout(op, tile, "the thread layout")
-  local coord = tile:get_flat_coord(index)
-  local tiler = it.product_each(tile.shape)
-  local z = zipped_divide_any(l, tiler, op)
-  local outer = is_composed(z) and z.outer or z
-  local r1 = it._rank_of(outer.shape[2])
-  return L.slice_and_offset(tup { coord, underscores(r1) }, z, op)
-end
-
---- make_layout_tv(thr_layout, val_layout): (tiler_mn, layout_tv) as CuTe
--- DSL's: the MN tile that thr_layout threads each holding a val_layout block
--- cover (raked_product), and the layout mapping (thread, value) to the
--- column-major index of its element in that tile.
-local make_layout_tv
-
-function M.make_layout_tv(thr, val)
-  local op = "make_layout_tv"
-  check_layout(op, thr, "thr_layout")
-  check_layout(op, val, "val_layout")
-  return cached(op, make_layout_tv, thr, val)
-end
-
-make_layout_tv = function(thr, val)
-  local op = "make_layout_tv"
-  local mn = block_rake(thr, val, op, true)
-  local tiler = it.product_each(mn.shape)
-  local inv = right_inverse(mn, op)
-  local nt, nv = product(thr.shape), product(val.shape)
-  if product(inv.shape) ~= nt * nv then
-    raise("%s: raked_product(%s, %s) = %s is not a bijection onto [0, %s)", op, tostring(thr), tostring(val),
-      tostring(mn), show(nt * nv))
-  end
-  local tv = compose_layouts(inv, new(tup { nt, nv }, tup { 1, nt }), op)
-  return tiler, tv
-end
+M._cached, M._divide, M._zipped, M._block_rake = cached, divide, zipped, block_rake
+M._right_inverse, M._pad, M._static_int = right_inverse, pad, static_int
 
 -- Methods on layouts --------------------------------------------------------------
 

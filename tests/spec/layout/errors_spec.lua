@@ -85,6 +85,8 @@ describe("layout algebra errors", function()
       function() local r = A(cute._, 7); return r end)
     raises("get: mode 2 is out of range for (4,3) (rank 2)",
       function() local r = cute.get(A, 2); return r end)
+    raises("local_partition: index 20 is out of range for the thread layout (4,4):(1,4) (size 16)",
+      function() local r = cute.local_partition(A, cute.make_layout({ 4, 4 }), 20); return r end)
     raises("take: modes [1,3) are out of range for (4,3) (rank 2)",
       function() local r = cute.take({ 4, 3 }, 1, 3); return r end)
   end)

@@ -17,6 +17,14 @@ describe("cute.layout", function()
     assert.equal("(4):(2)", tostring(cute.make_layout(a)))
   end)
 
+  it("is reachable as cute.<name> and through its modules", function()
+    assert.equal(cute.local_tile, cute.layout.local_tile)
+    assert.equal(cute.composition, cute.layout.composition)
+    assert.equal(cute.composition, require("cute.layout_algebra").composition)
+    assert.equal(cute.X, cute._)
+    assert.equal("_", tostring(cute._))
+  end)
+
   it("does not alias the user's tables", function()
     local shape = { 4, 8 }
     local l = cute.make_layout(shape)
