@@ -252,6 +252,14 @@ end
 -- Complement ---------------------------------------------------------------
 
 local function complement(l, cotarget, op)
+  local s1, d1 = l.shape, l.stride
+  if type(s1) == "number" and type(d1) == "number" and d1 > 0 and s1 > 1 then
+    -- one mode s:d (the tile of most divides): the holes below d, then the rest
+    local rest = arith.ceil_div(cotarget, s1 * d1)
+    if d1 == 1 then return rest == 1 and UNIT or new(rest, s1) end
+    if rest == 1 then return new(d1, 1) end
+    return new(tup { d1, rest }, tup { 1, s1 * d1 })
+  end
   local fs, fd = it._flatten_into(l.shape, {}), it._flatten_into(l.stride, {})
   local ms, md, idx = {}, {}, {}
   for i = 1, #fs do
