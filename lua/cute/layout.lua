@@ -90,7 +90,7 @@ local opname = it._opname
 local slice_and_offset
 
 local function eval(l, c, op)
-  local fast = l._fast
+  local fast = rawget(l, "_fast")
   if fast == nil then fast = prepare(l) end
   if fast and type(c) == "number" then
     if c < 0 or c ~= floor(c) then raise("%s: coordinate %s is not a non-negative integer", opname(op), show(c)) end
@@ -424,7 +424,7 @@ slice_and_offset = function(c, l, op)
   if c == U then return l, 0 end
   local ss, ds = {}, {}
   local off = slice_rec(c, l.shape, l.stride, ss, ds, op)
-  if l._basis == nil then prepare(l) end
+  if rawget(l, "_basis") == nil then prepare(l) end
   if l._basis then off = it._copy(arith.basis_result(off, l._basis)) end
   if #ss == 0 then return UNIT, off end
   return new(tup(ss), tup(ds)), off
@@ -483,6 +483,7 @@ end
 -- loaded on first use of such a method.
 setmetatable(methods, {
   __index = function(_, k)
+    if type(k) ~= "string" or k:byte(1) == 95 then return nil end -- internal fields (_fast, ...) are never methods
     require "cute.layout_algebra"
     return rawget(methods, k)
   end,
@@ -520,6 +521,7 @@ function composed_methods.rank(l, ...) return M.rank(l, ...) end
 function composed_methods.depth(l, ...) return M.depth(l, ...) end
 setmetatable(composed_methods, {
   __index = function(_, k)
+    if type(k) ~= "string" or k:byte(1) == 95 then return nil end
     require "cute.layout_algebra"
     return rawget(composed_methods, k)
   end,
