@@ -211,33 +211,37 @@ local function sub_layout(l, op, ...) -- the layout at a 0-based mode path
   return s, d
 end
 
-local function target(x) -- a ComposedLayout answers shape queries with its outer layout
-  if getmetatable(x) == Composed then return x.outer end
-  return x
+-- the layout or tuple a query is about: a ComposedLayout answers with its
+-- outer layout; anything that is not a layout or an IntTuple is an error
+local function target(x, op)
+  local mt = getmetatable(x)
+  if mt == Composed then return x.outer end
+  if mt == Layout or is_tuple(x) or arith.is_int(x) then return x end
+  raise("%s: expected a layout or an IntTuple, got %s", op, x == nil and "nil" or show(x))
 end
 
 --- size(x, i, ...): the number of coordinates of a layout or tuple (of mode i, ...).
 function M.size(x, ...)
-  x = target(x)
+  x = target(x, "size")
   if is_layout(x) then return product((sub_layout(x, "size", ...))) end
   return it.size(x, ...)
 end
 
 function M.rank(x, ...)
-  x = target(x)
+  x = target(x, "rank")
   if is_layout(x) then return it._rank_of((sub_layout(x, "rank", ...))) end
   return it.rank(x, ...)
 end
 
 function M.depth(x, ...)
-  x = target(x)
+  x = target(x, "depth")
   if is_layout(x) then return it._depth_of((sub_layout(x, "depth", ...))) end
   return it.depth(x, ...)
 end
 
 --- shape(x, i, ...): the shape of a layout (of mode i, ...); a tuple is its own shape.
 function M.shape(x, ...)
-  x = target(x)
+  x = target(x, "shape")
   if is_layout(x) then return (sub_layout(x, "shape", ...)) end
   return it.get(x, ...)
 end

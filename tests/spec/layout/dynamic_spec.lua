@@ -102,6 +102,15 @@ describe("dynamic leaves", function()
     assert.equal("(4,M):(1,4)", tostring(cute.logical_product(cute.make_layout(4), cute.make_layout(M))))
     local p = cute.logical_product(cute.make_layout(4), { cute.make_layout(M) })
     assert.equal("((4,M)):((1,4))", tostring(p))
+    -- a dynamic stride in B: the rest of A's complement is dynamic, and B's
+    -- stride scales it
+    local q = cute.logical_product(cute.make_layout(4), cute.make_layout(3, ld))
+    assert.equal("(4,3):(1,(ld*4))", tostring(q))
+    assert.same(H.table_of(cute.logical_product(cute.make_layout(4), cute.make_layout(3, 320))),
+      H.table_of(concrete(q)))
+    local r = cute.zipped_product(cute.make_layout({ 2, 2 }), { cute.make_layout(3, ld), 2 })
+    assert.equal(tostring(cute.zipped_product(cute.make_layout({ 2, 2 }), { cute.make_layout(3, 320), 2 })),
+      tostring(concrete(r)))
   end)
 
   it("flow through local_tile, local_partition and swizzles", function()

@@ -83,6 +83,8 @@ describe("layout algebra errors", function()
       function() local r = cute.idx2crd(12, { 4, 3 }); return r end)
     raises("slice: coordinate 7 is out of range for shape 3",
       function() local r = A(cute._, 7); return r end)
+    raises("size: expected a layout or an IntTuple, got nil",
+      function() local r = cute.size(nil); return r end)
     raises("get: mode 2 is out of range for (4,3) (rank 2)",
       function() local r = cute.get(A, 2); return r end)
     raises("local_partition: index 20 is out of range for the thread layout (4,4):(1,4) (size 16)",

@@ -6,8 +6,9 @@
 -- may legitimately differ, point-wise through result_table:
 --   * left_inverse of a non-surjective layout is not unique off the image
 --     of its input (the cases carry a note): we check R(L(i)) == i.
--- No other case needs the point-wise fallback; the spec counts and reports
--- any that does, so a change of form cannot go unnoticed.
+-- Today every case matches exactly (the left inverses too); the fallbacks
+-- are counted and reported, and a point-wise-only match fails the summary,
+-- so a change of form cannot go unnoticed.
 --
 -- The four cases marked `quirk` record where the reference (pycute) differs
 -- from C++ CuTe. cutelua follows C++ CuTe, so they are skipped here (the
