@@ -83,5 +83,6 @@ local function provide(name, export)
 end
 provide("_c", false)
 provide("_err", false)
+provide("ir", false)
 
 return cute

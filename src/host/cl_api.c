@@ -6,6 +6,7 @@
 
 #include "cl_dl.h"
 #include "cl_version.h"
+#include "ir.h"
 
 static const char *host_version(void) { return CUTELUA_VERSION_STRING; }
 
@@ -42,5 +43,6 @@ const void *cl_host_api(void) { return &host_api; }
 /* One row per subsystem; each new subsystem adds its row here. */
 const ClApiEntry cl_api_entries[] = {
     {"host", "CLHostApi", "src/host/host.cdef", cl_host_api},
+    {"ir", "CLIrApi", "src/ir/ir.cdef", cl_ir_api},
 };
 const size_t cl_api_entry_count = sizeof cl_api_entries / sizeof *cl_api_entries;
