@@ -9,7 +9,13 @@
  * do not fire inside JIT-compiled traces, so the REPL compiles nothing of the
  * chunks typed at it (they and the functions they define run interpreted;
  * library code stays compiled). A second Ctrl-C before the first took effect
- * ends the process, as in luajit. Ctrl-C while typing abandons the input. */
+ * ends the process, as in luajit. Ctrl-C while typing abandons the input.
+ *
+ * A kernel fault leaves the GPU unusable for the rest of the process (the
+ * CUDA driver refuses all further work; see src/rt/rt.h). The REPL then
+ * restarts itself (exec of its own binary): history is kept, Lua variables
+ * are not, and the GPU works again. Piped input is read without stdio
+ * buffering so that the new process continues exactly where this one was. */
 #include "cl_repl.h"
 
 #include <editline/readline.h>
@@ -26,6 +32,7 @@
 #include "cl_buf.h"
 #include "cl_host.h"
 #include "cl_version.h"
+#include "rt.h"
 
 #define PROMPT "> "
 #define PROMPT_MORE ">> "
@@ -215,18 +222,41 @@ static char *history_path(void) {
   return s;
 }
 
-/* Reads one line without the newline; NULL at end of input. */
+/* Reads one line without the newline; NULL at end of input. Piped input is
+ * read a byte at a time (no read-ahead), so that a restarted REPL process
+ * (after a GPU fault) finds the rest of the input unread. */
 static char *read_line(int tty, int more) {
   if (tty) return readline(more ? PROMPT_MORE : PROMPT);
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n = getline(&line, &cap, stdin);
-  if (n < 0) {
-    free(line);
-    return NULL;
+  ClBuf b = {0};
+  for (;;) {
+    char c;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (b.len == 0) {
+        cl_buf_free(&b);
+        return NULL;
+      }
+      break;
+    }
+    if (c == '\n') break;
+    cl_buf_putc(&b, c);
   }
-  if (n > 0 && line[n - 1] == '\n') line[n - 1] = '\0';
-  return line;
+  return b.data ? b.data : strdup(""); /* malloc'ed, NUL-terminated */
+}
+
+/* Replaces this process by a fresh cutelua REPL after a GPU fault. Returns
+ * only if that fails. */
+static void restart_after_fault(int tty, const char *hist, int failed) {
+  if (tty && hist) write_history(hist);
+  fprintf(stderr, "cutelua: the GPU cannot be used again in this process; restarting the REPL "
+                  "(history kept, variables lost)\n");
+  fflush(stderr);
+  fflush(stdout);
+  setenv("CUTELUA_REPL_RESTARTED", failed ? "failed" : "ok", 1);
+  char *argv[] = {(char *)"cutelua", NULL};
+  execv("/proc/self/exe", argv);
+  fprintf(stderr, "cutelua: cannot restart (%s); the GPU stays unusable in this session\n", strerror(errno));
 }
 
 int cl_repl_run(cutelua *cl, int tty) {
@@ -272,6 +302,12 @@ int cl_repl_run(cutelua *cl, int tty) {
 
   ClBuf chunk = {0};
   int more = 0, any_failed = 0;
+  const char *restarted = getenv("CUTELUA_REPL_RESTARTED");
+  if (restarted) {
+    fprintf(stderr, "cutelua: REPL restarted after a GPU fault\n");
+    any_failed = strcmp(restarted, "failed") == 0;
+    unsetenv("CUTELUA_REPL_RESTARTED");
+  }
   for (;;) {
     interrupted = 0;
     char *line = read_line(tty, more);
@@ -301,6 +337,7 @@ int cl_repl_run(cutelua *cl, int tty) {
       }
       any_failed |= failed;
       cl_buf_clear(&chunk);
+      if (failed && rt_device_lost(-1)) restart_after_fault(tty, hist, any_failed);
     }
     lua_settop(L, top);
   }

@@ -9,7 +9,10 @@ for i = 1, #arg do args[#args + 1] = arg[i] end
 local function gpu_status()
   local ok, cute = pcall(require, "cute")
   if not ok then return false, "cute failed to load: " .. tostring(cute) end
-  if rawget(cute, "gpu_available") or cute.gpu_available then return cute.gpu_available() end
+  if cute.gpu_available then
+    local available, why = cute.gpu_available()
+    return available, why and why:match("^[^\n]*")
+  end
   local lib = cute.libraries().cuda
   if not lib.ok then return false, (lib.error:match("^[^\n]*")) end
   return false, "the CUDA runtime module is not built yet"

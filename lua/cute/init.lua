@@ -16,9 +16,13 @@ local SUBMODULES = {}
 -- order the first time an unknown name is asked for.
 local EXPORTS = {}
 
+-- A module's exported names: those in its _exports list when it has one,
+-- else every public (not _-prefixed) field.
 local function public_names(mod)
   local out = {}
-  if type(mod) == "table" then
+  if type(mod) == "table" and type(rawget(mod, "_exports")) == "table" then
+    for _, k in ipairs(mod._exports) do out[k] = mod[k] end
+  elseif type(mod) == "table" then
     for k, v in pairs(mod) do
       if type(k) == "string" and k:sub(1, 1) ~= "_" and v ~= nil then out[k] = v end
     end
@@ -83,6 +87,9 @@ local function provide(name, export)
 end
 provide("_c", false)
 provide("_err", false)
+provide("dtype", true)
+provide("runtime", true)
+provide("bench", false)
 provide("ir", false)
 
 return cute

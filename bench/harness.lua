@@ -1,0 +1,363 @@
+--- The benchmark harness: runs suites of GPU benchmarks, measures the peers
+-- and physical limits they are compared with in the same run, checks every
+-- kernel's result, and writes the table (markdown), raw numbers (CSV, JSON)
+-- and an SVG bar chart of the ratios.
+--
+-- A suite is bench/suites/<name>.lua returning function(h). It declares
+-- cases with h:case{...}:
+--   name, shape, dtype        what is measured (for the table)
+--   bytes or flops            work per repetition (GB/s or TFLOP/s)
+--   peer                      what the ratio is taken against: "copy" (the
+--                             cuMemcpyDtoD bandwidth, bytes read + written) or
+--                             a function(h) returning {name=, value=, unit=}
+--                             measured in this run (cuBLAS, say)
+--   goal                      the ratio the project aims for (for the record)
+--   setup() -> state          allocate and fill inputs (fresh random data)
+--   run(state, rep)           the timed work (one repetition)
+--   check(state) -> ok, msg   the result against a CPU reference
+--   teardown(state)           free (optional)
+-- Peers are measured once per run and cached by name.
+local cute = require "cute"
+local ffi = require "ffi"
+
+local H = {}
+H.__index = H
+
+function H.new(opts)
+  return setmetatable({ opts = opts or {}, cases = {}, results = {}, peers = {}, suite = "?" }, H)
+end
+
+function H:case(c)
+  c.suite = self.suite
+  self.cases[#self.cases + 1] = c
+end
+
+--- True in quick mode (CUTELUA_BENCH_QUICK=1): small sizes, short timings.
+function H.quick() return cute.bench.quick() end
+
+--- Picks the full-size or quick-mode value.
+function H.size(_, full, quick) return cute.bench.quick() and quick or full end
+
+-- ---------------------------------------------------------------------------
+-- Peers and limits, measured in this run
+
+--- The device-to-device copy bandwidth of cuMemcpyDtoD on a large buffer,
+-- counting bytes read plus bytes written (GB/s).
+function H:copy_bandwidth()
+  if self.peers.copy then return self.peers.copy end
+  local bytes = self:size(1024 ^ 3, 64 * 1024 ^ 2)
+  local a, b = cute.alloc(bytes), cute.alloc(bytes)
+  a:memset(0x3f800000, 4, bytes / 4)
+  local r = cute.bench(function() b:copy_from(a, bytes) end, { bytes = 2 * bytes, flush_l2 = false })
+  a:free()
+  b:free()
+  self.peers.copy = { name = "cuMemcpyDtoD", value = r.gbps, unit = "GB/s", result = r,
+    shape = string.format("%.0f MiB", bytes / 1024 ^ 2) }
+  return self.peers.copy
+end
+
+--- cuBLAS GEMM throughput (TFLOP/s) for row-major M x K @ K x N, measured here.
+function H:cublas(m, n, k, dt, c_dt, opts)
+  opts = opts or {}
+  dt = cute.dtype.get(dt)
+  c_dt = cute.dtype.get(c_dt or dt)
+  local key = string.format("cublas %s/%s %dx%dx%d%s", dt.name, c_dt.name, m, n, k, opts.tf32 and " tf32" or "")
+  if self.peers[key] then return self.peers[key] end
+  local A, B, C = cute.alloc(m * k * dt.bytes), cute.alloc(k * n * dt.bytes), cute.alloc(m * n * c_dt.bytes)
+  H.fill_random(A, dt, m * k, 1)
+  H.fill_random(B, dt, k * n, 2)
+  local spec = { a = A, b = B, c = C, m = m, n = n, k = k, dtype = dt, c_dtype = c_dt, tf32 = opts.tf32 }
+  local r = cute.bench(function() cute.cublas.gemm_rowmajor(spec) end, { flops = 2 * m * n * k })
+  A:free()
+  B:free()
+  C:free()
+  self.peers[key] = { name = key, value = r.tflops, unit = "TFLOP/s", result = r }
+  return self.peers[key]
+end
+
+-- ---------------------------------------------------------------------------
+-- Helpers for suites
+
+--- Fills a device buffer with n uniform random values of dtype dt in [-1, 1)
+-- (generated on the host, deterministic in seed) and returns the host copy.
+function H.fill_random(buf, dt, n, seed, lo, hi)
+  dt = cute.dtype.get(dt)
+  local host = ffi.new(dt.storage_array, n)
+  require("cute._c").rt.host_random(host, dt.code, n, 0, lo or -1, hi or 1, seed or 1)
+  buf:copy_from_host(host, n * dt.bytes)
+  return host
+end
+
+--- Reads n elements of dtype dt from a device buffer as a double array.
+function H.download(buf, dt, n, offset)
+  dt = cute.dtype.get(dt)
+  local raw = ffi.new(dt.storage_array, n)
+  buf:copy_to_host(raw, n * dt.bytes, offset)
+  local d = ffi.new("double[?]", n)
+  require("cute._c").rt.to_doubles(d, raw, dt.code, n)
+  return d
+end
+
+--- Relative error ||x - y|| / ||y|| over n doubles (NaN if any x is NaN).
+function H.rel_error(x, y, n)
+  local num, den = 0, 0
+  for i = 0, n - 1 do
+    local d = x[i] - y[i]
+    if x[i] ~= x[i] then return 0 / 0 end
+    num = num + d * d
+    den = den + y[i] * y[i]
+  end
+  return math.sqrt(num / math.max(den, 1e-300))
+end
+
+-- ---------------------------------------------------------------------------
+-- Running
+
+local function fmt_value(v, unit)
+  if not v then return "-" end
+  if unit == "GB/s" and v >= 1000 then return string.format("%.3f TB/s", v / 1000) end
+  return string.format("%.4g %s", v, unit)
+end
+
+function H:run_case(c)
+  local row = { suite = c.suite, name = c.name, shape = c.shape or "", dtype = c.dtype or "", goal = c.goal }
+  local ok, e = pcall(function()
+    local state = c.setup and c.setup(self) or {}
+    local r = cute.bench(function(rep) c.run(state, rep) end,
+      { bytes = c.bytes, flops = c.flops, flush_l2 = c.flush_l2, min_time_ms = c.min_time_ms })
+    row.median_ms, row.p10_ms, row.p90_ms, row.reps = r.median_ms, r.p10_ms, r.p90_ms, r.reps
+    row.spread = r.spread
+    if c.bytes then row.value, row.unit = r.gbps, "GB/s" end
+    if c.flops then row.value, row.unit = r.tflops, "TFLOP/s" end
+    if c.check then
+      local good, msg = c.check(state)
+      row.check = good and "ok" or ("WRONG: " .. tostring(msg))
+    else
+      row.check = "no check"
+    end
+    if c.teardown then c.teardown(state) end
+    local peer = c.peer == "copy" and self:copy_bandwidth() or (type(c.peer) == "function" and c.peer(self))
+    if peer then
+      row.peer, row.peer_value, row.peer_unit = peer.name, peer.value, peer.unit
+      row.ratio = row.value / peer.value
+    end
+  end)
+  if not ok then row.check = "ERROR: " .. tostring(e) end
+  collectgarbage()
+  self.results[#self.results + 1] = row
+  io.stdout:write(string.format("  %-38s %-16s %-6s %10s  %-14s ratio %s  %s\n", row.name, row.shape, row.dtype,
+    row.median_ms and string.format("%.4g ms", row.median_ms) or "-", fmt_value(row.value, row.unit),
+    row.ratio and string.format("%.3f", row.ratio) or "-", row.check))
+  io.stdout:flush()
+  return row
+end
+
+function H:run_suite(name)
+  self.suite = name
+  local path = "bench/suites/" .. name .. ".lua"
+  local chunk, e = loadfile(path)
+  if not chunk then error("bench: cannot load suite " .. name .. ": " .. e, 0) end
+  local first = #self.cases + 1
+  chunk()(self)
+  print(string.format("== suite %s (%d cases)", name, #self.cases - first + 1))
+  for i = first, #self.cases do self:run_case(self.cases[i]) end
+end
+
+-- ---------------------------------------------------------------------------
+-- Metadata and reports
+
+local function shell(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return nil end
+  local s = p:read("*a")
+  p:close()
+  s = s and s:gsub("%s+$", "")
+  return (s ~= "" and s) or nil
+end
+
+function H:metadata()
+  local info = cute.device_info()
+  local commit = os.getenv("CUTELUA_COMMIT") or shell("git rev-parse --short HEAD")
+  if not commit then
+    local f = io.open(".gpu/commit")
+    if f then
+      commit = f:read("*l")
+      f:close()
+    end
+  end
+  return {
+    gpu = info.name,
+    sm_count = info.sm_count,
+    compute_capability = info.compute_capability[1] .. "." .. info.compute_capability[2],
+    memory_gb = string.format("%.0f", info.total_memory / 1e9),
+    driver = info.driver_version,
+    cuda = info.cuda_version,
+    clocks = shell("nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader") or "n/a",
+    date = os.date("!%Y-%m-%d %H:%M UTC"),
+    commit = commit or "unknown",
+    cutelua = cute.version(),
+    quick = self:quick(),
+  }
+end
+
+local function csv_field(v)
+  v = v == nil and "" or tostring(v)
+  if v:find('[,"\n]') then v = '"' .. v:gsub('"', '""') .. '"' end
+  return v
+end
+
+local COLUMNS = { "suite", "name", "shape", "dtype", "median_ms", "p10_ms", "p90_ms", "reps", "value", "unit",
+  "peer", "peer_value", "peer_unit", "ratio", "goal", "check" }
+
+local function json_value(v)
+  local t = type(v)
+  if t == "number" then return (v ~= v or v == math.huge or v == -math.huge) and "null" or string.format("%.17g", v) end
+  if t == "boolean" then return tostring(v) end
+  if t == "nil" then return "null" end
+  return '"' .. tostring(v):gsub('[%c"\\]', function(ch) return string.format("\\u%04x", ch:byte()) end) .. '"'
+end
+
+local function json_object(t, keys)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = json_value(k) .. ": " .. json_value(t[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+function H:markdown(meta)
+  local out = {}
+  out[#out + 1] = string.format("GPU: %s (%s SMs, CC %s, %s GB), driver %s, CUDA %s, clocks (sm, max sm, mem): %s",
+    meta.gpu, meta.sm_count, meta.compute_capability, meta.memory_gb, meta.driver, meta.cuda, meta.clocks)
+  out[#out + 1] = string.format("Date %s, commit %s, cutelua %s%s.", meta.date, meta.commit, meta.cutelua,
+    meta.quick and " (QUICK MODE: not figures to quote)" or "")
+  out[#out + 1] = ""
+  out[#out + 1] = "| suite | kernel | shape | dtype | median | spread (p10-p90) | achieved | peer (same run) "
+    .. "| ratio | goal | check |"
+  out[#out + 1] = "|---|---|---|---|---|---|---|---|---|---|---|"
+  for _, r in ipairs(self.results) do
+    out[#out + 1] = string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", r.suite, r.name, r.shape,
+      r.dtype, r.median_ms and string.format("%.4g ms", r.median_ms) or "-",
+      r.spread and string.format("%.1f%%", 100 * r.spread) or "-", fmt_value(r.value, r.unit),
+      r.peer and (r.peer .. " " .. fmt_value(r.peer_value, r.peer_unit)) or "-",
+      r.ratio and string.format("%.3f", r.ratio) or "-", r.goal and string.format(">= %.2f", r.goal) or "-",
+      r.check or "-")
+  end
+  local names = {}
+  for name in pairs(self.peers) do names[#names + 1] = name end
+  table.sort(names)
+  if #names > 0 then
+    out[#out + 1] = ""
+    out[#out + 1] = "Peers and limits measured in this run:"
+    out[#out + 1] = ""
+    for _, name in ipairs(names) do
+      local p = self.peers[name]
+      out[#out + 1] = string.format("- %s%s: %s (median %.4g ms)", p.name, p.shape and (" " .. p.shape) or "",
+        fmt_value(p.value, p.unit), p.result.median_ms)
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+function H:csv()
+  local out = { table.concat(COLUMNS, ",") }
+  for _, r in ipairs(self.results) do
+    local f = {}
+    for i, k in ipairs(COLUMNS) do f[i] = csv_field(r[k]) end
+    out[#out + 1] = table.concat(f, ",")
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+function H:json(meta)
+  local keys = {}
+  for k in pairs(meta) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local rows = {}
+  for _, r in ipairs(self.results) do rows[#rows + 1] = "  " .. json_object(r, COLUMNS) end
+  local peers, names = {}, {}
+  for name in pairs(self.peers) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local p = self.peers[name]
+    peers[#peers + 1] = "  " .. json_object({ name = p.name, value = p.value, unit = p.unit,
+      median_ms = p.result.median_ms }, { "name", "value", "unit", "median_ms" })
+  end
+  return "{\n\"meta\": " .. json_object(meta, keys) .. ",\n\"results\": [\n" .. table.concat(rows, ",\n")
+    .. "\n],\n\"peers\": [\n" .. table.concat(peers, ",\n") .. "\n]\n}\n"
+end
+
+local function xml_escape(s) return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;")) end
+
+--- A horizontal bar chart of the ratios, with the goal of each case marked.
+function H:svg(meta)
+  local rows = {}
+  for _, r in ipairs(self.results) do
+    if r.ratio then rows[#rows + 1] = r end
+  end
+  local bar_h, gap, left, width, top = 22, 8, 330, 480, 56
+  local h = top + #rows * (bar_h + gap) + 40
+  local maxr = 1.2
+  for _, r in ipairs(rows) do maxr = math.max(maxr, r.ratio * 1.05) end
+  local function x(v) return left + width * v / maxr end
+  local o = {}
+  o[#o + 1] = string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif">',
+    left + width + 80, h)
+  o[#o + 1] = string.format('<rect width="100%%" height="100%%" fill="white"/>')
+  o[#o + 1] = '<text x="10" y="22" font-size="15">cutelua benchmarks: ratio to the peer measured in the same run</text>'
+  o[#o + 1] = string.format('<text x="10" y="42" font-size="11" fill="#555">%s, driver %s, %s, commit %s%s</text>',
+    xml_escape(meta.gpu), meta.driver, meta.date, xml_escape(meta.commit), meta.quick and " (quick mode)" or "")
+  for i, r in ipairs(rows) do
+    local y = top + (i - 1) * (bar_h + gap)
+    local met = not r.goal or r.ratio >= r.goal
+    local color = (r.check or ""):match("^ok") and (met and "#4c9a2a" or "#e0a030") or "#c0392b"
+    o[#o + 1] = string.format('<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>', left - 8,
+      y + bar_h * 0.7, xml_escape(r.name .. " " .. r.shape .. " " .. r.dtype))
+    o[#o + 1] = string.format('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>', left, y,
+      x(r.ratio) - left, bar_h, color)
+    o[#o + 1] = string.format('<text x="%.1f" y="%d" font-size="12">%.3f</text>', x(r.ratio) + 4, y + bar_h * 0.7,
+      r.ratio)
+    if r.goal then
+      o[#o + 1] = string.format('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="black" stroke-dasharray="3,2"/>',
+        x(r.goal), x(r.goal), y - 2, y + bar_h + 2)
+    end
+  end
+  local base = top + #rows * (bar_h + gap)
+  o[#o + 1] = string.format('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#333"/>', x(1), x(1), top - 6, base)
+  o[#o + 1] = string.format('<text x="%.1f" y="%d" font-size="11" text-anchor="middle">1.0 = peer</text>', x(1),
+    base + 16)
+  o[#o + 1] = string.format('<text x="%d" y="%d" font-size="11" fill="#555">dashed: goal; green: goal met, '
+    .. 'orange: missed, red: wrong result</text>', left, base + 32)
+  o[#o + 1] = "</svg>"
+  return table.concat(o, "\n") .. "\n"
+end
+
+local function write(path, s)
+  local f = assert(io.open(path, "w"))
+  f:write(s)
+  f:close()
+end
+
+--- Writes results.md, results.csv, results.json and ratios.svg into dir.
+function H:report(dir)
+  local meta = self:metadata()
+  local md = self:markdown(meta)
+  print("")
+  io.stdout:write(md)
+  if dir then
+    os.execute("mkdir -p '" .. dir .. "'")
+    write(dir .. "/results.md", md)
+    write(dir .. "/results.csv", self:csv())
+    write(dir .. "/results.json", self:json(meta))
+    write(dir .. "/ratios.svg", self:svg(meta))
+    print("written: " .. dir .. "/results.{md,csv,json} and ratios.svg")
+  end
+end
+
+--- True when every case ran and was checked right.
+function H:all_correct()
+  for _, r in ipairs(self.results) do
+    if not (r.check or ""):match("^ok") and r.check ~= "no check" then return false end
+  end
+  return true
+end
+
+return H

@@ -1,0 +1,136 @@
+--- cute.bench: timing GPU work with CUDA events.
+--
+--   local r = cute.bench(function(i) kernel(grid, block)(a, b, c) end,
+--                        { bytes = 3 * n * 4, flush_l2 = true })
+--   print(r)               -- 0.214 ms (p10 0.212, p90 0.219, 1402 reps) 4.51 TB/s
+--   r.median_ms, r.gbps, r.tflops
+--
+-- The function is called once per repetition with the repetition number
+-- (1, 2, ...), so it can rotate among several input sets. Each repetition is
+-- bracketed by a pair of events on the stream, so host work between
+-- repetitions (and the optional L2 flush) is not timed. Warm-up first (module
+-- loading and compilation stay out), then repetitions until `min_time_ms` of
+-- GPU time, at least `min_reps`. Figures: median and spread (p10, p90, min,
+-- max) of the per-repetition times.
+--
+-- Options: warmup_ms (25), min_time_ms (300; 20 when CUTELUA_BENCH_QUICK=1),
+-- min_reps (10), max_reps (100000), flush_l2 (false: when true, a buffer twice
+-- the L2 size is overwritten before every repetition), stream (default
+-- stream), bytes (bytes moved per repetition, for GB/s), flops (per
+-- repetition, for TFLOP/s).
+local runtime = require "cute.runtime"
+local err = require "cute._err"
+
+local M = {}
+
+local Result = {}
+Result.__index = Result
+
+function Result:__tostring()
+  local s = string.format("%.4g ms (p10 %.4g, p90 %.4g, %d reps)", self.median_ms, self.p10_ms, self.p90_ms, self.reps)
+  if self.gbps then
+    s = s .. (self.gbps >= 1000 and string.format(" %.3g TB/s", self.gbps / 1000)
+      or string.format(" %.4g GB/s", self.gbps))
+  end
+  if self.tflops then s = s .. string.format(" %.4g TFLOP/s", self.tflops) end
+  return s
+end
+
+local function quantile(sorted, q)
+  local pos = 1 + (#sorted - 1) * q
+  local lo = math.floor(pos)
+  local hi = math.min(lo + 1, #sorted)
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo)
+end
+
+--- Summarises a list of per-repetition milliseconds (also used by the benchmark harness).
+function M.summarise(times, opts)
+  opts = opts or {}
+  local sorted = {}
+  local sum = 0
+  for i, t in ipairs(times) do
+    sorted[i] = t
+    sum = sum + t
+  end
+  table.sort(sorted)
+  local med = quantile(sorted, 0.5)
+  local r = setmetatable({
+    median_ms = med,
+    mean_ms = sum / #sorted,
+    min_ms = sorted[1],
+    max_ms = sorted[#sorted],
+    p10_ms = quantile(sorted, 0.1),
+    p90_ms = quantile(sorted, 0.9),
+    reps = #sorted,
+  }, Result)
+  r.spread = (r.p90_ms - r.p10_ms) / med
+  if opts.bytes then r.gbps = opts.bytes / (med * 1e-3) / 1e9 end
+  if opts.flops then r.tflops = opts.flops / (med * 1e-3) / 1e12 end
+  return r
+end
+
+local flush_buf, flush_words
+
+local function flush_l2(stream)
+  if not flush_buf then
+    local l2 = runtime.device_info().l2_bytes
+    flush_words = math.max(1, math.floor(2 * l2 / 4))
+    flush_buf = runtime.alloc(flush_words * 4)
+  end
+  flush_buf:memset(0x5a5a5a5a, 4, flush_words, 0, stream)
+end
+
+--- True when benchmarks should run in quick mode (CUTELUA_BENCH_QUICK=1): short
+-- runs that prove the harness works, not figures to quote.
+function M.quick() return os.getenv("CUTELUA_BENCH_QUICK") == "1" end
+
+--- Times fn on the GPU; see the module comment for the options.
+function M.bench(fn, opts)
+  if type(fn) ~= "function" then err.raise("bench: expected a function, got %s", type(fn)) end
+  opts = opts or {}
+  local stream = opts.stream
+  local warmup_ms = opts.warmup_ms or 25
+  local min_time = opts.min_time_ms or (M.quick() and 20 or 300)
+  local min_reps = opts.min_reps or 10
+  local max_reps = opts.max_reps or 100000
+
+  -- warm-up: at least one call, then until warmup_ms of wall time
+  local start, stop = runtime.event(), runtime.event()
+  local rep = 0
+  start:record(stream)
+  repeat
+    rep = rep + 1
+    fn(rep)
+    stop:record(stream)
+    stop:synchronize()
+  until start:elapsed_ms(stop) >= warmup_ms or rep >= 1000
+  local per_rep = math.max(start:elapsed_ms(stop) / rep, 1e-4)
+  local reps = math.max(min_reps, math.min(max_reps, math.ceil(min_time / per_rep)))
+
+  -- timed repetitions, each between its own pair of events; events are
+  -- recycled in batches so that very short kernels do not need thousands
+  local batch = math.min(reps, 512)
+  local evs = {}
+  for i = 1, 2 * batch do evs[i] = runtime.event() end
+  local times = {}
+  local done = 0
+  while done < reps do
+    local n = math.min(batch, reps - done)
+    for i = 1, n do
+      if opts.flush_l2 then flush_l2(stream) end
+      evs[2 * i - 1]:record(stream)
+      fn(rep + done + i)
+      evs[2 * i]:record(stream)
+    end
+    evs[2 * n]:synchronize()
+    for i = 1, n do times[#times + 1] = evs[2 * i - 1]:elapsed_ms(evs[2 * i]) end
+    done = done + n
+  end
+  for _, e in ipairs(evs) do e:free() end
+  start:free()
+  stop:free()
+  return M.summarise(times, opts)
+end
+
+-- cute.bench(fn, opts) is M.bench; cute.bench.summarise, cute.bench.quick stay reachable.
+return setmetatable(M, { __call = function(_, fn, opts) return M.bench(fn, opts) end })

@@ -1,0 +1,465 @@
+--- cute.runtime: devices, device memory, modules, launches, streams, events.
+--
+-- A thin layer over the C runtime (src/rt, reached through the FFI). Every
+-- failure raises a Lua error at the caller's line naming the driver call, the
+-- kernel and the CUDA error. A kernel fault (illegal address, trap, failed
+-- assertion) is fatal to the GPU for the rest of the process: the CUDA driver
+-- refuses all further work (see src/rt/rt.h for what was measured), so every
+-- later call raises at once saying so; a new process starts clean (the REPL
+-- restarts itself).
+--
+-- Handles are FFI structs with methods and a GC finalizer; `:free()` releases
+-- at once. Both are safe in any order, any number of times.
+local ffi = require "ffi"
+local rt = require("cute._c").rt
+local err = require "cute._err"
+local dtype = require "cute.dtype"
+
+local M = {}
+
+local function last_error() return ffi.string(rt.last_error()) end
+
+--- Raises the runtime's last error when rc is not 0 (what: a prefix naming the operation).
+local function check(rc, what)
+  if rc ~= 0 then
+    if what then err.raise("%s: %s", what, last_error()) end
+    err.raise("%s", last_error())
+  end
+end
+M._check = check
+
+-- ---------------------------------------------------------------------------
+-- Devices
+
+--- True when a CUDA driver and a GPU are usable; else false and the reason.
+function M.gpu_available()
+  if rt.available() == 1 then return true end
+  return false, last_error()
+end
+
+function M.device_count()
+  local n = ffi.new("int32_t[1]")
+  check(rt.device_count(n))
+  return n[0]
+end
+
+--- Makes device `ordinal` (0-based) current: new memory, modules and launches go there.
+function M.set_device(ordinal)
+  check(rt.set_device(ordinal), "set_device")
+end
+
+function M.current_device()
+  local n = ffi.new("int32_t[1]")
+  check(rt.get_device(n))
+  return n[0]
+end
+
+local info_cache = {}
+
+--- A table describing device `ordinal` (default: the current one): name,
+-- compute capability, SMs, memory, L2, shared memory limits, clocks, versions.
+function M.device_info(ordinal)
+  ordinal = ordinal or M.current_device()
+  local cached = info_cache[ordinal]
+  if cached then return cached end
+  local p = ffi.new("RtDeviceInfo")
+  check(rt.device_info(ordinal, p), "device_info")
+  local function ver(v) return string.format("%d.%d", math.floor(v / 1000), math.floor(v % 1000 / 10)) end
+  local cc = p.cc_major * 10 + p.cc_minor
+  local info = {
+    ordinal = ordinal,
+    name = ffi.string(p.name),
+    compute_capability = { p.cc_major, p.cc_minor },
+    arch = "sm_" .. cc .. ((cc == 90 or cc == 100 or cc == 120) and "a" or ""),
+    sm_count = p.sm_count,
+    total_memory = tonumber(p.total_mem),
+    l2_bytes = p.l2_bytes,
+    max_threads_per_block = p.max_threads_per_block,
+    max_threads_per_sm = p.max_threads_per_sm,
+    warp_size = p.warp_size,
+    registers_per_block = p.regs_per_block,
+    registers_per_sm = p.regs_per_sm,
+    smem_per_block = p.smem_per_block,
+    smem_per_block_optin = p.smem_per_block_optin,
+    smem_per_sm = p.smem_per_sm,
+    clock_mhz = p.clock_khz / 1000,
+    memory_clock_mhz = p.mem_clock_khz / 1000,
+    memory_bus_bits = p.mem_bus_bits,
+    max_grid = { p.max_grid[0], p.max_grid[1], p.max_grid[2] },
+    max_block = { p.max_block[0], p.max_block[1], p.max_block[2] },
+    cluster_launch = p.cluster_launch ~= 0,
+    driver_version = ver(p.driver_version),
+    cuda_version = ver(p.cuda_headers_version),
+  }
+  info_cache[ordinal] = info
+  return info
+end
+
+--- Waits for all work on the current device. A kernel fault found here raises.
+function M.synchronize() check(rt.synchronize()) end
+
+--- With on = true, every launch waits for its kernel, so a fault names the
+-- kernel that caused it (slow; for debugging).
+function M.set_sync_launches(on) rt.set_sync_launches(on and 1 or 0) end
+
+--- Free and total bytes of the current device's memory.
+function M.mem_info()
+  local f, t = ffi.new("uint64_t[1]"), ffi.new("uint64_t[1]")
+  check(rt.mem_info(f, t))
+  return tonumber(f[0]), tonumber(t[0])
+end
+
+--- The generation of a device's CUDA context (moves on with reset_device).
+function M.generation(ordinal) return rt.generation(ordinal or M.current_device()) end
+
+--- Frees everything made on the device (cudaDeviceReset). Tensors, modules,
+-- streams and events made before are refused afterwards, with a message.
+function M.reset_device(ordinal)
+  check(rt.reset_device(ordinal or M.current_device()), "reset_device")
+end
+
+--- True when a kernel fault made a device (default: any) unusable in this process.
+function M.device_lost(ordinal) return rt.device_lost(ordinal or -1) == 1 end
+
+-- ---------------------------------------------------------------------------
+-- Device memory (raw); cute.tensor builds typed tensors on it
+
+local Buffer = {}
+Buffer.__index = Buffer
+
+function Buffer:free()
+  rt.buffer_release(self)
+  ffi.gc(self, nil)
+end
+
+--- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
+function Buffer:copy_from_host(src, bytes, offset, stream)
+  check(rt.copy_htod(self, offset or 0, src, bytes, stream and stream.handle or nil), "copy to device")
+end
+
+function Buffer:copy_to_host(dst, bytes, offset, stream)
+  check(rt.copy_dtoh(dst, self, offset or 0, bytes, stream and stream.handle or nil), "copy to host")
+end
+
+function Buffer:copy_from(src, bytes, dst_offset, src_offset, stream)
+  check(rt.copy_dtod(self, dst_offset or 0, src, src_offset or 0, bytes, stream and stream.handle or nil),
+    "device copy")
+end
+
+--- Sets `count` elements of `width` bytes from `offset` to the raw bit pattern `bits`.
+function Buffer:memset(bits, width, count, offset, stream)
+  check(rt.memset(self, offset or 0, bits, width, count, stream and stream.handle or nil), "memset")
+end
+
+function Buffer:valid()
+  return self.released == 0 and rt.buffer_check(self, 0, 0) == 0
+end
+
+function Buffer:__tostring()
+  return string.format("cute.Buffer(%d bytes at 0x%x on device %d)", tonumber(self.bytes), tonumber(self.ptr),
+    self.device)
+end
+
+ffi.metatype("RtBuffer", Buffer)
+
+--- Allocates `bytes` of device memory on the current device (256-byte aligned).
+function M.alloc(bytes)
+  if type(bytes) ~= "number" or bytes < 0 or bytes ~= math.floor(bytes) then
+    err.raise("alloc: bytes must be a non-negative integer, got %s", tostring(bytes))
+  end
+  local b = ffi.new("RtBuffer")
+  check(rt.buffer_alloc(b, bytes), "alloc")
+  return ffi.gc(b, rt.buffer_release)
+end
+
+--- Wraps device memory the caller owns (a C application's, say): cutelua
+-- never frees it. ptr: a number, an FFI pointer or integer, or a light userdata.
+function M.wrap(ptr, bytes)
+  local p
+  if type(ptr) == "number" then
+    p = ptr
+  elseif type(ptr) == "cdata" or type(ptr) == "userdata" then
+    p = ffi.cast("uint64_t", ffi.cast("uintptr_t", ptr))
+  else
+    err.raise("wrap: expected a device address, got %s", type(ptr))
+  end
+  local b = ffi.new("RtBuffer")
+  check(rt.buffer_wrap(b, p, bytes), "wrap")
+  return b
+end
+
+M.Buffer = Buffer
+
+-- ---------------------------------------------------------------------------
+-- Streams and events
+
+local Stream = {}
+Stream.__index = Stream
+
+function Stream:synchronize() check(rt.stream_synchronize(self), "stream synchronize") end
+
+function Stream:free()
+  rt.stream_release(self)
+  ffi.gc(self, nil)
+end
+
+function Stream:__tostring() return string.format("cute.Stream(%s)", tostring(self.handle)) end
+
+ffi.metatype("RtStream", Stream)
+
+--- A new (non-blocking) stream on the current device.
+function M.stream()
+  local s = ffi.new("RtStream")
+  check(rt.stream_create(s), "stream")
+  return ffi.gc(s, rt.stream_release)
+end
+
+local Event = {}
+Event.__index = Event
+
+--- Records the event on a stream (default: the default stream).
+function Event:record(stream) check(rt.event_record(self, stream and stream.handle or nil), "event record") end
+
+function Event:synchronize() check(rt.event_synchronize(self), "event synchronize") end
+
+--- Milliseconds from this event to `stop` (both recorded and complete).
+function Event:elapsed_ms(stop)
+  local ms = ffi.new("float[1]")
+  check(rt.event_elapsed_ms(self, stop, ms), "event elapsed time")
+  return ms[0]
+end
+
+function Event:free()
+  rt.event_release(self)
+  ffi.gc(self, nil)
+end
+
+ffi.metatype("RtEvent", Event)
+
+--- A new event; timing = false makes one that cannot be timed (cheaper to record).
+function M.event(timing)
+  local e = ffi.new("RtEvent")
+  check(rt.event_create(e, timing == false and 0 or 1), "event")
+  return ffi.gc(e, rt.event_release)
+end
+
+-- ---------------------------------------------------------------------------
+-- Modules and raw launches (seed 000's KernelExecutor)
+
+local Module = {}
+Module.__index = Module
+
+local Kernel = {}
+Kernel.__index = Kernel
+
+--- Loads a module from memory: a cubin or fatbin image, or PTX text (JIT-compiled by the driver).
+function M.load_module(image, name)
+  if type(image) ~= "string" then err.raise("load_module: expected the image as a string, got %s", type(image)) end
+  local m = ffi.new("RtModule")
+  -- PTX must be NUL-terminated; Lua strings are, and ffi passes their bytes as is.
+  check(rt.module_load(m, image, #image), "load_module" .. (name and (" " .. name) or ""))
+  ffi.gc(m, rt.module_release)
+  return setmetatable({ handle = m, name = name or "module", image = image }, Module)
+end
+
+--- Loads a cubin, fatbin or PTX file.
+function M.load_module_file(path)
+  local f, e = io.open(path, "rb")
+  if not f then err.raise("load_module_file: cannot open %s", e) end
+  local data = f:read("*a")
+  f:close()
+  return M.load_module(data, path)
+end
+
+--- The kernel called `name` in the module.
+function Module:kernel(name)
+  local f = ffi.new("RtFunction")
+  check(rt.module_function(self.handle, name, f), "kernel '" .. name .. "' of " .. self.name)
+  return setmetatable({ fn = f, module = self, name = name }, Kernel)
+end
+
+function Module:free()
+  rt.module_release(self.handle)
+  ffi.gc(self.handle, nil)
+end
+
+function Module:__tostring() return "cute.Module(" .. self.name .. ")" end
+
+--- Static facts the driver reports about the kernel.
+function Kernel:attributes()
+  local f = self.fn
+  return {
+    max_threads_per_block = f.max_threads,
+    static_smem = f.static_smem,
+    max_dynamic_smem = f.dyn_smem_limit,
+    registers = f.num_regs,
+    local_bytes = f.local_bytes,
+    const_bytes = f.const_bytes,
+  }
+end
+
+function Kernel:__tostring() return "cute.Kernel(" .. self.name .. ")" end
+
+-- grid/block/cluster: a number, or {x, y, z} (missing entries are 1)
+local function dims(v, what, default)
+  if v == nil then return default, 1, 1 end
+  if type(v) == "number" then return v, 1, 1 end
+  if type(v) == "table" then return v[1] or v.x or 1, v[2] or v.y or 1, v[3] or v.z or 1 end
+  err.raise("launch: %s must be a number or {x, y, z}, got %s", what, type(v))
+end
+
+local function integer_dim(v, what)
+  if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v > 0xffffffff then
+    err.raise("launch: %s = %s is not a valid dimension", what, tostring(v))
+  end
+  return v
+end
+
+--- Fills an RtLaunch from {grid=, block=, smem=, cluster=, stream=}.
+function M._fill_launch(cfg, out)
+  if type(cfg) ~= "table" then err.raise("launch: expected a configuration table {grid=, block=, ...}") end
+  local gx, gy, gz = dims(cfg.grid, "grid", 1)
+  local bx, by, bz = dims(cfg.block, "block", nil)
+  if bx == nil then err.raise("launch: the configuration needs block = {x, y, z}") end
+  local cx, cy, cz = dims(cfg.cluster, "cluster", 1)
+  out.grid[0], out.grid[1], out.grid[2] = integer_dim(gx, "grid.x"), integer_dim(gy, "grid.y"),
+    integer_dim(gz, "grid.z")
+  out.block[0], out.block[1], out.block[2] = integer_dim(bx, "block.x"), integer_dim(by, "block.y"),
+    integer_dim(bz, "block.z")
+  out.cluster[0], out.cluster[1], out.cluster[2] = integer_dim(cx, "cluster.x"), integer_dim(cy, "cluster.y"),
+    integer_dim(cz, "cluster.z")
+  out.smem = integer_dim(cfg.smem or 0, "smem")
+  out.stream = cfg.stream and cfg.stream.handle or nil
+  return out
+end
+
+-- One kernel argument as (pointer to its bytes, anchor to keep alive).
+local function pack_arg(a, i)
+  local t = type(a)
+  if t == "table" then
+    local mt = getmetatable(a)
+    if mt == dtype.Scalar then
+      local dt = a.dtype
+      local cell = ffi.new(dt.storage .. "[1]")
+      local v = a.value
+      if type(v) == "boolean" then v = v and 1 or 0 end
+      if dt.storage == "float" or dt.storage == "double" or dt.is_integer or dt.name == "bool" then
+        cell[0] = v
+      else
+        local d = ffi.new("double[1]", v)
+        rt.from_doubles(cell, dt.code, d, 1)
+      end
+      return cell, cell
+    end
+    if a.buffer then -- a tensor: its device address
+      local cell = ffi.new("uint64_t[1]", a:data_ptr())
+      return cell, cell
+    end
+  elseif t == "cdata" then
+    if ffi.istype("RtBuffer", a) then
+      local cell = ffi.new("uint64_t[1]", a.ptr)
+      return cell, cell
+    end
+    if ffi.istype("uint64_t", a) or ffi.istype("int64_t", a) then
+      local cell = ffi.new(ffi.typeof(a), a)
+      return cell, cell
+    end
+    -- a struct passed by value (e.g. a TMA descriptor): its own bytes
+    return ffi.cast("void *", a), a
+  end
+  err.raise("launch: argument #%d is a %s; pass a tensor, a buffer, a typed scalar such as cute.i32(%s), "
+    .. "or an FFI value", i, t, tostring(a))
+end
+
+local launch_cfg = ffi.new("RtLaunch")
+
+--- Launches with raw arguments: kernel:launch({grid=, block=, smem=, cluster=, stream=}, args...).
+-- Arguments: tensors or buffers (their device address), typed scalars
+-- (cute.i32(n), cute.f32(x)), FFI values (structs by value, 64-bit integers).
+function Kernel:launch(cfg, ...)
+  M._fill_launch(cfg, launch_cfg)
+  local n = select("#", ...)
+  local args = ffi.new("void *[?]", n + 1)
+  local anchors = {}
+  for i = 1, n do
+    local p, anchor = pack_arg((select(i, ...)), i)
+    args[i - 1] = p
+    anchors[i] = anchor
+  end
+  check(rt.launch(self.fn, launch_cfg, args))
+  return anchors -- keeps argument memory alive until here
+end
+
+--- Checks a configuration without launching; returns true or false and the reason.
+function Kernel:check_launch(cfg)
+  M._fill_launch(cfg, launch_cfg)
+  if rt.launch_check(self.fn, launch_cfg) == 0 then return true end
+  return false, last_error()
+end
+
+--- Resident blocks per SM for a block size and dynamic shared memory.
+function Kernel:occupancy(block_threads, smem)
+  local n = ffi.new("int32_t[1]")
+  check(rt.occupancy(self.fn, block_threads, smem or 0, n), "occupancy")
+  return n[0]
+end
+
+M.Module, M.Kernel, M.Stream, M.Event = Module, Kernel, Stream, Event
+
+-- ---------------------------------------------------------------------------
+-- TMA descriptors (cuTensorMapEncodeTiled)
+
+local SWIZZLE = { none = 0, ["32B"] = 1, ["64B"] = 2, ["128B"] = 3 }
+local L2 = { none = 0, ["64B"] = 1, ["128B"] = 2, ["256B"] = 3 }
+local INTERLEAVE = { none = 0, ["16B"] = 1, ["32B"] = 2 }
+local OOB = { zero = 0, nan = 1 }
+
+ffi.cdef [[
+typedef struct CuteTmaDesc { uint8_t bytes[128]; } CuteTmaDesc;
+]]
+
+local function enum_opt(tbl, v, what, default)
+  if v == nil then return default end
+  local r = tbl[v]
+  if r == nil then
+    local names = {}
+    for k in pairs(tbl) do names[#names + 1] = k end
+    table.sort(names)
+    err.raise("tma descriptor: %s must be one of %s, got %s", what, table.concat(names, ", "), tostring(v))
+  end
+  return r
+end
+
+--- Encodes a tiled TMA descriptor. spec: {dtype=, address=, dims={d0, d1, ...}
+-- (d0 the contiguous dimension), strides={bytes between elements of d1, of d2, ...},
+-- box={...}, element_strides=, swizzle="none"|"32B"|"64B"|"128B",
+-- l2="none"|"64B"|"128B"|"256B", interleave=, oob="zero"|"nan"}. Errors use the
+-- driver's parameter names (globalDim[i], boxDim[i], globalStrides[i], 0-based).
+-- Returns a CuteTmaDesc (128 bytes) to pass to a kernel by value (grid-constant).
+function M.tma_descriptor(spec)
+  local dt = dtype.get(spec.dtype)
+  if not dt.tma then err.raise("tma descriptor: dtype %s cannot be moved by TMA", dt.name) end
+  local rank = #spec.dims
+  local dims_, strides_ = ffi.new("uint64_t[5]"), ffi.new("uint64_t[5]")
+  local box, es = ffi.new("uint32_t[5]"), ffi.new("uint32_t[5]")
+  for i = 1, rank do
+    dims_[i - 1] = spec.dims[i]
+    box[i - 1] = spec.box[i] or 0
+    es[i - 1] = spec.element_strides and spec.element_strides[i] or 1
+    if i > 1 then strides_[i - 2] = spec.strides[i - 1] or 0 end
+  end
+  -- 64-byte alignment for the encoder: over-allocate and align inside
+  local holder = ffi.new("uint8_t[?]", 128 + 64)
+  local addr = ffi.cast("uintptr_t", holder)
+  local aligned = ffi.cast("uint8_t *", holder) + tonumber((64 - addr % 64) % 64)
+  local address = spec.address
+  if type(address) == "table" and address.data_ptr then address = address:data_ptr() end
+  check(rt.tensormap_tiled(aligned, dt.tma, rank, address, dims_, strides_, box, es,
+    enum_opt(INTERLEAVE, spec.interleave, "interleave", 0), enum_opt(SWIZZLE, spec.swizzle, "swizzle", 0),
+    enum_opt(L2, spec.l2, "l2", 0), enum_opt(OOB, spec.oob, "oob", 0)))
+  local desc = ffi.new("CuteTmaDesc")
+  ffi.copy(desc, aligned, 128)
+  return desc
+end
+
+return M

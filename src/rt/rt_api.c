@@ -1,0 +1,53 @@
+/* rt_api: the runtime's function table for the FFI (declared in rt.cdef). */
+#include "rt.h"
+
+static uint32_t api_generation(int32_t ordinal) { return rt_generation(ordinal); }
+
+static const CLRtApi rt_api = {
+    .abi = RT_ABI,
+    .last_error = rt_last_error,
+    .available = rt_available,
+    .device_count = rt_device_count,
+    .set_device = rt_set_device,
+    .get_device = rt_get_device,
+    .device_info = rt_device_info,
+    .synchronize = rt_synchronize,
+    .generation = api_generation,
+    .set_sync_launches = rt_set_sync_launches,
+    .device_lost = rt_device_lost,
+    .reset_device = rt_reset_device,
+    .buffer_alloc = rt_buffer_alloc,
+    .buffer_wrap = rt_buffer_wrap,
+    .buffer_release = rt_buffer_release,
+    .buffer_check = rt_buffer_check,
+    .copy_htod = rt_copy_htod,
+    .copy_dtoh = rt_copy_dtoh,
+    .copy_dtod = rt_copy_dtod,
+    .memset = rt_memset,
+    .mem_info = rt_mem_info,
+    .module_load = rt_module_load,
+    .module_release = rt_module_release,
+    .module_function = rt_module_function,
+    .launch = rt_launch,
+    .launch_check = rt_launch_check,
+    .occupancy = rt_occupancy,
+    .stream_create = rt_stream_create,
+    .stream_release = rt_stream_release,
+    .stream_synchronize = rt_stream_synchronize,
+    .event_create = rt_event_create,
+    .event_release = rt_event_release,
+    .event_record = rt_event_record,
+    .event_synchronize = rt_event_synchronize,
+    .event_elapsed_ms = rt_event_elapsed_ms,
+    .tensormap_tiled = rt_tensormap_tiled,
+    .dtype_count = rt_dtype_count,
+    .dtype_info = rt_dtype_info,
+    .convert = rt_convert,
+    .from_doubles = rt_from_doubles,
+    .to_doubles = rt_to_doubles,
+    .host_random = rt_host_random,
+    .cublas_gemm = rt_cublas_gemm,
+    .launch_raw_ns = rt_launch_raw_ns,
+};
+
+const void *cl_rt_api(void) { return &rt_api; }

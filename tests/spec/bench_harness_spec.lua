@@ -1,0 +1,71 @@
+-- The benchmark harness's reports (bench/harness.lua), from synthetic results:
+-- the markdown table, CSV, JSON and the SVG chart. Running it on a GPU is the
+-- bench/quick test.
+package.path = "bench/?.lua;" .. package.path
+local H = require "harness"
+
+local meta = { gpu = "Test GPU", sm_count = 1, compute_capability = "9.0", memory_gb = "1", driver = "13.0",
+  cuda = "13.0", clocks = "n/a", date = "2026-11-21 00:00 UTC", commit = "abc1234", cutelua = "0.1.0", quick = false }
+
+local function harness()
+  local h = H.new()
+  h.results = {
+    { suite = "copy", name = "copy 16B", shape = "1 GiB", dtype = "f32", median_ms = 0.5, p10_ms = 0.49, p90_ms = 0.52,
+      reps = 600, spread = 0.06, value = 4200, unit = "GB/s", peer = "cuMemcpyDtoD", peer_value = 4300,
+      peer_unit = "GB/s", ratio = 4200 / 4300, goal = 0.95, check = "ok" },
+    { suite = "gemm", name = "sgemm, \"tiled\"", shape = "4096^3", dtype = "f32", median_ms = 3, p10_ms = 2.9,
+      p90_ms = 3.1, reps = 100, spread = 0.07, value = 45.8, unit = "TFLOP/s", peer = "cublas", peer_value = 51,
+      peer_unit = "TFLOP/s", ratio = 45.8 / 51, goal = 0.7, check = "WRONG: element 3" },
+  }
+  h.peers = { copy = { name = "cuMemcpyDtoD", value = 4300, unit = "GB/s", result = { median_ms = 0.5 } } }
+  return h
+end
+
+describe("benchmark harness reports", function()
+  it("writes a markdown table with the peers", function()
+    local md = harness():markdown(meta)
+    assert.matches("GPU: Test GPU", md)
+    assert.matches("| copy | copy 16B | 1 GiB | f32 | 0.5 ms | 6.0% | 4.200 TB/s | cuMemcpyDtoD 4.300 TB/s | 0.977 "
+      .. "| >= 0.95 | ok |", md, 1, true)
+    assert.matches("Peers and limits measured in this run", md)
+  end)
+
+  it("writes CSV with quoting", function()
+    local csv = harness():csv()
+    local lines = {}
+    for l in csv:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.equal(3, #lines)
+    assert.matches("^suite,name,shape,dtype,median_ms", lines[1])
+    assert.matches('"sgemm, ""tiled"""', lines[3], 1, true)
+  end)
+
+  it("writes JSON that parses", function()
+    local dkjson = require "dkjson"
+    local j = dkjson.decode(harness():json(meta))
+    assert.equal("Test GPU", j.meta.gpu)
+    assert.equal(2, #j.results)
+    assert.equal(600, j.results[1].reps)
+    assert.equal("cuMemcpyDtoD", j.peers[1].name)
+  end)
+
+  it("draws an SVG bar per ratio, coloured by goal and check", function()
+    local svg = harness():svg(meta)
+    assert.matches("^<svg xmlns=", svg)
+    assert.matches("</svg>\n$", svg)
+    local bars = 0
+    for color in svg:gmatch('<rect x="%d+" y="%d+" width="[%d.]+" height="22" fill="(#%x+)"/>') do
+      bars = bars + 1
+      assert.is_true(color == "#4c9a2a" or color == "#c0392b")
+    end
+    assert.equal(2, bars)
+    assert.matches("0.977", svg)
+    -- balanced tags (a well-formed subset: no nesting besides the root)
+    local opens = select(2, svg:gsub("<svg", ""))
+    local closes = select(2, svg:gsub("</svg>", ""))
+    assert.equal(opens, closes)
+  end)
+
+  it("finds wrong results", function()
+    assert.is_false(harness():all_correct())
+  end)
+end)

@@ -1,0 +1,36 @@
+-- cute.bench: statistics (on the CPU) and timing (on the GPU).
+local cute = require "cute"
+
+describe("cute.bench", function()
+  it("summarises repetition times: median, quantiles, throughput", function()
+    local r = cute.bench.summarise({ 4, 1, 3, 2, 5 }, { bytes = 2e9, flops = 4e12 })
+    assert.equal(3, r.median_ms)
+    assert.equal(1, r.min_ms)
+    assert.equal(5, r.max_ms)
+    assert.near(1.4, r.p10_ms, 1e-12)
+    assert.near(4.6, r.p90_ms, 1e-12)
+    assert.near(2e9 / 3e-3 / 1e9, r.gbps, 1e-9)
+    assert.near(4e12 / 3e-3 / 1e12, r.tflops, 1e-9)
+    assert.matches("^3 ms %(p10 1.4, p90 4.6, 5 reps%) 666.7 GB/s 1333 TFLOP/s$", tostring(r))
+  end)
+
+  it("rejects what it cannot time", function()
+    assert.has_error(function() cute.bench(42) end)
+  end)
+
+  it("times device work with events #gpu", function()
+    local n = 64 * 1024 * 1024
+    local a, b = cute.alloc(n * 4), cute.alloc(n * 4)
+    local calls = 0
+    local r = cute.bench(function(i)
+      calls = calls + 1
+      assert.equal(calls, i)
+      b:copy_from(a, n * 4)
+    end, { bytes = 2 * n * 4, min_time_ms = 50 })
+    assert.is_true(r.reps >= 10)
+    assert.is_true(r.median_ms > 0 and r.p10_ms <= r.median_ms and r.median_ms <= r.p90_ms)
+    -- a copy of 256 MiB each way is far from free: well over 10 microseconds, under a second
+    assert.is_true(r.median_ms > 0)
+    assert.is_true(r.gbps > 1)
+  end)
+end)
