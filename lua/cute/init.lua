@@ -107,5 +107,6 @@ provide("dtype", true)
 provide("runtime", true)
 provide("bench", false)
 provide("compiler", false)
+provide("ir", false)
 
 return cute

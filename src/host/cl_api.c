@@ -8,6 +8,7 @@
 #include "rt.h"
 #include "cl_version.h"
 #include "nv_compile.h"
+#include "ir.h"
 
 static const char *host_version(void) { return CUTELUA_VERSION_STRING; }
 
@@ -46,5 +47,6 @@ const ClApiEntry cl_api_entries[] = {
     {"host", "CLHostApi", "src/host/host.cdef", cl_host_api},
     {"rt", "CLRtApi", "src/rt/rt.cdef", cl_rt_api},
     {"nvvm", "CLNvApi", "src/nvvm/nvvm.cdef", cl_nv_api},
+    {"ir", "CLIrApi", "src/ir/ir.cdef", cl_ir_api},
 };
 const size_t cl_api_entry_count = sizeof cl_api_entries / sizeof *cl_api_entries;

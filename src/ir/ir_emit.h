@@ -1,0 +1,76 @@
+/* ir_emit.h: state shared by the NVVM emitter's two files: ir_emit_nvvm.c (the
+ * module, functions, control flow, values, metadata) and ir_emit_ops.c (the
+ * lowering of each op family to LLVM 7 instructions or inline PTX).
+ *
+ * Naming in the emitted text: op %N of the IR is %vN; a by-value parameter is
+ * %pN; temporaries are %tN; blocks are named after the construct that made them
+ * (for3.head, if5.else, ...). Constants are written inline. An op that lowers
+ * to nothing (a cast that only changes the alignment) aliases its operand. */
+#ifndef IR_EMIT_H
+#define IR_EMIT_H
+
+#include "ir_impl.h"
+
+typedef struct IrCtl {
+  int kind;   /* IR_OP_FOR, IR_OP_IF, IR_OP_WHILE */
+  int id;     /* label number */
+  IrRef iv;   /* for: the induction variable */
+  IrRef step; /* for: its step */
+  int unroll;
+  int has_else;
+} IrCtl;
+
+typedef struct IrEmit {
+  IrModule *m;
+  IrFunc *f;
+  int sm, fast, ftz, line_info;
+  ClBuf *out;
+  ClBuf globals, decls, funcs, meta, entry, body;
+  /* declared names (intrinsics, libdevice), a small set */
+  const char **declared;
+  uint32_t ndeclared, capdeclared;
+  int tmp, label, strings;
+  int terminated;
+  IrCtl *ctl;
+  uint32_t nctl, capctl;
+  IrRef *alias;        /* per ref of the function: the ref it stands for, or 0 */
+  int meta_next;       /* next free metadata number */
+  /* debug info */
+  int cu_md, st_md, sp_md;        /* compile unit, subroutine type, current function */
+  uint32_t *file_md;              /* per string id: its DIFile, 0 if none yet */
+  uint32_t *lexblock_md;          /* per string id: DILexicalBlockFile in this function */
+  uint32_t *loc_md;               /* per loc id: DILocation in this function */
+  uint32_t nfile_md;
+  uint32_t cur_dbg;               /* !dbg of the op being lowered (0: none) */
+  int uses_convergent;
+  int dsmem_align;
+  char vbuf[8][80];
+  int vnext;
+  int failed;
+} IrEmit;
+
+/* Text helpers (ir_emit_nvvm.c). */
+const char *ir_ll_type(IrEmit *e, IrType t);           /* LLVM type of an IR type */
+const char *ir_ll_val(IrEmit *e, IrRef v);             /* value text of a ref */
+const char *ir_ll_const(IrEmit *e, IrType t, int64_t bits); /* literal of a constant */
+void ir_ll_ins(IrEmit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3))); /* one instruction */
+int ir_ll_tmp(IrEmit *e);                              /* a new %tN number */
+void ir_ll_declare(IrEmit *e, const char *name, const char *decl); /* once per module */
+void ir_ll_fail(IrEmit *e, IrRef v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* LLVM intrinsic type suffix: f32, f64, i32, v2f32, ... */
+const char *ir_ll_mangle(IrEmit *e, IrType t);
+
+/* Inline PTX (ir_emit_ops.c): writes `<def> = call <ret> asm [sideeffect] "text",
+   "cons"(args) [#0]`. ret may be "void". */
+typedef struct IrAsm {
+  char text[1024];
+  char cons[512];
+  char args[2048];
+  int nout, nin;
+} IrAsm;
+void ir_asm_in(IrEmit *e, IrAsm *a, char letter, const char *ll_type, const char *val);
+
+/* Lowers one body op (not control flow). */
+void ir_emit_op(IrEmit *e, IrRef v);
+
+#endif

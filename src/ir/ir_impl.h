@@ -1,0 +1,280 @@
+/* ir_impl.h: the IR's internal representation, shared by the files of src/ir.
+ *
+ * Invariants:
+ *  - Everything a module owns comes from its arena (ir_arena_*) and is released
+ *    by ir_module_free in one walk over the arena's chunks. Growing arrays are
+ *    re-allocated from the arena (the old copy is simply abandoned).
+ *  - A function's instructions are one array indexed by ref (index 0 unused).
+ *    Body instructions appear in program order; hoisted ones (const, undef,
+ *    param, smem) are printed and emitted in the prologue.
+ *  - Operands live in f->argpool, immediates in f->immpool; an instruction
+ *    stores offsets into them. The number of immediates is the op's imm count.
+ *  - Region 0 is the function body. f->open[0..depth] is the stack of open
+ *    regions (the cursor is the end of open[depth]); each region records its
+ *    depth, so "is region r open" is open[depth(r)] == r. */
+#ifndef IR_IMPL_H
+#define IR_IMPL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "ir.h"
+
+/* --- the op table, as data -------------------------------------------------------------------------------- */
+typedef enum IrRes {
+  IR_RES_NONE, IR_RES_GIVEN, IR_RES_ARG0, IR_RES_ARG1, IR_RES_BOOL, IR_RES_I32, IR_RES_GEP, IR_RES_LOAD,
+  IR_RES_VAR, IR_RES_SREG, IR_RES_TIMER, IR_RES_VOTE, IR_RES_CALL, IR_RES_EXTRACT, IR_RES_MMA,
+  IR_RES_LDMATRIX
+} IrRes;
+
+typedef enum IrChk {
+  IR_CHK_NONE, IR_CHK_CONST, IR_CHK_ANYVAL, IR_CHK_PARAM, IR_CHK_SMEM, IR_CHK_ARITH, IR_CHK_ARITHS,
+  IR_CHK_INT, IR_CHK_INTW, IR_CHK_FLOAT, IR_CHK_FLOATS, IR_CHK_ICMP, IR_CHK_FCMP, IR_CHK_SELECT,
+  IR_CHK_CVT, IR_CHK_BITCAST, IR_CHK_PTRTOINT, IR_CHK_INTTOPTR, IR_CHK_PTRCAST, IR_CHK_PRMT,
+  IR_CHK_MATH, IR_CHK_GEP, IR_CHK_LOAD, IR_CHK_STORE, IR_CHK_VAR, IR_CHK_ATOM, IR_CHK_CAS,
+  IR_CHK_SREG, IR_CHK_BARNAMED, IR_CHK_MASK, IR_CHK_SHFL, IR_CHK_VOTE, IR_CHK_REDUX, IR_CHK_PRINTF,
+  IR_CHK_ASM, IR_CHK_CALL, IR_CHK_EXTRACT, IR_CHK_INSERT, IR_CHK_PACK, IR_CHK_MMA, IR_CHK_LDMATRIX,
+  IR_CHK_STMATRIX, IR_CHK_CPASYNC, IR_CHK_CPWAIT, IR_CHK_FOR, IR_CHK_COND, IR_CHK_RET
+} IrChk;
+
+typedef enum IrLow {
+  IR_LOW_NONE, IR_LOW_CONST, IR_LOW_SMEM, IR_LOW_DSMEM, IR_LOW_BIN, IR_LOW_IBIN, IR_LOW_NEG, IR_LOW_MULHI,
+  IR_LOW_FDIV, IR_LOW_MINMAX, IR_LOW_FMINMAX, IR_LOW_ABS, IR_LOW_FMA, IR_LOW_ICMP, IR_LOW_FCMP,
+  IR_LOW_SELECT, IR_LOW_CVT, IR_LOW_BITCAST, IR_LOW_PTRTOINT, IR_LOW_INTTOPTR, IR_LOW_PTRCAST,
+  IR_LOW_NOT, IR_LOW_BITCOUNT, IR_LOW_PRMT, IR_LOW_MATH, IR_LOW_GEP, IR_LOW_LOAD, IR_LOW_STORE,
+  IR_LOW_VAR, IR_LOW_ATOM, IR_LOW_CAS, IR_LOW_SREG, IR_LOW_TIMER, IR_LOW_CALL0, IR_LOW_BARNAMED,
+  IR_LOW_SYNCWARP, IR_LOW_FENCE, IR_LOW_SHFL, IR_LOW_VOTE, IR_LOW_REDUX, IR_LOW_PRINTF, IR_LOW_ASM,
+  IR_LOW_CALL, IR_LOW_EXTRACT, IR_LOW_INSERT, IR_LOW_PACK, IR_LOW_MMA, IR_LOW_LDMATRIX,
+  IR_LOW_STMATRIX, IR_LOW_CPASYNC, IR_LOW_ASM0, IR_LOW_CPWAIT
+} IrLow;
+
+typedef struct IrOpInfo {
+  const char *name;
+  uint8_t amin, amax, nimm;
+  const char *imms;
+  uint8_t res, chk, low;
+  uint16_t flags;
+  uint16_t sm;
+  const char *ll;
+  const char *doc;
+} IrOpInfo;
+
+extern const IrOpInfo ir_op_info[IR_OP__COUNT];
+
+/* An immediate kind's enumeration (NULL names for numbers, strings, ...). */
+typedef struct IrImmKind {
+  char letter;
+  const char *what;
+  const char *const *names;
+  int count;
+  int omit_zero;
+} IrImmKind;
+const IrImmKind *ir_imm_kind(char letter);
+
+/* Tables behind some enumerations. */
+typedef struct IrSregInfo { const char *name, *reg, *intr; int sm; } IrSregInfo;
+extern const IrSregInfo ir_sreg_info[IR_SREG__COUNT];
+typedef struct IrTimerInfo { const char *name; int bits; const char *reg; } IrTimerInfo;
+extern const IrTimerInfo ir_timer_info[IR_TIMER__COUNT];
+extern const char *const ir_mma_type_names[IR_MT__COUNT];
+extern const int ir_mma_type_bits[IR_MT__COUNT];
+
+/* --- arena ------------------------------------------------------------------------------------------------ */
+typedef struct IrChunk IrChunk;
+typedef struct IrArena {
+  IrChunk *head;
+  char *cur, *end;
+  size_t bytes; /* allocated from the system, all chunks */
+} IrArena;
+void *ir_arena_alloc(IrArena *a, size_t n);
+void ir_arena_free(IrArena *a);
+/* Ensures *cap >= need elements of size elem for *arr (doubling); 0 on OOM. */
+int ir_arena_grow(IrArena *a, void **arr, uint32_t *cap, uint32_t need, size_t elem);
+#define IR_GROW(m, arr, cap, need) ir_arena_grow(&(m)->arena, (void **)&(arr), &(cap), (need), sizeof *(arr))
+
+/* --- types ------------------------------------------------------------------------------------------------ */
+typedef struct IrTypeRec {
+  uint8_t kind;   /* IrTypeKind */
+  uint8_t space;  /* ptr */
+  uint16_t bits;  /* scalars */
+  IrType elem;    /* vec, ptr, array */
+  uint32_t len;   /* vec, array: length; struct: field count */
+  uint32_t align; /* ptr */
+  uint32_t size, natural;
+  const IrType *fields; /* struct */
+  const char *name;     /* printed form, made on first request */
+  const char *llvm;     /* LLVM form, made on first request by the emitter */
+} IrTypeRec;
+
+void ir_types_init(IrModule *m);
+static inline const IrTypeRec *ir_trec(const IrModule *m, IrType t);
+
+/* --- instructions, regions, variables --------------------------------------------------------------------- */
+typedef struct IrInst {
+  uint16_t op;
+  uint16_t nargs;
+  IrType type;
+  uint32_t region; /* the region it was appended to */
+  uint32_t loc;
+  uint32_t args;   /* offset in f->argpool */
+  uint32_t imms;   /* offset in f->immpool */
+} IrInst;
+
+typedef enum IrRegionKind {
+  IR_RK_BODY, IR_RK_FOR, IR_RK_THEN, IR_RK_ELSE, IR_RK_WCOND, IR_RK_WBODY
+} IrRegionKind;
+
+typedef struct IrRegion {
+  uint32_t parent;
+  IrRef owner; /* the for / if / while that opened it */
+  uint16_t kind;
+  uint16_t depth;
+  uint8_t terminated; /* a break/continue/ret was appended to it */
+} IrRegion;
+
+typedef struct IrVarInfo {
+  IrType type;
+  int count;
+  uint32_t loc;
+  int dynamic; /* indexed by a value somewhere: must stay in memory */
+} IrVarInfo;
+
+struct IrFunc {
+  IrModule *m;
+  int index;
+  uint32_t name; /* string id */
+  IrFuncKind kind;
+  IrType ret;
+  uint32_t loc;  /* where the function was created */
+  IrInst *insts;
+  uint32_t ninst, capinst; /* refs 1..ninst-1 */
+  IrRef *argpool;
+  uint32_t nargp, capargp;
+  int64_t *immpool;
+  uint32_t nimmp, capimmp;
+  IrRegion *regions;
+  uint32_t nregion, capregion;
+  uint32_t *open;
+  uint32_t depth, capopen;
+  IrVarInfo *vars;
+  uint32_t nvar, capvar; /* ids 1..nvar-1 */
+  IrRef *params;
+  uint32_t nparam, capparam;
+  uint32_t *cse; /* open-addressing table of refs (0: empty) */
+  uint32_t csecap, csecount;
+  int32_t attrs[IR_ATTR__COUNT][3];
+};
+
+typedef struct IrLoc {
+  uint32_t file, line, fn;
+} IrLoc;
+
+struct IrModule {
+  IrArena arena;
+  int opt[3];
+  /* strings: ids 1..nstr-1 */
+  const char **strs;
+  uint32_t nstr, capstr;
+  uint32_t *strtab;
+  uint32_t strtabcap;
+  /* types: ids 1..ntype-1 */
+  IrTypeRec *types;
+  uint32_t ntype, captype;
+  uint32_t *typetab;
+  uint32_t typetabcap;
+  /* locations: ids 1..nloc-1; cur is recorded on each new op */
+  IrLoc *locs;
+  uint32_t nloc, caploc;
+  uint32_t *loctab;
+  uint32_t loctabcap;
+  uint32_t cur_loc;
+  /* functions */
+  IrFunc **funcs;
+  uint32_t nfunc, capfunc;
+  /* diagnostics */
+  ClBuf diag;
+  int ndiag;
+  int oom;
+  /* the last text handed to Lua (print, emit) */
+  ClBuf text;
+};
+
+static inline const IrTypeRec *ir_trec(const IrModule *m, IrType t) {
+  return (t > 0 && t < m->ntype) ? &m->types[t] : &m->types[0];
+}
+static inline const IrInst *ir_inst(const IrFunc *f, IrRef r) { return &f->insts[r]; }
+static inline const IrRef *ir_args(const IrFunc *f, const IrInst *in) { return f->argpool + in->args; }
+static inline const int64_t *ir_imms(const IrFunc *f, const IrInst *in) { return f->immpool + in->imms; }
+static inline int ir_ref_ok(const IrFunc *f, IrRef r) { return r > 0 && r < f->ninst; }
+
+/* --- type helpers ----------------------------------------------------------------------------------------- */
+int ir_type_is_int(const IrModule *m, IrType t);       /* scalar integer, incl. i1 */
+int ir_type_is_float(const IrModule *m, IrType t);     /* any float scalar (storage ones too) */
+int ir_type_is_arith_float(const IrModule *m, IrType t); /* f16, f32, f64 */
+IrType ir_type_scalar_of(const IrModule *m, IrType t); /* element of a vector, else t */
+int ir_type_bits(const IrModule *m, IrType t);          /* scalars and vectors: total bits */
+int ir_type_valid(const IrModule *m, IrType t);
+
+/* --- diagnostics ------------------------------------------------------------------------------------------ */
+/* Records an error about op v of f (printed with its location); v 0: about f. */
+void ir_error(IrFunc *f, IrRef v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void ir_verror(IrFunc *f, IrRef v, const char *fmt, va_list ap);
+/* Records an error with no op (bad module-level request). */
+void ir_merror(IrModule *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "file:line (fn)" of a location, or "" */
+void ir_loc_format(const IrModule *m, uint32_t loc, ClBuf *out);
+
+/* --- check (ir_check.c): the operand and result rules of every op ----------------------------------------- */
+/* Checks op v of f against its rules (operand count, types, immediates, target)
+   and returns the result type the op has (the one it carries, or the inferred
+   one when it carries IR_NONE). Each violation is reported with ir_error; the
+   return is IR_NONE if there was any. `sm` is the target. */
+IrType ir_check_inst(IrFunc *f, IrRef v, int sm);
+/* The result type rule alone, without checks (raw building). */
+IrType ir_infer_type(IrFunc *f, IrRef v);
+/* Flags an op accepts in its 'F' immediate. */
+unsigned ir_op_allowed_flags(int op);
+/* mma: fragment register counts and kinds for a valid combination, or 0. */
+typedef struct IrMmaFrag {
+  int a_regs, b_regs, c_regs, d_regs;
+  IrType ab_reg, c_reg, d_reg; /* IR_T_I32, IR_T_F32 or IR_T_F64 */
+  int sm;
+} IrMmaFrag;
+int ir_mma_lookup(int shape, int ta, int tb, int tc, int td, IrMmaFrag *out);
+/* All valid combinations as text ("m16n8k16 f32.f16.f16.f32 (sm_80), ..."), for errors. */
+void ir_mma_list(ClBuf *out, int shape, int sm);
+
+/* --- fold (ir_fold.c) ------------------------------------------------------------------------------------- */
+typedef struct IrFoldResult {
+  IrRef ref;       /* an existing value equals the op */
+  int is_const;    /* or a constant of the op's type with this payload */
+  int64_t bits;
+} IrFoldResult;
+int ir_fold(IrFunc *f, IrRef v, IrFoldResult *out);
+/* Canonical operand order for commutative ops (constants second). */
+void ir_canon(IrFunc *f, IrRef v);
+IrRef ir_cse_find(IrFunc *f, IrRef v);
+void ir_cse_insert(IrFunc *f, IrRef v);
+int ir_region_open(const IrFunc *f, uint32_t region);
+/* Numeric helpers: a float constant's payload for a type (rounded to it). */
+int64_t ir_float_bits(IrType t, double v);
+double ir_bits_float(IrType t, int64_t bits);
+int64_t ir_int_wrap(int bits, int64_t v);
+/* Minifloat encodings (round to nearest even; fp8 e4m3 saturates to finite). */
+uint16_t ir_f16_from_double(double v);
+double ir_f16_to_double(uint16_t h);
+uint16_t ir_bf16_from_double(double v);
+double ir_bf16_to_double(uint16_t h);
+uint8_t ir_fp8_from_double(double v, int e5m2);
+double ir_fp8_to_double(uint8_t b, int e5m2);
+
+/* --- builder internals (ir_builder.c) ---------------------------------------------------------------------- */
+IrRef ir_append(IrFunc *f, IrOp op, IrType type, const IrRef *args, int nargs, const int64_t *imms);
+void ir_rollback(IrFunc *f, IrRef v);
+IrRef ir_intern_const(IrFunc *f, IrType type, int64_t bits);
+
+/* --- printer internals ------------------------------------------------------------------------------------ */
+void ir_print_inst_text(const IrFunc *f, IrRef v, ClBuf *out); /* one line, no indent, no newline */
+void ir_print_float(ClBuf *out, IrType t, double v);
+
+#endif
