@@ -5,7 +5,10 @@
  * !nvvm.annotations (with maxntid/reqntid/minctasm/maxnreg/cluster_dim_* and
  * grid_constant for by-value blobs), !nvvmir.version 2.0, and for line info
  * DICompileUnit/DISubprogram/DILocation metadata in LLVM 7 syntax, one
- * DILexicalBlockFile per Lua file so PTX .loc names each file.
+ * DILexicalBlockFile per Lua file so PTX .loc names each file. The compile
+ * unit's emissionKind is DebugDirectivesOnly: .file/.loc lines and no DWARF
+ * sections; LineTablesOnly would make the PTX `.target sm_XX, debug`, which
+ * ptxas refuses to optimise ("Optimized debugging not supported").
  *
  * Structured control flow becomes blocks; the only phi is each for loop's
  * induction variable; everything else mutable is an alloca (local variables)
@@ -239,7 +242,7 @@ static void debug_function(IrEmit *e) {
     int types = md(e);
     cl_buf_printf(&e->meta,
                   "!%d = distinct !DICompileUnit(language: DW_LANG_C99, file: !%u, producer: \"cutelua\", "
-                  "isOptimized: true, runtimeVersion: 0, emissionKind: LineTablesOnly)\n"
+                  "isOptimized: true, runtimeVersion: 0, emissionKind: DebugDirectivesOnly)\n"
                   "!%d = !DISubroutineType(types: !%d)\n!%d = !{null}\n",
                   e->cu_md, cu_file, e->st_md, types, types);
   }

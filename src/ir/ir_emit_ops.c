@@ -180,9 +180,10 @@ static void asm_addr(IrEmit *e, IrAsm *a, IrRef p) {
   ir_asm_in(e, a, narrow ? 'r' : 'l', narrow ? "i32" : "i64", tmp);
 }
 
-/* "{$0, $1}" for n registers from $first */
-static void asm_regs(IrAsm *a, int first, int n) {
-  if (n == 1) {
+/* "{$0, $1}" for n registers from $first; a single one bare ("$0") unless
+   braced (mma and ldmatrix operands are vectors even of one register). */
+static void asm_regs_b(IrAsm *a, int first, int n, int braced) {
+  if (n == 1 && !braced) {
     asm_text(a, "$%d", first);
     return;
   }
@@ -190,6 +191,7 @@ static void asm_regs(IrAsm *a, int first, int n) {
   for (int i = 0; i < n; i++) asm_text(a, "%s$%d", i ? ", " : "", first + i);
   asm_text(a, "}");
 }
+static void asm_regs(IrAsm *a, int first, int n) { asm_regs_b(a, first, n, 0); }
 
 /* The i-th register of a fragment (a struct, or the value itself when n == 1). */
 static const char *frag_reg(IrEmit *e, IrRef v, int i, int n) {
@@ -225,22 +227,18 @@ static void emit_not(IrEmit *e, IrRef v) {
   ir_ll_ins(e, "%s = xor %s %s, %s", def(e, v), LT(e, t), VAL(e, A(e, v)[0]), ones);
 }
 
+/* llvm.nvvm.mulhi.{i,ui,ll,ull}: mul.hi.{s,u}{32,64} */
 static void emit_mulhi(IrEmit *e, IrRef v, const char *ext) {
   const IrRef *a = A(e, v);
   IrType t = TY(e, v);
-  int bits = REC(e, t)->bits;
   const char *T = LT(e, t);
-  char wide[8], x[32], y[32], p[32], h[32];
-  snprintf(wide, sizeof wide, "i%d", bits * 2);
-  keep(x, sizeof x, newtmp(e));
-  keep(y, sizeof y, newtmp(e));
-  keep(p, sizeof p, newtmp(e));
-  keep(h, sizeof h, newtmp(e));
-  ir_ll_ins(e, "%s = %s %s %s to %s", x, ext, T, VAL(e, a[0]), wide);
-  ir_ll_ins(e, "%s = %s %s %s to %s", y, ext, T, VAL(e, a[1]), wide);
-  ir_ll_ins(e, "%s = mul %s %s, %s", p, wide, x, y);
-  ir_ll_ins(e, "%s = lshr %s %s, %d", h, wide, p, bits);
-  ir_ll_ins(e, "%s = trunc %s %s to %s", def(e, v), wide, h, T);
+  int uns = ext[0] == 'z', wide = t == IR_T_I64;
+  char name[48], params[32], x[80];
+  snprintf(name, sizeof name, "llvm.nvvm.mulhi.%s%s", uns ? "u" : "", wide ? "ll" : "i");
+  snprintf(params, sizeof params, "%s, %s", T, T);
+  fn_decl(e, name, T, params);
+  keep(x, sizeof x, VAL(e, a[0]));
+  ir_ll_ins(e, "%s = call %s @%s(%s %s, %s %s)", def(e, v), T, name, T, x, T, VAL(e, a[1]));
 }
 
 static void emit_minmax(IrEmit *e, IrRef v, const char *pred) {
@@ -1017,7 +1015,7 @@ static void emit_mma(IrEmit *e, IrRef v) {
   const char *const *tn = ir_mma_type_names;
   asm_text(&as, "mma.sync.aligned.%s.row.col%s.%s.%s.%s.%s ", ir_imm_name('M', imm[0]),
            (imm[5] & IR_FLAG_SAT) ? ".satfinite" : "", tn[imm[4]], tn[imm[1]], tn[imm[2]], tn[imm[3]]);
-  if (imm[1] == IR_MT_B1) { /* .and.popc goes before the operands */
+  if (imm[1] == IR_MT_B1) { /* b1: the bit operation follows the types */
     as.text[strlen(as.text) - 1] = 0;
     asm_text(&as, ".and.popc ");
   }
@@ -1025,7 +1023,7 @@ static void emit_mma(IrEmit *e, IrRef v) {
   int at = 0;
   for (int i = 0; i < 4; i++) {
     asm_text(&as, "%s", i ? ", " : "");
-    asm_regs(&as, at, n[i]);
+    asm_regs_b(&as, at, n[i], 1);
     at += n[i];
   }
   asm_text(&as, ";");
@@ -1048,7 +1046,7 @@ static void emit_ldstmatrix(IrEmit *e, IrRef v, int store) {
   asm_text(&as, "%s.sync.aligned.m8n8.x%d%s.shared.b16 ", store ? "stmatrix" : "ldmatrix", n, trans ? ".trans" : "");
   if (store) {
     asm_text(&as, "[$0], ");
-    asm_regs(&as, 1, n);
+    asm_regs_b(&as, 1, n, 1);
     asm_text(&as, ";");
     asm_addr(e, &as, a[0]);
     for (int i = 0; i < n; i++) {
@@ -1059,7 +1057,7 @@ static void emit_ldstmatrix(IrEmit *e, IrRef v, int store) {
     asm_call(e, &as, NULL, "void", 1 | 2 | 4);
     return;
   }
-  asm_regs(&as, 0, n);
+  asm_regs_b(&as, 0, n, 1);
   asm_text(&as, ", [$%d];", n);
   for (int i = 0; i < n; i++) asm_out(&as, 'r');
   asm_addr(e, &as, a[0]);

@@ -149,6 +149,20 @@ void ir_print_inst_text(const IrFunc *f, IrRef v, ClBuf *out) {
       if (imm[1]) cl_buf_printf(out, " byval %lld", (long long)imm[1]);
       cl_buf_printf(out, " : %s", ir_type_name(f->m, in->type));
       return;
+    case IR_OP_VLOAD:
+    case IR_OP_VLOADX:
+    case IR_OP_VSTORE:
+    case IR_OP_VSTOREX: { /* $1[2], $1[%5] */
+      int load = in->op == IR_OP_VLOAD || in->op == IR_OP_VLOADX;
+      int dyn = in->op == IR_OP_VLOADX || in->op == IR_OP_VSTOREX;
+      if (load) cl_buf_printf(out, "%%%u = ", v);
+      cl_buf_printf(out, "%s $%lld[", ir_op_info[in->op].name, (long long)imm[0]);
+      if (dyn) cl_buf_printf(out, "%%%u]", in->nargs ? a[0] : 0);
+      else cl_buf_printf(out, "%lld]", (long long)imm[1]);
+      if (!load && in->nargs) cl_buf_printf(out, ", %%%u", a[in->nargs - 1]);
+      if (load) cl_buf_printf(out, " : %s", in->type ? ir_type_name(f->m, in->type) : "?");
+      return;
+    }
     case IR_OP_CALL: {
       const IrFunc *g = ir_func_at(f->m, (int)imm[0]);
       if (in->type && in->type != IR_T_VOID) cl_buf_printf(out, "%%%u = ", v);

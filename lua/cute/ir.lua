@@ -1,0 +1,373 @@
+--- cute.ir: the C IR (src/ir) as Lua objects, for tests, tools and the tracer.
+--
+--   local ir = require "cute.ir"
+--   local m = ir.module { sm = 80 }                 -- options: fold, check, sm
+--   local k = m:kernel("scale", { maxntid = 256 })  -- or m:func(name, ret)
+--   local x, n = k:param("ptr<f32, global, 4>"), k:param("i32")
+--   local i = k:op("sreg", nil, { "tid.x" })
+--   k:if_(k:op("icmp", nil, i, n, { "slt" }))
+--     local p = k:op("gep", nil, x, i)
+--     k:op("store", nil, p, k:op("mul", nil, k:op("load", nil, p), k:const("f32", 2)))
+--   k:end_()
+--   m:verify()                      -- raises with every violation
+--   print(m)                        -- the IR as text
+--   local ll = m:emit_nvvm { line_info = true }
+--
+-- Values are the C refs (integers); types are interned ids, named by their
+-- printed form ("f32", "<4 x f16>", "ptr<f32, global, 16>", "{4 x f32}").
+-- Op names, their immediates and the names of enumerated immediates all come
+-- from the C op table (ir_ops.h); nothing here is a second list. A builder
+-- call that C rejects raises its diagnostic at the caller's line.
+local ffi = require "ffi"
+local C = require("cute._c").ir
+local err = require "cute._err"
+
+local M = {}
+
+-- The op table, read from C once.
+local OPS, OP_NAMES, OP_IMMS = {}, {}, {}
+for i = 0, C.op_count() - 1 do
+  local name = ffi.string(C.op_name(i))
+  OPS[name] = i
+  OP_NAMES[i] = name
+  OP_IMMS[i] = ffi.string(C.op_imms(i))
+end
+M.ops = OPS
+
+--- The documentation line of an op (operands and immediates), or nil.
+function M.op_doc(name)
+  local id = OPS[name]
+  return id and ffi.string(C.op_doc(id)) or nil
+end
+
+--- The immediates an op takes, one letter per immediate (see docs/ir.md).
+function M.op_imms(name)
+  local id = OPS[name]
+  return id and OP_IMMS[id] or nil
+end
+
+local KIND_NUM = { kernel = 0, device = 1 }
+local ATTRS = { maxntid = 0, reqntid = 1, minctasm = 2, cluster = 3, maxnreg = 4, dynamic_smem = 5 }
+M.attrs = ATTRS
+
+local Module, Func = {}, {}
+Module.__index = Module
+Func.__index = Func
+
+-- Raises the module's pending diagnostics (and clears them).
+local function raise_diag(m, what)
+  local text = ffi.string(C.diag(m.ptr))
+  C.diag_clear(m.ptr)
+  if text == "" then text = what .. " failed" end
+  err.raise("%s", (text:gsub("\n$", "")))
+end
+
+local function live(m)
+  if m.ptr == nil then err.raise("cute.ir: this module was freed") end
+  return m.ptr
+end
+
+--- A new, empty module. opts: fold (default true), check (default true), sm (default 90).
+function M.module(opts)
+  opts = opts or {}
+  local ptr = C.module_new()
+  if ptr == nil then err.raise("cute.ir.module: out of memory") end
+  local m = setmetatable({ ptr = ffi.gc(ptr, C.module_free), types = {}, funcs = {} }, Module)
+  if opts.fold ~= nil then C.module_set(ptr, 0, opts.fold and 1 or 0) end
+  if opts.check ~= nil then C.module_set(ptr, 1, opts.check and 1 or 0) end
+  if opts.sm ~= nil then m:set_sm(opts.sm) end
+  return m
+end
+
+--- Releases the module now (also done by the garbage collector); safe twice.
+function Module:free()
+  if self.ptr ~= nil then
+    local p = self.ptr
+    self.ptr = nil
+    ffi.gc(p, nil)
+    C.module_free(p)
+  end
+end
+
+function Module:set_sm(sm)
+  if type(sm) == "string" then sm = tonumber(sm:match("^sm_(%d+)")) end
+  if type(sm) ~= "number" then err.raise("cute.ir: sm must be a number (80) or a name (\"sm_80\")") end
+  C.module_set(live(self), 2, sm)
+end
+function Module:set_fold(on) C.module_set(live(self), 0, on and 1 or 0) end
+function Module:set_check(on) C.module_set(live(self), 1, on and 1 or 0) end
+
+--- A type id from a name ("f32", "ptr<f16, shared, 16>") or an id.
+function Module:type(t)
+  if type(t) == "number" then return t end
+  if type(t) ~= "string" then err.raise("cute.ir: a type is a name or an id, got %s", type(t)) end
+  local id = self.types[t]
+  if not id then
+    id = C.type_parse(live(self), t)
+    if id == 0 then raise_diag(self, "type") end
+    self.types[t] = id
+  end
+  return id
+end
+
+local SPACES = { generic = 0, global = 1, shared = 2, shared_cluster = 3, ["local"] = 4, param = 5, const = 6 }
+M.spaces = SPACES
+
+function Module:ptr(elem, space, align)
+  local s = SPACES[space or "generic"]
+  if not s then err.raise("cute.ir: unknown address space '%s'", tostring(space)) end
+  local id = C.type_ptr(live(self), self:type(elem), s, align or 0)
+  if id == 0 then raise_diag(self, "ptr") end
+  return id
+end
+
+function Module:vec(elem, n)
+  local id = C.type_vec(live(self), self:type(elem), n)
+  if id == 0 then raise_diag(self, "vec") end
+  return id
+end
+
+function Module:struct(fields)
+  local arr = ffi.new("IrType[?]", #fields)
+  for i, f in ipairs(fields) do arr[i - 1] = self:type(f) end
+  local id = C.type_struct(live(self), arr, #fields)
+  if id == 0 then raise_diag(self, "struct") end
+  return id
+end
+
+function Module:array(elem, n)
+  local id = C.type_array(live(self), self:type(elem), n)
+  if id == 0 then raise_diag(self, "array") end
+  return id
+end
+
+--- The printed name of a type id.
+function Module:type_name(t) return ffi.string(C.type_name(live(self), self:type(t))) end
+
+--- {kind=, bits=, elem=, len=, space=, align=, size=, natural=} of a type.
+function Module:type_info(t)
+  local info = ffi.new("IrTypeInfo")
+  if C.type_info(live(self), self:type(t), info) ~= 0 then err.raise("cute.ir: bad type %s", tostring(t)) end
+  local kinds = { [0] = "none", "void", "int", "float", "vec", "ptr", "struct", "array" }
+  local names = { [0] = "generic", "global", "shared", "shared_cluster", "local", "param", "const" }
+  return { kind = kinds[info.kind], bits = info.bits, elem = info.elem, len = info.len,
+    space = info.space >= 0 and names[info.space] or nil, align = info.align, size = info.size,
+    natural = info.natural }
+end
+
+--- Sets the source location recorded on the following ops.
+function Module:set_loc(file, line, fn)
+  return C.set_loc(live(self), file, line or 0, fn)
+end
+
+local function new_func(m, name, kind, ret, attrs)
+  local ptr = C.func_new(live(m), name, kind, ret and m:type(ret) or 0)
+  if ptr == nil then raise_diag(m, "func") end
+  local f = setmetatable({ m = m, ptr = ptr, name = name, index = C.func_index(ptr) }, Func)
+  m.funcs[#m.funcs + 1] = f
+  for k, v in pairs(attrs or {}) do f:attr(k, v) end
+  return f
+end
+
+--- A kernel; attrs: maxntid, reqntid, cluster ({x, y, z} or x), minctasm, maxnreg, dynamic_smem.
+function Module:kernel(name, attrs) return new_func(self, name, KIND_NUM.kernel, nil, attrs) end
+--- A device function returning ret (nil: nothing).
+function Module:func(name, ret) return new_func(self, name, KIND_NUM.device, ret) end
+
+--- Checks the whole module; raises with every violation found.
+function Module:verify()
+  if C.verify(live(self)) > 0 then raise_diag(self, "verify") end
+  return self
+end
+
+--- The IR as text; opts.locs adds each op's source location.
+function Module:print(opts)
+  local len = ffi.new("size_t[1]")
+  local s = C.print(live(self), (opts and opts.locs) and 1 or 0, len)
+  return ffi.string(s, len[0])
+end
+Module.__tostring = function(m)
+  if m.ptr == nil then return "cute.ir module (freed)" end
+  return m:print()
+end
+
+--- NVVM IR text for libnvvm. opts: sm, fast_math, ftz, line_info. Raises with
+-- the verifier's report when the module is not valid.
+function Module:emit_nvvm(opts)
+  opts = opts or {}
+  local o = ffi.new("IrEmitOptions")
+  local sm = opts.sm
+  if type(sm) == "string" then sm = tonumber(sm:match("^sm_(%d+)")) end
+  o.sm = sm or 0
+  o.fast_math = opts.fast_math and 1 or 0
+  o.ftz = opts.ftz and 1 or 0
+  o.line_info = opts.line_info and 1 or 0
+  local len = ffi.new("size_t[1]")
+  local s = C.emit_nvvm(live(self), o, len)
+  if s == nil then raise_diag(self, "emit_nvvm") end
+  return ffi.string(s, len[0])
+end
+
+--- The pending diagnostics as text (builder errors not yet raised).
+function Module:diag() return ffi.string(C.diag(live(self))) end
+
+--- Builds the sample kernels of src/ir/ir_sample.c (saxpy; an unrolled mma tile).
+function Module:sample(which, n_mma, n_ldm)
+  local ptr
+  if which == "saxpy" then ptr = C.sample_saxpy(live(self))
+  elseif which == "mma" then ptr = C.sample_mma_unrolled(live(self), n_mma or 512, n_ldm or 128)
+  else err.raise("cute.ir: unknown sample '%s' (saxpy, mma)", tostring(which)) end
+  if ptr == nil then raise_diag(self, "sample") end
+  local f = setmetatable({ m = self, ptr = ptr, name = ffi.string(C.func_name(ptr)), index = C.func_index(ptr) }, Func)
+  self.funcs[#self.funcs + 1] = f
+  return f
+end
+
+-- --- functions -----------------------------------------------------------------------------
+
+local function check(f, r, what)
+  if r == 0 or r == -1 then raise_diag(f.m, what) end
+  return r
+end
+
+function Func:param(t) return check(self, C.param(self.ptr, self.m:type(t)), "param") end
+--- A by-value blob parameter (e.g. a 128-byte TMA descriptor, align 64) kept in param space.
+function Func:param_blob(size, align) return check(self, C.param_blob(self.ptr, size, align or 8), "param_blob") end
+
+function Func:attr(name, v)
+  local id = ATTRS[name]
+  if not id then err.raise("cute.ir: unknown kernel attribute '%s'", tostring(name)) end
+  local x, y, z = v, 0, 0
+  if type(v) == "table" then x, y, z = v[1], v[2] or 0, v[3] or 0 end
+  check(self, C.func_attr(self.ptr, id, x, y, z) + 1, "attr")
+  return self
+end
+
+function Func:const(t, value)
+  t = self.m:type(t)
+  local tn = self.m:type_info(t)
+  if tn.kind == "float" then return check(self, C.const_float(self.ptr, t, value), "const") end
+  return check(self, C.const_int(self.ptr, t, value), "const")
+end
+
+--- The type id of a value.
+function Func:type_of(v) return C.value_type(self.ptr, v) end
+--- The op name of a value, or nil.
+function Func:op_of(v) return OP_NAMES[C.inst_op(self.ptr, v)] end
+
+local args_buf = ffi.new("IrRef[256]")
+local imms_buf = ffi.new("int64_t[8]")
+
+-- An immediate from Lua: numbers as they are, names through the C enumerations.
+local function imm_value(f, kind, x, op, i)
+  if type(x) == "number" then return x end
+  if kind == "s" then return C.str(f.m.ptr, x) end
+  if kind == "f" then
+    if type(x) == "table" and x.index then return x.index end
+    for _, g in ipairs(f.m.funcs) do if g.name == x then return g.index end end
+    err.raise("%s: no function '%s' in this module", op, tostring(x))
+  end
+  if kind == "F" and type(x) == "table" then
+    local bits = 0
+    for _, name in ipairs(x) do bits = bit.bor(bits, imm_value(f, "F", name, op, i)) end
+    return bits
+  end
+  if type(x) == "string" then
+    local v = C.imm_find(kind:byte(), x)
+    if v < 0 then
+      local names = {}
+      for j = 0, C.imm_count(kind:byte()) - 1 do
+        local s = C.imm_name(kind:byte(), kind == "F" and bit.lshift(1, j) or j)
+        if s ~= nil and ffi.string(s) ~= "" then names[#names + 1] = ffi.string(s) end
+      end
+      err.raise("%s: immediate %d is a %s; '%s' is not one (%s)", op, i, ffi.string(C.imm_kind_name(kind:byte())),
+        x, table.concat(names, " "))
+    end
+    return v
+  end
+  err.raise("%s: immediate %d: expected a number or a name, got %s", op, i, type(x))
+end
+
+--- Appends op `name` with result type t (nil: by the op's rule), operands
+-- (refs) and, as an optional last argument, a table of immediates.
+function Func:op(name, t, ...)
+  local id = OPS[name]
+  if not id then err.raise("cute.ir: unknown op '%s'", tostring(name)) end
+  local n = select("#", ...)
+  local imms = nil
+  if n > 0 and type(select(n, ...)) == "table" then
+    imms = select(n, ...)
+    n = n - 1
+  end
+  if n > 256 then err.raise("%s: at most 256 operands", name) end
+  for i = 1, n do
+    local a = select(i, ...)
+    if type(a) ~= "number" then err.raise("%s: operand %d is a %s, expected a value (ref)", name, i, type(a)) end
+    args_buf[i - 1] = a
+  end
+  local kinds = OP_IMMS[id]
+  local nimm = 0
+  if imms then
+    if #imms > #kinds then
+      err.raise("%s: takes %d immediate%s (%s), got %d", name, #kinds, #kinds == 1 and "" or "s", kinds, #imms)
+    end
+    for i = 1, #imms do imms_buf[i - 1] = imm_value(self, kinds:sub(i, i), imms[i], name, i) end
+    nimm = #imms
+  end
+  return check(self, C.op(self.ptr, id, t and self.m:type(t) or 0, args_buf, n, imms_buf, nimm), name)
+end
+
+-- Structured control flow.
+function Func:for_(lo, hi, step, unroll) return check(self, C.for_begin(self.ptr, lo, hi, step, unroll or 0), "for") end
+function Func:if_(c) check(self, C.if_begin(self.ptr, c) + 1, "if"); return self end
+function Func:else_() check(self, C.else_begin(self.ptr) + 1, "else"); return self end
+function Func:while_() check(self, C.while_begin(self.ptr) + 1, "while"); return self end
+function Func:cond(c) check(self, C.while_cond(self.ptr, c) + 1, "while_cond"); return self end
+function Func:end_() check(self, C.region_end(self.ptr) + 1, "end"); return self end
+function Func:break_() check(self, C.brk(self.ptr) + 1, "break"); return self end
+function Func:continue_() check(self, C.cont(self.ptr) + 1, "continue"); return self end
+function Func:ret(v) check(self, C.ret(self.ptr, v or 0) + 1, "ret"); return self end
+function Func:depth() return C.depth(self.ptr) end
+
+-- Local variables: an index is a Lua number (static) or a value (a table {ref}).
+function Func:var(t, count) return check(self, C.var_new(self.ptr, self.m:type(t), count or 1), "var") end
+
+local function dyn_index(i)
+  if type(i) == "table" then return i[1] end
+  return nil
+end
+
+function Func:var_load(var, i)
+  local d = dyn_index(i)
+  if d then return check(self, C.var_loadx(self.ptr, var, d), "var.loadx") end
+  return check(self, C.var_load(self.ptr, var, i or 0), "var.load")
+end
+
+function Func:var_store(var, i, v)
+  local d = dyn_index(i)
+  if d then return check(self, C.var_storex(self.ptr, var, d, v) + 1, "var.storex") end
+  return check(self, C.var_store(self.ptr, var, i or 0, v) + 1, "var.store")
+end
+
+--- Calls device function g (a Func or its name) with values.
+function Func:call(g, ...)
+  local args = { ... }
+  args[select("#", ...) + 1] = { type(g) == "table" and g.index or g }
+  return self:op("call", nil, unpack(args, 1, select("#", ...) + 1))
+end
+
+--- The function's IR as text.
+function Func:print(opts)
+  local len = ffi.new("size_t[1]")
+  local s = C.print_func(self.ptr, (opts and opts.locs) and 1 or 0, len)
+  return ffi.string(s, len[0])
+end
+Func.__tostring = function(f) return f:print() end
+
+--- One op as text.
+function Func:print_op(v)
+  local len = ffi.new("size_t[1]")
+  return ffi.string(C.print_inst(self.ptr, v, len), len[0])
+end
+
+return M
