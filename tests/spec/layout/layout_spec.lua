@@ -18,9 +18,15 @@ describe("cute.layout", function()
   end)
 
   it("is reachable as cute.<name> and through its modules", function()
-    assert.equal(cute.local_tile, cute.layout.local_tile)
-    assert.equal(cute.composition, cute.layout.composition)
-    assert.equal(cute.composition, require("cute.layout_algebra").composition)
+    -- cute.local_tile and cute.composition also take tensors (cute.trace.tensor);
+    -- on layouts they are the layout functions
+    local l = cute.make_layout({ 8, 8 })
+    local l1, o1 = cute.layout.local_tile(l, { 2, 4 }, { 1, 1 })
+    local l2, o2 = cute.local_tile(l, { 2, 4 }, { 1, 1 })
+    assert.equal(tostring(l1), tostring(l2))
+    assert.equal(o1, o2)
+    assert.equal(tostring(cute.layout.composition(l, 4)), tostring(cute.composition(l, 4)))
+    assert.equal(cute.layout.composition, require("cute.layout_algebra").composition)
     assert.equal(cute.X, cute._)
     assert.equal("_", tostring(cute._))
   end)
