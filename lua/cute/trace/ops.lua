@@ -365,6 +365,55 @@ function M.fmod(a, b)
 end
 
 -- ---------------------------------------------------------------------------
+-- Pointers
+
+local SPACE_BITS = { shared = 32, ["local"] = 32, shared_cluster = 32 }
+
+--- The address of a pointer value as an integer (i64; i32 for shared, local
+-- and shared_cluster pointers, as PTX takes them).
+function Value.addr(p, bits)
+  local t = type_of(p)
+  if t.kind ~= "ptr" then err.raise("addr: expected a pointer value, got a %s", t.name) end
+  bits = bits or SPACE_BITS[t.space] or 64
+  return emit("ptrtoint", bits == 32 and core.u32 or core.u64, p)
+end
+
+--- The pointer in another address space ("generic", "global", "shared", ...) or
+-- with another element dtype: p:cast("generic"), p:cast(nil, cute.u64).
+function Value.cast(p, space, dt)
+  local t = type_of(p)
+  if t.kind ~= "ptr" then err.raise("cast: expected a pointer value, got a %s", t.name) end
+  local elem = dt and core.scalar(dtype.get(dt)) or t.elem
+  return emit("ptrcast", core.ptr(elem, space or t.space, t.align), p)
+end
+
+-- ---------------------------------------------------------------------------
+-- Inline PTX, the escape hatch
+
+local ASM_FLAGS = { sideeffect = 0x8, convergent = 0x10, memory = 0x20 }
+
+--- Inline PTX: cute.asm(text, constraints, {operands...}, {ret = dtype,
+-- sideeffect = bool, convergent = bool, memory = bool}). $0, $1, ... in text
+-- name the result (first, when ret is given) then the operands, in the
+-- LLVM constraint syntax ("=r,r,l": an i32 result, an i32 and an i64 input).
+-- With no result the asm is a side effect by default.
+function M.asm(text, constraints, operands, opts)
+  local T = core.current()
+  if not T then err.raise("cute.asm can only be used while tracing a kernel") end
+  if type(text) ~= "string" or type(constraints) ~= "string" then
+    err.raise("cute.asm(text, constraints, operands, opts): text and constraints are strings")
+  end
+  opts = opts or {}
+  local rt = opts.ret and (dtype.is_dtype(opts.ret) and core.scalar(opts.ret) or opts.ret) or nil
+  local flags = 0
+  if opts.sideeffect or (opts.sideeffect == nil and not rt) then flags = flags + ASM_FLAGS.sideeffect end
+  if opts.convergent then flags = flags + ASM_FLAGS.convergent end
+  if opts.memory then flags = flags + ASM_FLAGS.memory end
+  local ir = core.ir()
+  return core.emitn("asm", rt, operands or {}, { ir.str(T.m, text), ir.str(T.m, constraints), flags })
+end
+
+-- ---------------------------------------------------------------------------
 -- The layout algebra's dynamic integers (see cute.arith): run-time integer
 -- values are leaves of shapes, strides and coordinates.
 
@@ -397,7 +446,7 @@ Value.__cute_int = {
   shl = function(a, b) return Value.shl(a, b) end,
 }
 
-M._exports = { "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod", "sqrt", "exp",
-  "log", "sin", "cos", "tanh", "floor", "ceil", "exp2", "log2", "rsqrt", "rcp", "erf" }
+M._exports = { "asm", "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod", "sqrt",
+  "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "exp2", "log2", "rsqrt", "rcp", "erf" }
 
 return M
