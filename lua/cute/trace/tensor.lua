@@ -305,27 +305,53 @@ function methods.fill(t, v)
   return t
 end
 
--- The widest vector of elements (at most 16 bytes) that moves a contiguous,
--- aligned tensor; 1 when the layout or alignment do not allow vectors.
-local function vector_width(t)
-  if t.engine ~= "ptr" then return 1 end
-  local flat = L.coalesce(t.layout)
-  local n, d = flat.shape, flat.stride
-  if type(n) ~= "number" or (n > 1 and d ~= 1) then return 1 end
-  local w = 16 / elem_bytes(t)
-  while w > 1 and (n % w ~= 0 or t.align < w * elem_bytes(t)) do w = w / 2 end
+-- The number of elements at the start of a tensor's coordinate order that are
+-- contiguous in memory with a static count: the extent of the first mode of
+-- the coalesced layout when its stride is 1 (register fragments and identity
+-- tensors: any width).
+local function contiguous_prefix(t)
+  if t.engine ~= "ptr" then return math.huge end
+  local ok, flat = pcall(L.coalesce, t.layout)
+  if not ok then return 1 end
+  local s, d = flat.shape, flat.stride
+  if type(s) == "table" then s, d = s[1], d[1] end
+  if d ~= 1 or type(s) ~= "number" then return 1 end
+  return s
+end
+
+-- The vector width (elements, a power of two, at most 16 bytes) that moves
+-- src into dst: within both tensors' contiguous prefixes, dividing the size,
+-- and with every vector start aligned to the vector's bytes in the tensors
+-- in memory (static offsets, or run-time ones with known divisors).
+local function vector_width(src, dst, n)
+  local bytes = (src.dtype or dst.dtype).bytes
+  local w = math.floor(16 / bytes)
+  local limit = math.min(contiguous_prefix(src), contiguous_prefix(dst))
+  while w > 1 and (w > limit or n % w ~= 0 or limit % w ~= 0) do w = w / 2 end
+  local function aligned(t)
+    if t.engine ~= "ptr" then return true end
+    for base = 0, n - 1, w do
+      if align_after(t, coord_offset(t, base)) < w * bytes then return false end
+    end
+    return true
+  end
+  while w > 1 and not (aligned(src) and aligned(dst)) do w = w / 2 end
   return math.max(1, w)
 end
 M._vector_width = vector_width
 
---- Copies src into dst elementwise (same size), with vector accesses where
--- both layouts are contiguous and aligned. pred: optional bool-valued tensor
--- (or function(i) -> bool value) selecting the elements to copy.
+--- Copies src into dst elementwise (same size, statically known), with vector
+-- accesses of up to 16 bytes where both layouts are contiguous and aligned.
+-- pred: optional bool-valued tensor or function(i) -> bool value selecting the
+-- elements to copy (predicated elements are left alone).
 function M.copy(src, dst, pred)
   if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
   local n = L.size(src.layout)
   if n ~= L.size(dst.layout) then
     err.raise("copy: sizes differ (%s vs %s)", arith.show(n), arith.show(L.size(dst.layout)))
+  end
+  if type(n) ~= "number" then
+    err.raise("copy: the size must be static (got %s); copy a tile at a time", arith.show(n))
   end
   if src.engine == "ptr" and dst.engine == "ptr" then
     err.raise("copy: memory to memory needs registers in between (or a copy atom); copy through a fragment")
@@ -336,35 +362,41 @@ function M.copy(src, dst, pred)
   end
   if pred then
     local control = require "cute.trace.control"
-    each(src, function(i)
+    for i = 0, n - 1 do
       local p = type(pred) == "function" and pred(i) or pred[i]
       control.if_(p, function() dst[i] = convert(src[i]) end)
-    end)
-    return dst
-  end
-  local wsrc, wdst = vector_width(src), vector_width(dst)
-  local w = (src.engine == "ptr" and wsrc) or (dst.engine == "ptr" and wdst) or 1
-  if w > 1 and src.dtype == dst.dtype then
-    local vt = core.vec(src.dtype, w)
-    local et = core.scalar(src.dtype)
-    for base = 0, n - 1, w do
-      if src.engine == "ptr" then
-        local p = address(src, coord_offset(src, base), w * elem_bytes(src))
-        local pv = emit("ptrcast", core.ptr(vt, src.space, w * elem_bytes(src)), p)
-        local vec = emit("load", vt, pv, nil, nil, 0, 0, 0)
-        for j = 0, w - 1 do dst[base + j] = emit("extract", et, vec, nil, nil, j) end
-      else
-        local vals = {}
-        for j = 0, w - 1 do vals[j + 1] = src[base + j] end
-        local vec = core.emitn("pack", vt, vals)
-        local p = address(dst, coord_offset(dst, base), w * elem_bytes(dst))
-        local pv = emit("ptrcast", core.ptr(vt, dst.space, w * elem_bytes(dst)), p)
-        emit("store", nil, pv, vec, nil, 0, 0, 0)
-      end
     end
     return dst
   end
-  each(src, function(i) dst[i] = convert(src[i]) end)
+  local w = (src.dtype == dst.dtype) and vector_width(src, dst, n) or 1
+  if w == 1 then
+    for i = 0, n - 1 do dst[i] = convert(src[i]) end
+    return dst
+  end
+  local vt = core.vec(src.dtype, w)
+  local et = core.scalar(src.dtype)
+  local vbytes = w * src.dtype.bytes
+  for base = 0, n - 1, w do
+    local vals
+    if src.engine == "ptr" then
+      local p = address(src, coord_offset(src, base), vbytes)
+      local vec = emit("load", vt, emit("ptrcast", core.ptr(vt, src.space, vbytes), p), nil, nil, 0, 0, 0)
+      if dst.engine == "ptr" then
+        vals = vec
+      else
+        for j = 0, w - 1 do dst[base + j] = emit("extract", et, vec, nil, nil, j) end
+      end
+    end
+    if dst.engine == "ptr" then
+      if not vals then
+        local list = {}
+        for j = 0, w - 1 do list[j + 1] = src[base + j] end
+        vals = core.emitn("pack", vt, list)
+      end
+      local p = address(dst, coord_offset(dst, base), vbytes)
+      emit("store", nil, emit("ptrcast", core.ptr(vt, dst.space, vbytes), p), vals, nil, 0, 0, 0)
+    end
+  end
   return dst
 end
 

@@ -1,0 +1,47 @@
+--- cute.lib.common: pieces the kernels of cute.lib share.
+--
+-- Everything here runs while a kernel is traced: plain Lua helpers that emit
+-- the same code a kernel author would write by hand.
+local cute = require "cute"
+
+local M = {}
+
+--- Reduces v over the whole block (threads threads, a multiple of 32) with
+-- op(a, b); every thread gets the result. identity: op's neutral element for
+-- the lanes that hold nothing. Uses warp shuffles and one shared array per call.
+function M.block_reduce(v, op, identity, threads)
+  local warps = threads / 32
+  v = cute.warp_reduce_shuffle(v, op)
+  if warps == 1 then return v end
+  local dt = require("cute.trace.core").type_of(v).dtype
+  local red = cute.make_smem_tensor(dt, cute.make_layout({ 32 }), 16)
+  local tid = cute.thread_idx().x
+  local lane, warp = tid:band(31), tid:shr(5)
+  cute.if_(lane:eq(0), function() red[warp] = v end)
+  cute.sync_threads()
+  -- every warp reduces the per-warp results (so every thread ends with the total)
+  local w = cute.where(lane:lt(warps), red[lane:band(31)], identity)
+  w = cute.warp_reduce_shuffle(w, op, 32)
+  cute.sync_threads() -- the array is reused by a later call
+  return w
+end
+
+function M.add(a, b) return a + b end
+M.max = cute.max
+
+--- The part of a 1-D tensor x (contiguous) that one thread moves, in a block
+-- tile of `vec * threads * unroll` elements: thread t owns `unroll` vectors
+-- of `vec` elements, each next to thread t-1's (coalesced). Returns the
+-- thread's slice of the tile (shape (vec, unroll)), the index of its first
+-- element in x, and the tile's size.
+function M.thread_slice_1d(x, block, tid, vec, threads, unroll)
+  local tile = vec * threads * unroll
+  local t = cute.local_tile(x, { tile }, { block })
+  local tv = cute.composition(t, cute.make_layout({ { vec, threads }, unroll }, { { 1, vec }, vec * threads }))
+  return tv[{ { cute._, tid }, cute._ }], block * tile + tid * vec, tile
+end
+
+--- Index (in x) of element (v, u) of a thread slice from thread_slice_1d.
+function M.slice_index(first, v, u, vec, threads) return first + v + u * vec * threads end
+
+return M
