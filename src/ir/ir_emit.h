@@ -5,7 +5,14 @@
  * Naming in the emitted text: op %N of the IR is %vN; a by-value parameter is
  * %pN; temporaries are %tN; blocks are named after the construct that made them
  * (for3.head, if5.else, ...). Constants are written inline. An op that lowers
- * to nothing (a cast that only changes the alignment) aliases its operand. */
+ * to nothing (a cast that only changes the alignment) aliases its operand.
+ *
+ * Aggregates (the register fragments of mma and ldmatrix) are kept apart where
+ * that is cheaper: an mma or ldmatrix result is split into %vN.0, %vN.1, ...
+ * right after it is made; an extract of it is one of those names; a struct
+ * `pack` whose only uses take it apart again (mma operands, extracts) is not
+ * built at all. A fully unrolled tile then emits about one line per register
+ * it really moves. */
 #ifndef IR_EMIT_H
 #define IR_EMIT_H
 
@@ -34,6 +41,9 @@ typedef struct IrEmit {
   IrCtl *ctl;
   uint32_t nctl, capctl;
   IrRef *alias;        /* per ref of the function: the ref it stands for, or 0 */
+  IrRef *field_src;    /* per ref: an extract that names field field_idx of a split value */
+  uint32_t *field_idx;
+  uint8_t *vflags;     /* per ref: IR_EV_* */
   int meta_next;       /* next free metadata number */
   /* debug info */
   int cu_md, st_md, sp_md;        /* compile unit, subroutine type, current function */
@@ -48,6 +58,10 @@ typedef struct IrEmit {
   int vnext;
   int failed;
 } IrEmit;
+
+/* vflags bits */
+#define IR_EV_SPLIT 1    /* its fields exist as %vN.i */
+#define IR_EV_NEED_AGG 2 /* some use needs the aggregate value itself */
 
 /* Text helpers (ir_emit_nvvm.c). */
 const char *ir_ll_type(IrEmit *e, IrType t);           /* LLVM type of an IR type */

@@ -98,14 +98,21 @@ void ir_asm_in(IrEmit *e, IrAsm *a, char letter, const char *ll_type, const char
 static void asm_call(IrEmit *e, IrAsm *a, const char *dst, const char *ret, int flags) {
   if (flags & 4) asm_cons(a, "~{memory}");
   ClBuf esc = {0};
-  for (const char *p = a->text; *p; p++) {
-    unsigned char ch = (unsigned char)*p;
-    if (ch == '"' || ch == '\\' || ch < 32 || ch >= 127) cl_buf_printf(&esc, "\\%02X", ch);
-    else cl_buf_putc(&esc, (char)ch);
+  const char *text = a->text;
+  int plain = 1; /* the usual case: nothing to escape, no copy */
+  for (const unsigned char *p = (const unsigned char *)text; *p && plain; p++)
+    plain = !(*p == '"' || *p == '\\' || *p < 32 || *p >= 127);
+  if (!plain) {
+    for (const char *p = a->text; *p; p++) {
+      unsigned char ch = (unsigned char)*p;
+      if (ch == '"' || ch == '\\' || ch < 32 || ch >= 127) cl_buf_printf(&esc, "\\%02X", ch);
+      else cl_buf_putc(&esc, (char)ch);
+    }
+    text = cl_buf_str(&esc);
   }
   if (flags & 2) e->uses_convergent = 1;
-  ir_ll_ins(e, "%s%s%scall %s asm %s\"%s\", \"%s\"(%s)%s", dst ? dst : "", dst ? " = " : "", "", ret,
-            (flags & 1) ? "sideeffect " : "", cl_buf_str(&esc), a->cons, a->args, (flags & 2) ? " #0" : "");
+  ir_ll_ins(e, "%s%scall %s asm %s\"%s\", \"%s\"(%s)%s", dst ? dst : "", dst ? " = " : "", ret,
+            (flags & 1) ? "sideeffect " : "", text, a->cons, a->args, (flags & 2) ? " #0" : "");
   cl_buf_free(&esc);
 }
 
@@ -193,9 +200,30 @@ static void asm_regs_b(IrAsm *a, int first, int n, int braced) {
 }
 static void asm_regs(IrAsm *a, int first, int n) { asm_regs_b(a, first, n, 0); }
 
+static IrRef resolve(IrEmit *e, IrRef v) {
+  while (e->alias[v]) v = e->alias[v];
+  return v;
+}
+
+/* Splits a struct result into %vN.0, %vN.1, ... (see ir_emit.h). */
+static void split(IrEmit *e, IrRef v) {
+  const IrTypeRec *r = REC(e, TY(e, v));
+  if (r->kind != IR_TK_STRUCT) return;
+  for (uint32_t i = 0; i < r->len; i++)
+    ir_ll_ins(e, "%%v%u.%u = extractvalue %s %%v%u, %u", v, i, LT(e, TY(e, v)), v, i);
+  e->vflags[v] |= IR_EV_SPLIT;
+}
+
 /* The i-th register of a fragment (a struct, or the value itself when n == 1). */
 static const char *frag_reg(IrEmit *e, IrRef v, int i, int n) {
   if (n == 1) return VAL(e, v);
+  v = resolve(e, v);
+  if (I(e, v)->op == IR_OP_PACK) return VAL(e, A(e, v)[i]);
+  if (e->vflags[v] & IR_EV_SPLIT) {
+    char *s = e->vbuf[e->vnext++ & 7];
+    snprintf(s, sizeof e->vbuf[0], "%%v%u.%d", v, i);
+    return s;
+  }
   const char *tmp = newtmp(e);
   ir_ll_ins(e, "%s = extractvalue %s %s, %d", tmp, LT(e, TY(e, v)), VAL(e, v), i);
   return tmp;
@@ -965,9 +993,18 @@ static void emit_call(IrEmit *e, IrRef v) {
 
 /* --- aggregates ---------------------------------------------------------------------------------------------------- */
 static void emit_extract(IrEmit *e, IrRef v) {
-  IrRef x = A(e, v)[0];
+  IrRef x = resolve(e, A(e, v)[0]);
   IrType t = TY(e, x);
   long long i = (long long)IM(e, v)[0];
+  if (REC(e, t)->kind == IR_TK_STRUCT && I(e, x)->op == IR_OP_PACK) { /* the operand it was made of */
+    e->alias[v] = A(e, x)[i];
+    return;
+  }
+  if (e->vflags[x] & IR_EV_SPLIT) {
+    e->field_src[v] = x;
+    e->field_idx[v] = (uint32_t)i;
+    return;
+  }
   if (REC(e, t)->kind == IR_TK_VEC) ir_ll_ins(e, "%s = extractelement %s %s, i32 %lld", def(e, v), LT(e, t), VAL(e, x), i);
   else ir_ll_ins(e, "%s = extractvalue %s %s, %lld", def(e, v), LT(e, t), VAL(e, x), i);
 }
@@ -988,6 +1025,7 @@ static void emit_pack(IrEmit *e, IrRef v) {
   const IrRef *a = A(e, v);
   IrType t = in->type;
   int vec = REC(e, t)->kind == IR_TK_VEC;
+  if (!vec && !(e->vflags[v] & IR_EV_NEED_AGG)) return; /* only taken apart again */
   char acc[32] = "undef";
   for (int i = 0; i < in->nargs; i++) {
     char d[32], x[80];
@@ -1036,6 +1074,7 @@ static void emit_mma(IrEmit *e, IrRef v) {
       ir_asm_in(e, &as, reg_letter(kinds[k]), reg_ll(kinds[k]), x);
     }
   asm_call(e, &as, def(e, v), LT(e, TY(e, v)), 2);
+  split(e, v);
 }
 
 static void emit_ldstmatrix(IrEmit *e, IrRef v, int store) {
@@ -1062,6 +1101,7 @@ static void emit_ldstmatrix(IrEmit *e, IrRef v, int store) {
   for (int i = 0; i < n; i++) asm_out(&as, 'r');
   asm_addr(e, &as, a[0]);
   asm_call(e, &as, def(e, v), LT(e, TY(e, v)), 1 | 2 | 4);
+  split(e, v);
 }
 
 static void emit_cpasync(IrEmit *e, IrRef v) {
