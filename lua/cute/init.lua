@@ -43,6 +43,13 @@ end
 
 setmetatable(cute, {
   __index = function(t, k)
+    -- cute._ (CuTe's Underscore, "keep this mode") starts with _, which the
+    -- export rule treats as private
+    if k == "_" then
+      local u = require("cute.int_tuple")._
+      rawset(t, k, u)
+      return u
+    end
     if SUBMODULES[k] then
       local mod = require("cute." .. k)
       rawset(t, k, mod)
@@ -87,9 +94,31 @@ local function provide(name, export)
 end
 provide("_c", false)
 provide("_err", false)
+-- in kernels: cute.if_, cute.range, cute.thread_idx, ... and tensor-aware
+-- size/shape/local_tile/local_partition (they fall back to the layout versions)
+EXPORTS[#EXPORTS + 1] = "trace.tensor"
+EXPORTS[#EXPORTS + 1] = "trace.control"
+EXPORTS[#EXPORTS + 1] = "trace.sync"
+EXPORTS[#EXPORTS + 1] = "trace.ops"
+-- the layout algebra: cute.make_layout, cute.composition, ... (the first
+-- module listed wins a shared name: layout's size/rank/get take layouts and tuples)
+provide("layout", true)
+provide("layout_algebra", true)
+provide("layout_tile", true)
+provide("swizzle", true)
+provide("int_tuple", true)
+provide("layout_print", true)
+provide("arith", false)
 provide("dtype", true)
 provide("runtime", true)
 provide("bench", false)
+provide("compiler", false)
 provide("ir", false)
+-- kernels, tensors and the tracer: the tensor-aware versions of size,
+-- local_tile, ... (cute.trace.tensor) come before the layout modules'
+provide("kernel", true)
+provide("func", true)
+provide("tensor", true)
+provide("trace", false)
 
 return cute

@@ -203,8 +203,8 @@ int nv_cache_key(const char *material, size_t len, const char *salt, const NvOpt
  * corrupt disk entry is removed, noted in the NOTE part, and is a miss. */
 int nv_cache_get(NvResult *r, const NvOptions *o);
 /* Stores r's PTX, CUBIN, LOG and META parts under r->key, in memory and (when
- * o->cache_dir is set) on disk, atomically. -1 only when the disk write failed
- * (the memory entry is kept), with the reason in err. */
+ * o->cache_dir is set) on disk, atomically. -1 with the reason in err when r
+ * has no key, or when the disk write failed (the memory entry is kept). */
 int nv_cache_put(const NvResult *r, const NvOptions *o, ClBuf *err);
 void nv_cache_stats(NvCacheStats *s);
 /* Empties the memory cache and/or deletes the disk entries under o->cache_dir. */

@@ -29,11 +29,10 @@ typedef struct Lines {
 
 static int lines_index(Lines *l, const char *text, size_t len) {
   l->text = text, l->len = len, l->n = 0;
-  size_t cap = 1024;
+  size_t cap = 1024, pos = 0;
   l->start = malloc(cap * sizeof *l->start);
   if (!l->start) return -1;
-  size_t pos = 0;
-  while (pos <= len) {
+  for (;;) {
     if ((size_t)l->n + 2 > cap) {
       size_t *p = realloc(l->start, (cap *= 2) * sizeof *p);
       if (!p) return -1;
@@ -41,12 +40,16 @@ static int lines_index(Lines *l, const char *text, size_t len) {
     }
     l->start[l->n++] = pos;
     const char *nl = pos < len ? memchr(text + pos, '\n', len - pos) : NULL;
-    if (!nl) break;
+    if (!nl) {
+      l->start[l->n] = len + 1; /* the last line ends at the end of the text */
+      return 0;
+    }
     pos = (size_t)(nl - text) + 1;
-    if (pos == len) break; /* a final newline ends the last line, it does not start one */
+    if (pos == len) {
+      l->start[l->n] = len; /* a final newline ends the last line; it starts none */
+      return 0;
+    }
   }
-  l->start[l->n] = len + 1;
-  return 0;
 }
 
 /* Line i (1-based) without its newline. */

@@ -42,15 +42,23 @@ int nv_mkdirs(const char *path) {
 /* Appends the candidate directories: the toolkit's bin directories, then $PATH. */
 static int tool_dirs(char dirs[][512], int cap) {
   int n = 0;
+  char dir[512];
   const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
-  for (int i = 0; i < 3 && n < cap; i++)
-    if (roots[i] && *roots[i]) snprintf(dirs[n++], 512, "%s/bin", roots[i]);
-  const char *path = getenv("PATH");
-  for (const char *p = path ? path : ""; *p && n < cap;) {
-    size_t len = strcspn(p, ":");
-    if (len && len < 512) snprintf(dirs[n++], 512, "%.*s", (int)len, p);
-    p += len;
-    if (*p == ':') p++;
+  const char *path = getenv("PATH"), *p = path ? path : "";
+  for (int i = 0; n < cap && (i < 3 || *p); i++) {
+    if (i < 3) {
+      if (!roots[i] || !*roots[i]) continue;
+      snprintf(dir, sizeof dir, "%s/bin", roots[i]);
+    } else {
+      size_t len = strcspn(p, ":");
+      snprintf(dir, sizeof dir, "%.*s", (int)(len < sizeof dir ? len : sizeof dir - 1), p);
+      p += len;
+      if (*p == ':') p++;
+      if (!len) continue;
+    }
+    int seen = 0; /* each directory once, in its first place */
+    for (int j = 0; j < n; j++) seen |= strcmp(dirs[j], dir) == 0;
+    if (!seen) memcpy(dirs[n++], dir, sizeof dir);
   }
   return n;
 }
@@ -173,8 +181,21 @@ int nv_dump(NvResult *r, const NvOptions *o, const char *name, ClBuf *err) {
     ClBuf *b = &r->part[s]; /* stage id == part id */
     if (s == NV_STAGE_SASS && !b->len && r->part[NV_PART_CUBIN].len) {
       ClBuf why = {0};
-      if (nv_sass(r->part[NV_PART_CUBIN].data, r->part[NV_PART_CUBIN].len, b, &why) != 0)
-        cl_buf_printf(note, "sass not dumped: %s\n", cl_buf_str(&why));
+      if (nv_sass(r->part[NV_PART_CUBIN].data, r->part[NV_PART_CUBIN].len, b, &why) != 0) {
+        /* A note is one line: the list of places looked at joins it. */
+        cl_buf_puts(note, "sass not dumped: ");
+        const char *w = cl_buf_str(&why);
+        for (const char *p = w; *p; p++) {
+          if (*p != '\n') {
+            cl_buf_putc(note, *p);
+            continue;
+          }
+          char prev = p > w ? p[-1] : 0;
+          while (p[1] == ' ') p++;
+          cl_buf_puts(note, p[1] == '(' || prev == ':' ? " " : ", ");
+        }
+        cl_buf_putc(note, '\n');
+      }
       cl_buf_free(&why);
     }
     if (!b->len) {

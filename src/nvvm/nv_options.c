@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl_dl.h"
 #include "nv_compile.h"
 #include "nv_hash.h"
 #include "nv_internal.h"
+#include "rt_driver.h"
 
 /* ---- the arch table ----------------------------------------------------------- */
 
@@ -76,35 +76,24 @@ static int detected = -1;
 static char detect_why[256];
 
 static void detect(void) {
+  /* The runtime's driver binding (src/rt): loaded once, cuInit called. */
   ClBuf err = {0};
-  void *h = cl_dl_lib(CL_LIB_CUDA, &err);
-  cl_buf_free(&err);
-  if (!h) {
-    snprintf(detect_why, sizeof detect_why, "no CUDA driver (libcuda.so.1) on this machine");
-    return;
-  }
-  CUresult (*init)(unsigned) = (CUresult(*)(unsigned))cl_dl_sym(h, "cuInit");
-  CUresult (*count)(int *) = (CUresult(*)(int *))cl_dl_sym(h, "cuDeviceGetCount");
-  CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))cl_dl_sym(h, "cuDeviceGet");
-  CUresult (*attr)(int *, CUdevice_attribute, CUdevice) =
-      (CUresult(*)(int *, CUdevice_attribute, CUdevice))cl_dl_sym(h, "cuDeviceGetAttribute");
+  const RtDriver *d = rt_driver(&err);
   int n = 0, major = 0, minor = 0;
   CUdevice dev;
-  CUresult e;
-  if (!init || !count || !get || !attr) {
-    snprintf(detect_why, sizeof detect_why, "the CUDA driver lacks the device queries");
-  } else if ((e = init(0)) != CUDA_SUCCESS) {
-    snprintf(detect_why, sizeof detect_why, "cuInit failed (CUresult %d): no usable GPU", (int)e);
-  } else if (count(&n) != CUDA_SUCCESS || n == 0) {
+  if (!d) {
+    snprintf(detect_why, sizeof detect_why, "%s", err.len ? cl_buf_str(&err) : "no CUDA driver");
+  } else if (d->f_cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0) {
     snprintf(detect_why, sizeof detect_why, "the CUDA driver sees no GPU");
-  } else if (get(&dev, 0) != CUDA_SUCCESS ||
-             attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-             attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS) {
+  } else if (d->f_cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+             d->f_cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+             d->f_cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS) {
     snprintf(detect_why, sizeof detect_why, "cannot read GPU 0's compute capability");
   } else if ((detected = nv_arch_for_cc(major * 10 + minor)) < 0) {
     snprintf(detect_why, sizeof detect_why, "GPU 0 has compute capability %d.%d, which no target in the table fits",
              major, minor);
   }
+  cl_buf_free(&err);
 }
 
 int nv_arch_detect(char *why, size_t whylen) {
@@ -116,7 +105,7 @@ int nv_arch_detect(char *why, size_t whylen) {
 /* ---- defaults and checks ------------------------------------------------------------ */
 
 const char *nv_default_cache_dir(void) {
-  static char dir[512];
+  static _Thread_local char dir[512]; /* per thread: the variables are read each call */
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   if (xdg && *xdg == '/') snprintf(dir, sizeof dir, "%s/cutelua", xdg);
   else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/cutelua", home);

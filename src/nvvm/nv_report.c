@@ -26,11 +26,15 @@ static void blank(NvKernelReport *k, const char *name, size_t n) {
   k->compile_ms = -1;
 }
 
-/* The record for a name: an existing one (the same function can be named by
- * both header lines), else a new one. Returns its index or -1 past max. */
-static int record(NvKernelReport *out, int *n, int max, const char *name, size_t len) {
-  for (int i = 0; i < *n && i < max; i++)
-    if (strlen(out[i].name) == len && memcmp(out[i].name, name, len) == 0) return i;
+/* The record a header line names: the current one when it names the same
+ * function (the entry line and the properties line of one kernel), else a
+ * new one. Returns its index, which may be past max (then it is counted but
+ * not written). */
+static int record(NvKernelReport *out, int *n, int max, char *cur, int cur_index, const char *name, size_t len) {
+  if (len >= 256) len = 255;
+  if (cur_index >= 0 && strlen(cur) == len && memcmp(cur, name, len) == 0) return cur_index;
+  memcpy(cur, name, len);
+  cur[len] = 0;
   if (*n < max) blank(&out[*n], name, len);
   return (*n)++;
 }
@@ -51,6 +55,7 @@ static long long number_before(const char *p, const char *e, const char *what) {
 
 int nv_report_parse(const char *log, size_t len, NvKernelReport *out, int max) {
   int n = 0, cur = -1;
+  char cur_name[256] = "";
   const char *p = log, *end = log + len;
   while (p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -63,7 +68,7 @@ int nv_report_parse(const char *log, size_t len, NvKernelReport *out, int max) {
     if ((q = strstr(line, "Compiling entry function '"))) {
       const char *name = q + 26, *close = strchr(name, '\'');
       if (close) {
-        cur = record(out, &n, max, name, (size_t)(close - name));
+        cur = record(out, &n, max, cur_name, cur, name, (size_t)(close - name));
         const char *arch = strstr(close, "for '");
         if (cur < max) {
           out[cur].entry = 1;
@@ -76,7 +81,7 @@ int nv_report_parse(const char *log, size_t len, NvKernelReport *out, int max) {
     } else if ((q = strstr(line, "Function properties for "))) {
       const char *name = q + 24;
       size_t nl = strcspn(name, " \r");
-      cur = record(out, &n, max, name, nl);
+      if (nl) cur = record(out, &n, max, cur_name, cur, name, nl);
     } else if (cur >= 0 && cur < max) {
       NvKernelReport *k = &out[cur];
       const char *le = line + ln;
@@ -84,7 +89,12 @@ int nv_report_parse(const char *log, size_t len, NvKernelReport *out, int max) {
       if ((v = number_before(line, le, "bytes stack frame")) >= 0) k->stack_frame = v;
       if ((v = number_before(line, le, "bytes spill stores")) >= 0) k->spill_stores = v;
       if ((v = number_before(line, le, "bytes spill loads")) >= 0) k->spill_loads = v;
-      if ((v = number_before(line, le, "registers")) >= 0 && strstr(line, "Used ")) k->registers = (int32_t)v;
+      if ((v = number_before(line, le, "registers")) >= 0 && strstr(line, "Used ")) {
+        k->registers = (int32_t)v;
+        /* ptxas leaves out the memories a function does not use */
+        if (k->smem < 0) k->smem = 0;
+        if (k->cmem0 < 0) k->cmem0 = 0;
+      }
       if ((v = number_before(line, le, "barriers")) >= 0) k->barriers = (int32_t)v;
       if ((v = number_before(line, le, "bytes smem")) >= 0) k->smem = v;
       if ((v = number_before(line, le, "bytes cmem[0]")) >= 0) k->cmem0 = v;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cl_dl.h"
+#include "rt_driver.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static NvNvvm nvvm;
@@ -118,10 +119,8 @@ static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 static int driver_version;
 
 static void ask_driver(void) {
-  void *h = cl_dl_lib(CL_LIB_CUDA, NULL);
-  int (*get)(int *) = (int (*)(int *))cl_dl_sym(h, "cuDriverGetVersion");
-  int v = 0;
-  if (get && get(&v) == 0) driver_version = v;
+  const RtDriver *d = rt_driver(NULL);
+  if (d) driver_version = d->version;
 }
 
 int nv_driver_version(void) {
@@ -169,12 +168,12 @@ const ClBuf *nv_libdevice(ClBuf *err) {
   pthread_mutex_lock(&libdevice_lock);
   if (!libdevice_ready) {
     ClBuf tried = {0};
-    char path[1024];
+    char path[1100];
     const char *roots[4];
     int n = toolkit_roots(roots);
     /* Next to the libnvvm actually loaded (<root>/nvvm/lib64/../libdevice). */
     const char *loaded = cl_dl_path(CL_LIB_NVVM);
-    char near[1024] = "";
+    char near[1024] = ""; /* the loaded library's directory: path has room for it and the suffix */
     if (loaded) {
       snprintf(near, sizeof near, "%s", loaded);
       char *slash = strrchr(near, '/');

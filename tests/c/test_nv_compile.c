@@ -172,9 +172,11 @@ static void test_options_reach_tools(void) {
       "target datalayout = \"e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-"
       "f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64\"\n"
       "target triple = \"nvptx64-nvidia-cuda\"\n"
+      "declare float @llvm.nvvm.sqrt.f(float)\n"
       "define void @div(float addrspace(1)* %p, float %a, float %b) {\n"
       "  %q = fdiv float %a, %b\n"
-      "  store float %q, float addrspace(1)* %p, align 4\n"
+      "  %r = call float @llvm.nvvm.sqrt.f(float %q)\n"
+      "  store float %r, float addrspace(1)* %p, align 4\n"
       "  ret void\n}\n"
       "!nvvm.annotations = !{!0}\n"
       "!0 = !{void (float addrspace(1)*, float, float)* @div, !\"kernel\", i32 1}\n"
@@ -183,14 +185,17 @@ static void test_options_reach_tools(void) {
   CHECK_EQ_INT(nv_nvvm_to_ptx(div_ir, strlen(div_ir), &o, &ptx, &diag), 0);
   CHECK_STR(cl_buf_str(&diag), "");
   CHECK_CONTAINS(cl_buf_str(&ptx), "div.rn.f32");
+  CHECK_CONTAINS(cl_buf_str(&ptx), "sqrt.rn.f32");
   cl_buf_clear(&ptx);
   o.fast_math = 1;
   CHECK_EQ_INT(nv_nvvm_to_ptx(div_ir, strlen(div_ir), &o, &ptx, &diag), 0);
   CHECK_CONTAINS(cl_buf_str(&ptx), "div.full.ftz.f32");
+  CHECK_CONTAINS(cl_buf_str(&ptx), "sqrt.approx.ftz.f32");
   cl_buf_clear(&ptx);
   o.ftz = 0; /* fast math without flushing */
   CHECK_EQ_INT(nv_nvvm_to_ptx(div_ir, strlen(div_ir), &o, &ptx, &diag), 0);
   CHECK_CONTAINS(cl_buf_str(&ptx), "div.full.f32");
+  CHECK_CONTAINS(cl_buf_str(&ptx), "sqrt.approx.f32");
   CHECK(strstr(cl_buf_str(&ptx), ".ftz") == NULL);
   cl_buf_free(&ptx);
   cl_buf_free(&diag);
@@ -264,6 +269,16 @@ static void test_diagnostics(void) {
   cl_buf_free(&bad);
   cl_buf_free(&cubin);
   cl_buf_free(&log);
+  cl_buf_free(&diag);
+
+  /* a failure on the last line, before the final newline: the excerpt ends there */
+  static const char last[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { ret; }\n"
+                             "bogus_directive\n";
+  diag = (ClBuf){0};
+  CHECK_EQ_INT(nv_ptx_to_cubin(last, strlen(last), &o, &cubin, NULL, &diag), -1);
+  CHECK_CONTAINS(cl_buf_str(&diag), ">      5 | bogus_directive");
+  CHECK(strstr(cl_buf_str(&diag), "bogus_directive\n\n") == NULL);
+  CHECK_EQ_INT(cl_buf_str(&diag)[diag.len - 1], 'e'); /* the excerpt is the message's end */
   cl_buf_free(&diag);
 
   /* NVVM IR whose inline PTX ptxas rejects: the PTX line, and the Lua line

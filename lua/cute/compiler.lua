@@ -1,0 +1,594 @@
+--- cute.compiler: NVVM IR or PTX to a cubin, with options, a cache, dumps
+-- and reports (seed 000's compiler interface; C side: src/nvvm).
+--
+--   local compiler = require "cute.compiler"
+--   local opts = compiler.options { arch = "sm_90a", max_registers = 128 }
+--   local ptx = compiler.nvvm_to_ptx(nvvm_text, opts)
+--   local cubin, log = compiler.ptx_to_cubin(ptx, opts)
+--   local m = compiler.compile(nvvm_or_ptx_text, opts, { name = "saxpy" })
+--   print(m:report())          -- registers, shared memory, spills per kernel
+--   m:ptx(), m:cubin(), m:sass(), m:resources().saxpy.registers, m:cache_key()
+--
+-- Options come from, in increasing priority: defaults (the GPU's arch, or
+-- sm_90a with none), the CUTELUA_* environment variables, the table given.
+-- Every compile goes through the content-addressed cache (memory, then
+-- disk) unless `cache = false` or CUTELUA_CACHE=0. Errors raise at the
+-- user's line with the structured diagnostic (the tool's log, the failing
+-- line of NVVM IR or PTX marked, the Lua line behind it where known);
+-- compiler.last_diagnostic() returns the same as a table.
+local ffi = require "ffi"
+local err = require "cute._err"
+local C = require("cute._c").nvvm
+
+local compiler = {}
+
+-- Part, phase and origin names come from C (nvvm.cdef), never a second list.
+local PART = setmetatable({}, {
+  __index = function(t, name)
+    local i = C.part_find(name)
+    assert(i >= 0, "cute.compiler: C has no result part " .. tostring(name))
+    rawset(t, name, i)
+    return i
+  end,
+})
+local INFO = { phase = 0, line = 1, col = 2, origin = 3, input_stage = 4 } -- nv_compile.h NV_INFO_*
+
+local len_out = ffi.new("size_t[1]")
+local function part(r, name)
+  local p = C.part(r, PART[name], len_out)
+  return ffi.string(p, len_out[0])
+end
+
+local function new_result()
+  local r = C.result_new()
+  if r == nil then err.raise("cute.compiler: out of memory") end
+  return ffi.gc(r, C.result_free)
+end
+
+-- ---- warnings -------------------------------------------------------------
+
+local function default_warning(msg) io.stderr:write("cutelua: warning: ", msg, "\n") end
+local warning_handler = default_warning
+
+--- Sets the function that receives warnings (a kernel that spills, a cache
+-- entry found corrupt, a dump that could not be written); nil restores the
+-- default, which writes them to stderr. Returns the previous handler.
+function compiler.set_warning_handler(fn)
+  if fn ~= nil and type(fn) ~= "function" then
+    err.raise("compiler.set_warning_handler: expected a function or nil, got %s", type(fn))
+  end
+  local old = warning_handler
+  warning_handler = fn or default_warning
+  return old
+end
+
+local function warn_lines(text)
+  for line in text:gmatch("[^\n]+") do warning_handler(line) end
+end
+
+-- ---- diagnostics ---------------------------------------------------------------
+
+local last_diag
+
+local function diagnostic(r, input)
+  local stage = C.info(r, INFO.input_stage)
+  return {
+    phase = ffi.string(C.phase_name(C.info(r, INFO.phase))),
+    message = part(r, "message"),
+    text = part(r, "diag"),
+    log = part(r, "tool_log"),
+    line = C.info(r, INFO.line) > 0 and C.info(r, INFO.line) or nil,
+    col = C.info(r, INFO.col) > 0 and C.info(r, INFO.col) or nil,
+    input = stage == 2 and "ptx" or "ll", -- the text `line` counts in (NV_STAGE_PTX = 2)
+    excerpt = part(r, "excerpt"),
+    source = part(r, "source") ~= "" and part(r, "source") or nil,
+    input_text = input,
+  }
+end
+
+--- The diagnostic of the last failed compile, as a table: phase ("libnvvm",
+-- "ptxas", "nvJitLink", "options", ...), message, text (all of it), log (the
+-- tool's), line and col (in the NVVM IR or PTX, `input` says which), excerpt,
+-- source (the Lua file:line, when found). nil before any failure.
+function compiler.last_diagnostic() return last_diag end
+
+-- Raises the result's diagnostic at the user's line. `locate(diag)` (from the
+-- caller, e.g. the tracer) may name the Lua line when C found none.
+local function fail(r, input, locate, context)
+  local d = diagnostic(r, input)
+  if not d.source and locate and d.line then
+    local ok, where = pcall(locate, d)
+    if ok and type(where) == "string" and where ~= "" then
+      C.set_part(r, PART.source, where, #where) -- C reformats the message with it
+      d = diagnostic(r, input)
+    end
+  end
+  last_diag = d
+  err.raise("%s%s", context and context .. ": " or "", d.text)
+end
+
+-- ---- options -------------------------------------------------------------------
+
+local Options = {}
+Options.__index = Options
+
+local KNOWN = {
+  arch = true, opt = true, fast_math = true, ftz = true, lineinfo = true, max_registers = true,
+  ptxas_options = true, link = true, keep = true, dump_dir = true, cache = true, cache_dir = true,
+}
+
+local function known_list()
+  local names = {}
+  for k in pairs(KNOWN) do names[#names + 1] = k end
+  table.sort(names)
+  return table.concat(names, ", ")
+end
+
+local function set_string(field, cap, value, what)
+  if #value >= cap then err.raise("compiler.options: %s is too long (%d bytes at most)", what, cap - 1) end
+  ffi.copy(field, value)
+end
+
+local function check_flag(name, v)
+  if type(v) ~= "boolean" and v ~= 0 and v ~= 1 then
+    err.raise("compiler.options: %s must be a boolean, got %s", name, tostring(v))
+  end
+  return (v == true or v == 1) and 1 or 0
+end
+
+local function check_int(name, v, lo, hi, what)
+  if type(v) ~= "number" or v ~= math.floor(v) or v < lo or v > hi then
+    err.raise("compiler.options: %s must be %s, got %s", name, what, tostring(v))
+  end
+  return v
+end
+
+local function keep_mask(v)
+  if v == true then v = "all" elseif v == false then v = "" end
+  if type(v) == "table" then v = table.concat(v, ",") end
+  if type(v) ~= "string" then
+    err.raise("compiler.options: keep must be a list of stages or a string like \"ptx,cubin\", got %s", type(v))
+  end
+  local mask, r = ffi.new("uint32_t[1]"), new_result()
+  if C.keep_parse(v, mask, r) ~= 0 then err.raise("compiler.options: keep: %s", part(r, "message")) end
+  return mask[0]
+end
+
+local function add_link(o, keep, entry, i)
+  if type(entry) == "string" then entry = { path = entry } end
+  if type(entry) ~= "table" then
+    err.raise("compiler.options: link[%d] must be a path or a table {path=} / {data=, kind=}, got %s", i, type(entry))
+  end
+  local li = o.link[i - 1]
+  local kind = entry.kind or "auto"
+  local k = C.link_kind_find(tostring(kind))
+  if k < 0 then
+    err.raise("compiler.options: link[%d]: unknown kind '%s' (auto, nvvm, ptx, cubin, fatbin, ltoir, object, library)",
+      i, tostring(kind))
+  end
+  li.kind = k
+  if entry.path ~= nil then
+    if type(entry.path) ~= "string" then err.raise("compiler.options: link[%d].path must be a string", i) end
+    li.path = entry.path
+    keep[#keep + 1] = entry.path
+  elseif type(entry.data) == "string" then
+    li.data, li.size = entry.data, #entry.data
+    keep[#keep + 1] = entry.data
+  else
+    err.raise("compiler.options: link[%d] needs a path or data (a string)", i)
+  end
+  if entry.name ~= nil then
+    li.name = tostring(entry.name)
+    keep[#keep + 1] = li.name
+  end
+end
+
+-- Applies the fields of t over the NvOptions o; strings that o points to
+-- (link paths and data) go into keep, which the Options value holds.
+local function apply(o, keep, t)
+  for k in pairs(t) do
+    if not KNOWN[k] then err.raise("compiler.options: unknown option '%s' (known: %s)", tostring(k), known_list()) end
+  end
+  if t.arch ~= nil then
+    if C.options_set_arch(o, tostring(t.arch)) ~= 0 then
+      local names = {}
+      for _, a in ipairs(compiler.archs()) do names[#names + 1] = a.name end
+      err.raise("compiler.options: unknown arch '%s' (known: %s)", tostring(t.arch), table.concat(names, ", "))
+    end
+  end
+  if t.opt ~= nil then o.opt_level = check_int("opt", t.opt, 0, 3, "0, 1, 2 or 3") end
+  if t.fast_math ~= nil then o.fast_math = check_flag("fast_math", t.fast_math) end
+  if t.ftz ~= nil then o.ftz = check_flag("ftz", t.ftz) end
+  if t.lineinfo ~= nil then o.lineinfo = check_flag("lineinfo", t.lineinfo) end
+  if t.max_registers ~= nil then
+    o.max_registers = check_int("max_registers", t.max_registers, 0, 255, "0 (no limit) or a count up to 255")
+  end
+  if t.ptxas_options ~= nil then
+    local p = t.ptxas_options
+    if type(p) == "table" then p = table.concat(p, " ") end
+    if type(p) ~= "string" then err.raise("compiler.options: ptxas_options must be a string or a list of strings") end
+    set_string(o.ptxas_options, 512, p, "ptxas_options")
+  end
+  if t.link ~= nil then
+    if type(t.link) ~= "table" then err.raise("compiler.options: link must be a list") end
+    if #t.link > 16 then err.raise("compiler.options: at most 16 link inputs, got %d", #t.link) end
+    for i, entry in ipairs(t.link) do add_link(o, keep, entry, i) end
+    o.nlink = #t.link
+  end
+  if t.keep ~= nil then o.keep = keep_mask(t.keep) end
+  if t.dump_dir ~= nil then set_string(o.dump_dir, 512, tostring(t.dump_dir), "dump_dir") end
+  if t.cache ~= nil then o.cache = check_flag("cache", t.cache) end
+  if t.cache_dir ~= nil then
+    if t.cache_dir == false then
+      set_string(o.cache_dir, 512, "", "cache_dir")
+    elseif type(t.cache_dir) == "string" and t.cache_dir ~= "" then
+      set_string(o.cache_dir, 512, t.cache_dir, "cache_dir")
+    else
+      err.raise("compiler.options: cache_dir must be a directory or false (memory only), got %s", tostring(t.cache_dir))
+    end
+  end
+  local r = new_result()
+  if C.options_check(o, r) ~= 0 then err.raise("compiler.options: %s", part(r, "message")) end
+end
+
+--- Compile options: defaults, then CUTELUA_* variables, then `t`.
+-- t: arch ("sm_80" ... "sm_120a"), opt (0-3), fast_math, ftz, lineinfo
+-- (booleans), max_registers (0 = none), ptxas_options (string or list),
+-- link (list of paths or {path=|data=, kind=, name=}), keep ("ptx,cubin",
+-- a list, or true for all), dump_dir, cache (boolean), cache_dir (false:
+-- memory only). An Options value passes through unchanged.
+function compiler.options(t)
+  if getmetatable(t) == Options then return t end
+  if t ~= nil and type(t) ~= "table" then err.raise("compiler.options: expected a table, got %s", type(t)) end
+  local o = ffi.new("NvOptions")
+  C.options_default(o)
+  local r = new_result()
+  if C.options_from_env(o, r) ~= 0 then err.raise("compiler options from the environment: %s", part(r, "message")) end
+  local keep = {}
+  apply(o, keep, t or {})
+  return setmetatable({ c = o, _keep = keep }, Options)
+end
+
+--- The value of one option, as compiler.options takes it.
+function Options:get(name)
+  local o = self.c
+  if name == "arch" then
+    local a = compiler.archs()[o.arch + 1]
+    return a and a.name
+  elseif name == "opt" then return o.opt_level
+  elseif name == "fast_math" then return o.fast_math == 1
+  elseif name == "ftz" then return (o.ftz < 0 and o.fast_math or o.ftz) == 1
+  elseif name == "lineinfo" then return o.lineinfo == 1
+  elseif name == "max_registers" then return o.max_registers
+  elseif name == "ptxas_options" then return ffi.string(o.ptxas_options)
+  elseif name == "dump_dir" then return ffi.string(o.dump_dir)
+  elseif name == "cache" then return o.cache == 1
+  elseif name == "cache_dir" then
+    local d = ffi.string(o.cache_dir)
+    return d ~= "" and d or false
+  elseif name == "keep" then
+    local stages = {}
+    for s = 0, 31 do
+      if bit.band(o.keep, bit.lshift(1, s)) ~= 0 then stages[#stages + 1] = ffi.string(C.stage_name(s)) end
+    end
+    return table.concat(stages, ",")
+  elseif name == "link" then return o.nlink
+  end
+  err.raise("Options:get: unknown option '%s' (known: %s)", tostring(name), known_list())
+end
+
+--- A copy with the fields of t changed (the environment is not read again).
+function Options:with(t)
+  if type(t) ~= "table" then err.raise("Options:with: expected a table, got %s", type(t)) end
+  local o = ffi.new("NvOptions")
+  ffi.copy(o, self.c, ffi.sizeof("NvOptions"))
+  local keep = { unpack(self._keep) }
+  apply(o, keep, t)
+  return setmetatable({ c = o, _keep = keep }, Options)
+end
+
+function Options:__tostring()
+  local parts = {}
+  for _, k in ipairs { "arch", "opt", "fast_math", "ftz", "lineinfo", "max_registers", "ptxas_options", "keep",
+    "cache", "cache_dir" } do
+    parts[#parts + 1] = k .. "=" .. tostring(self:get(k))
+  end
+  if self.c.nlink > 0 then parts[#parts + 1] = "link=" .. self.c.nlink .. " inputs" end
+  return "cute.compiler.options{" .. table.concat(parts, ", ") .. "}"
+end
+
+-- ---- targets and tools ------------------------------------------------------------
+
+local arch_cache
+--- The arch table: {name, cc, arch_specific, ptx_isa, description} per target.
+function compiler.archs()
+  if arch_cache then return arch_cache end
+  local out = {}
+  local name, isa, desc = ffi.new("const char*[1]"), ffi.new("const char*[1]"), ffi.new("const char*[1]")
+  local cc, a = ffi.new("int32_t[1]"), ffi.new("int32_t[1]")
+  for i = 0, C.arch_count() - 1 do
+    C.arch_info(i, name, cc, a, isa, desc)
+    out[#out + 1] = { name = ffi.string(name[0]), cc = cc[0], arch_specific = a[0] == 1,
+      ptx_isa = ffi.string(isa[0]), description = ffi.string(desc[0]) }
+  end
+  arch_cache = out
+  return out
+end
+
+--- The current GPU's target, or nil and why not.
+function compiler.detect_arch()
+  local why = ffi.new("char[256]")
+  local i = C.arch_detect(why, 256)
+  if i < 0 then return nil, ffi.string(why) end
+  return compiler.archs()[i + 1].name
+end
+
+--- "libnvvm 2.0 (NVVM IR 2.0, debug 3.2); nvJitLink 13.0; driver 13.0" (loads the libraries).
+function compiler.versions()
+  local r = new_result()
+  if C.versions(r) ~= 0 then fail(r) end
+  return part(r, "versions")
+end
+
+--- The SASS of a cubin (a string or a compiled module) through nvdisasm or cuobjdump.
+function compiler.sass(cubin)
+  if type(cubin) == "table" and cubin.cubin then return cubin:sass() end
+  if type(cubin) ~= "string" then
+    err.raise("compiler.sass: expected a cubin (string) or a module, got %s", type(cubin))
+  end
+  local r = new_result()
+  C.set_part(r, PART.cubin, cubin, #cubin)
+  if C.sass(r) ~= 0 then fail(r) end
+  return part(r, "sass")
+end
+
+-- ---- the two steps ------------------------------------------------------------------
+
+local function check_text(fn, text)
+  if type(text) ~= "string" then err.raise("compiler.%s: expected the text as a string, got %s", fn, type(text)) end
+end
+
+--- NVVM IR text -> PTX text.
+function compiler.nvvm_to_ptx(text, opts)
+  check_text("nvvm_to_ptx", text)
+  opts = compiler.options(opts)
+  local r = new_result()
+  if C.nvvm_to_ptx(r, text, #text, opts.c) ~= 0 then fail(r, text, nil, "compiler.nvvm_to_ptx") end
+  return part(r, "ptx")
+end
+
+--- PTX text -> cubin (a string of bytes) and nvJitLink's info log.
+function compiler.ptx_to_cubin(ptx, opts)
+  check_text("ptx_to_cubin", ptx)
+  opts = compiler.options(opts)
+  local r = new_result()
+  if C.ptx_to_cubin(r, ptx, #ptx, opts.c) ~= 0 then fail(r, ptx, nil, "compiler.ptx_to_cubin") end
+  return part(r, "cubin"), part(r, "log")
+end
+
+--- The cache key (64 hex digits) of a text under options, with an optional salt.
+function compiler.cache_key(text, opts, salt)
+  check_text("cache_key", text)
+  opts = compiler.options(opts)
+  local r = new_result()
+  if C.cache_key(r, text, #text, salt, opts.c) ~= 0 then fail(r, nil, nil, "compiler.cache_key") end
+  return ffi.string(C.key(r))
+end
+
+--- Counters of the cache in this process.
+function compiler.cache_stats()
+  local s = ffi.new("NvCacheStats")
+  C.cache_stats(s)
+  local out = {}
+  for _, k in ipairs { "memory_hits", "disk_hits", "misses", "stores", "disk_writes", "corrupt", "write_errors",
+    "memory_entries", "memory_bytes" } do
+    out[k] = tonumber(s[k])
+  end
+  return out
+end
+
+--- Empties the cache: t.memory (default true) and t.disk (default false;
+-- the directory of t.options or the default options).
+function compiler.cache_clear(t)
+  t = t or {}
+  local opts = compiler.options(t.options)
+  local r = new_result()
+  local memory = t.memory == nil or t.memory
+  if C.cache_clear(r, opts.c, memory and 1 or 0, t.disk and 1 or 0) ~= 0 then fail(r) end
+end
+
+--- Caps the memory cache at `bytes` (default 256 MiB); the least recently used go first.
+function compiler.cache_memory_limit(bytes)
+  if type(bytes) ~= "number" or bytes < 0 then err.raise("compiler.cache_memory_limit: expected a byte count") end
+  C.cache_set_memory_limit(bytes)
+end
+
+-- ---- compiled modules ---------------------------------------------------------------------
+
+local Module = {}
+Module.__index = Module
+compiler.Module = Module
+
+local function kind_of(text, info)
+  if info.kind == "nvvm" or info.kind == "ll" then return 1 end
+  if info.kind == "ptx" then return 2 end
+  if info.kind ~= nil then
+    err.raise("compiler.compile: kind must be \"nvvm\" or \"ptx\", got %s", tostring(info.kind))
+  end
+  local k = C.input_kind(text, #text)
+  if k == 0 then
+    err.raise("compiler.compile: cannot tell whether the text is NVVM IR or PTX (give kind = \"nvvm\" or \"ptx\")")
+  end
+  return k
+end
+
+local function first_kernel(r)
+  if C.cubin_kernels(r) ~= 0 then return nil end
+  return part(r, "kernels"):match("^([^\n]+)")
+end
+
+--- Compiles NVVM IR or PTX to a cubin, through the cache.
+-- source: the text, or a function returning it (called only on a cache miss,
+-- so a caller can skip emitting NVVM IR when the cache has the kernel).
+-- info (all optional): name (for dumps and messages; default the first
+-- kernel), kind ("nvvm"/"ptx"; default guessed), key_text (what the cache
+-- key hashes; default the source text: the tracer gives the printed IR),
+-- salt, ir (the printed IR, kept and dumped as the "ir" stage), meta (bytes
+-- stored with the cache entry), locate (function(diag) -> "file:line" for
+-- failures C could not map to Lua).
+function compiler.compile(source, opts, info)
+  info = info or {}
+  if type(info) ~= "table" then err.raise("compiler.compile: info must be a table, got %s", type(info)) end
+  if type(source) ~= "string" and type(source) ~= "function" then
+    err.raise("compiler.compile: expected NVVM IR or PTX text (or a function returning it), got %s", type(source))
+  end
+  opts = compiler.options(opts)
+  local r = new_result()
+  local text = type(source) == "string" and source or nil
+  local key_text = info.key_text or text
+  if key_text == nil then
+    err.raise("compiler.compile: with a function as the source, give info.key_text (what the cache key hashes)")
+  end
+  if C.cache_key(r, key_text, #key_text, info.salt, opts.c) ~= 0 then fail(r, nil, nil, "compiler.compile") end
+  if info.ir then C.set_part(r, PART.ir, info.ir, #info.ir) end
+  local hit = C.cache_get(r, opts.c) == 1
+  if not hit then
+    if not text then
+      text = source()
+      if type(text) ~= "string" then
+        err.raise("compiler.compile: the source function returned %s, not a string", type(text))
+      end
+    end
+    if info.meta then C.set_part(r, PART.meta, info.meta, #info.meta) end
+    if C.compile(r, text, #text, kind_of(text, info), opts.c) ~= 0 then fail(r, nil, info.locate, info.name) end
+    C.cache_put(r, opts.c)
+  elseif text and bit.band(opts.c.keep, bit.lshift(1, PART.ll)) ~= 0 and kind_of(text, info) == 1 then
+    C.set_part(r, PART.ll, text, #text) -- so that a hit dumps its NVVM IR too (stage id == part id)
+  end
+  local m = setmetatable({ _r = r, _source = source, options = opts, key = ffi.string(C.key(r)),
+    arch = opts:get("arch"), origin = ffi.string(C.origin_name(C.info(r, INFO.origin))) }, Module)
+  m.name = info.name or first_kernel(r) or "module"
+  -- Warnings: spills (not again for a kernel served from this process's memory), notes.
+  if C.report_text(r) > 0 and m.origin ~= "memory" then warn_lines(part(r, "warnings")) end
+  if opts.c.keep ~= 0 and C.dump(r, opts.c, m.name) ~= 0 then
+    warning_handler("dumps of " .. m.name .. " failed: " .. part(r, "message"))
+  end
+  warn_lines(part(r, "note"))
+  return m
+end
+
+--- The compiled module as bytes of one stage ("ptx", "cubin", "log", ...).
+function Module:stage(name)
+  local cached = rawget(self, "_stage_" .. name)
+  if cached then return cached end
+  local s = part(self._r, name)
+  rawset(self, "_stage_" .. name, s)
+  return s
+end
+
+function Module:ptx() return self:stage("ptx") end
+function Module:cubin() return self:stage("cubin") end
+--- nvJitLink's info log (ptxas's -v output).
+function Module:log() return self:stage("log") end
+--- The bytes given as info.meta when the module was compiled ("" if none),
+-- also after a cache hit in another process.
+function Module:meta() return self:stage("meta") end
+
+--- The printed cutelua IR, when the caller gave it.
+function Module:ir()
+  local s = part(self._r, "ir")
+  if s == "" then err.raise("module %s: no IR was given to compiler.compile (info.ir)", self.name) end
+  return s
+end
+
+--- The NVVM IR compiled (for PTX input: an error). After a cache hit it is
+-- produced again by the source function, when there is one.
+function Module:ll()
+  local s = part(self._r, "ll")
+  if s ~= "" then return s end
+  if type(self._source) == "function" then
+    s = self._source()
+    C.set_part(self._r, PART.ll, s, #s)
+    return s
+  end
+  if self._source and C.input_kind(self._source, #self._source) == 1 then return self._source end
+  err.raise("module %s: no NVVM IR (it was compiled from PTX)", self.name)
+end
+
+--- SASS through nvdisasm or cuobjdump (a clear error where neither exists).
+function Module:sass()
+  local s = part(self._r, "sass")
+  if s ~= "" then return s end
+  if C.sass(self._r) ~= 0 then fail(self._r) end
+  return part(self._r, "sass")
+end
+
+--- The kernels in the cubin, in symbol table order.
+function Module:kernels()
+  if C.cubin_kernels(self._r) ~= 0 then fail(self._r) end
+  local out = {}
+  for k in part(self._r, "kernels"):gmatch("[^\n]+") do out[#out + 1] = k end
+  return out
+end
+
+local function or_nil(v) v = tonumber(v); return v >= 0 and v or nil end
+
+--- The resource report: a list of functions in ptxas's order, each also
+-- reachable by name: {name, kind ("kernel"/"function"), arch, registers,
+-- barriers, smem, cmem, stack, spill_stores, spill_loads, compile_ms}.
+-- Fields ptxas did not report are nil.
+function Module:resources()
+  local n = C.report(self._r, nil, 0)
+  local k = ffi.new("NvKernelReport[?]", math.max(n, 1))
+  C.report(self._r, k, n)
+  local out = {}
+  for i = 0, n - 1 do
+    local e = k[i]
+    local item = { name = ffi.string(e.name), kind = e.entry == 1 and "kernel" or "function",
+      arch = e.entry == 1 and ffi.string(e.arch) or nil, registers = or_nil(e.registers),
+      barriers = or_nil(e.barriers), smem = or_nil(e.smem), cmem = or_nil(e.cmem0), stack = or_nil(e.stack_frame),
+      spill_stores = or_nil(e.spill_stores), spill_loads = or_nil(e.spill_loads), compile_ms = or_nil(e.compile_ms) }
+    out[#out + 1] = item
+    out[item.name] = item
+  end
+  return out
+end
+
+--- The resource report as a printable table, with the spill warnings.
+function Module:report()
+  C.report_text(self._r)
+  local w = part(self._r, "warnings")
+  return part(self._r, "report") .. (w ~= "" and ("warning: " .. w:gsub("\n(.)", "\nwarning: %1")) or "")
+end
+
+--- The spill warnings, one string per kernel that spills.
+function Module:warnings()
+  C.report_text(self._r)
+  local out = {}
+  for line in part(self._r, "warnings"):gmatch("[^\n]+") do out[#out + 1] = line end
+  return out
+end
+
+function Module:cache_key() return self.key end
+
+--- Writes the stages in `keep` (default: the options' keep, else all) to
+-- `dir` (default: the options' dump_dir); returns the paths written.
+function Module:dump(keep, dir)
+  local t = { keep = keep or (self.options.c.keep ~= 0 and self.options:get("keep") or true) }
+  if dir then t.dump_dir = dir end
+  local opts = self.options:with(t)
+  C.set_part(self._r, PART.dumped, "", 0)
+  C.set_part(self._r, PART.note, "", 0)
+  if C.dump(self._r, opts.c, self.name) ~= 0 then fail(self._r) end
+  warn_lines(part(self._r, "note"))
+  local paths = {}
+  for p in part(self._r, "dumped"):gmatch("[^\n]+") do paths[#paths + 1] = p end
+  return paths
+end
+
+function Module:__tostring()
+  return string.format("cute.compiler.Module<%s %s: %d-byte cubin, %s>", self.name, self.arch, #self:cubin(),
+    self.origin)
+end
+
+return compiler

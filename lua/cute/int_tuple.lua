@@ -1,0 +1,648 @@
+--- cute.int_tuple: CuTe's IntTuple, as plain Lua values.
+--
+-- An IntTuple is a leaf (an integer: a Lua number, or a dynamic value of the
+-- kernel tracer, see cute.arith) or a Lua array of IntTuples, nested to any
+-- depth. `4` and `{4}` differ: the second is a rank-1 tuple. Tables the
+-- algebra returns carry the metatable TUPLE, whose __tostring prints CuTe
+-- notation `(4,(2,3))`; tables written by the user have none and are accepted
+-- everywhere. Tuples are never modified once built, so results may share
+-- sub-tables with their arguments.
+--
+-- Mode indices (get, take, select, group_modes, ...) are 0-based, as in CuTe
+-- and its documentation; only raw Lua indexing (t[1]) is 1-based.
+--
+-- Every leaf operation goes through cute.arith, so static tuples fold and
+-- dynamic ones emit code; decisions that need a value (divisibility, ranges)
+-- raise when the value is dynamic.
+local arith = require "cute.arith"
+local err = require "cute._err"
+
+local add, mul, div, mod = arith.add, arith.mul, arith.div, arith.mod
+local type, getmetatable, setmetatable, floor = type, getmetatable, setmetatable, math.floor
+local raise = err.raise
+
+local M = {}
+
+local TUPLE = { __name = "IntTuple" }
+M._TUPLE = TUPLE
+
+--- The marker for "keep this mode" in slices and "skip this mode" in
+-- projections (CuTe's Underscore; C++ also spells it X).
+local U = setmetatable({}, { __name = "Underscore", __tostring = function() return "_" end })
+M._ = U
+M.X = U
+
+local function is_tuple(x)
+  if type(x) ~= "table" then return false end
+  local mt = getmetatable(x)
+  return mt == nil or mt == TUPLE
+end
+M.is_tuple = is_tuple
+
+local function tup(t) return setmetatable(t, TUPLE) end
+M._tup = tup
+
+--- True for an integer leaf (static or dynamic).
+function M.is_int(x) return not is_tuple(x) and arith.is_int(x) end
+
+function M.is_underscore(x) return x == U end
+
+--- CuTe notation of any value: tuples as (a,(b,c)), leaves as integers,
+-- other objects (layouts, swizzles) through tostring.
+local function show(x)
+  if type(x) == "number" then return arith.show(x) end
+  if x == nil then return "nil" end
+  if is_tuple(x) then
+    local parts = {}
+    for i = 1, #x do parts[i] = show(x[i]) end
+    return "(" .. table.concat(parts, ",") .. ")"
+  end
+  return arith.show(x)
+end
+M._show = show
+M.pretty_str = show
+TUPLE.__tostring = show
+
+-- Validation of user input --------------------------------------------------
+-- kind: "shape" (positive extents), "stride" (integers or ScaledBases),
+-- "coord" (non-negative integers or _), "int" (any integer), "profile".
+local LIMIT = arith.LIMIT
+
+local function leaf_problem(x, kind)
+  if type(x) == "number" then
+    if x ~= floor(x) then return "is not an integer" end
+    if x >= LIMIT or x <= -LIMIT then return "is too large (|x| must stay below 2^53)" end
+    if kind == "shape" and x < 1 then return "is not a positive extent" end
+    if kind == "coord" and x < 0 then return "is negative" end
+    return nil
+  end
+  if arith.dyn(x) then return nil end
+  if kind == "stride" and arith.is_basis(x) then return nil end
+  if (kind == "coord" or kind == "profile") and x == U then return nil end
+  if type(x) == "table" and getmetatable(x) ~= nil and getmetatable(x) ~= TUPLE then
+    return "is not an integer (a " .. (getmetatable(x).__name or "table") .. ")"
+  end
+  return "is not an integer (a " .. type(x) .. ")"
+end
+
+local function check(op, t, kind, what, root)
+  if is_tuple(t) then
+    local n = #t
+    if n == 0 then raise("%s: %s %s contains an empty tuple", op, what, show(root)) end
+    local keys = 0
+    for _ in pairs(t) do keys = keys + 1 end
+    if keys ~= n then raise("%s: %s %s is not a proper tuple (holes or non-integer keys)", op, what, show(root)) end
+    for i = 1, n do check(op, t[i], kind, what, root) end
+  else
+    local why = leaf_problem(t, kind)
+    if why then raise("%s: %s %s is invalid: %s %s", op, what, show(root), show(t), why) end
+  end
+end
+
+--- Raises unless t is a valid IntTuple of the given kind (see above);
+-- `op` and `what` name the operation and the argument in the message.
+function M._check(op, t, kind, what)
+  check(op, t, kind or "int", what or "argument", t)
+  return t
+end
+
+--- A deep copy of a (validated) tuple, marked with TUPLE.
+local function copy(t)
+  if not is_tuple(t) then return t end
+  local r = {}
+  for i = 1, #t do r[i] = copy(t[i]) end
+  return tup(r)
+end
+M._copy = copy
+
+-- Structure -----------------------------------------------------------------
+
+local function rank(t) return is_tuple(t) and #t or 1 end
+
+local function depth(t)
+  if not is_tuple(t) then return 0 end
+  local d = 0
+  for i = 1, #t do
+    local di = depth(t[i])
+    if di > d then d = di end
+  end
+  return d + 1
+end
+
+local function product(t)
+  if type(t) == "number" then return t end
+  if is_tuple(t) then
+    local p = 1
+    for i = 1, #t do p = mul(p, product(t[i])) end
+    return p
+  end
+  return t
+end
+M.product = product
+
+--- Mode i (0-based) of t: the element, or t itself for a leaf and i == 0.
+local function mode(t, i, op)
+  if is_tuple(t) then
+    local v = t[i + 1]
+    if v == nil or i < 0 or i ~= floor(i) then
+      raise("%s: mode %s is out of range for %s (rank %d)", op or "get", show(i), show(t), #t)
+    end
+    return v
+  end
+  if i ~= 0 then raise("%s: mode %s is out of range for %s (rank 1)", op or "get", show(i), show(t)) end
+  return t
+end
+M._mode = mode
+
+--- get(t, i, j, ...): the element at the 0-based path i, j, ...
+function M.get(t, ...)
+  for k = 1, select("#", ...) do t = mode(t, (select(k, ...)), "get") end
+  return t
+end
+
+function M.rank(t, ...) return rank(M.get(t, ...)) end
+function M.depth(t, ...) return depth(M.get(t, ...)) end
+function M.size(t, ...) return product(M.get(t, ...)) end
+
+local function flatten_into(t, out)
+  if is_tuple(t) then
+    for i = 1, #t do flatten_into(t[i], out) end
+  else
+    out[#out + 1] = t
+  end
+  return out
+end
+M._flatten_into = flatten_into
+
+--- The leaves of t as a flat tuple (a leaf stays a leaf, as in C++).
+function M.flatten(t)
+  if not is_tuple(t) then return t end
+  return tup(flatten_into(t, {}))
+end
+
+--- Rebuilds the nesting of `profile` from the flat tuple `flat`.
+function M.unflatten(flat, profile)
+  local pos = 0
+  local n = is_tuple(flat) and #flat or 1
+  local function build(p)
+    if is_tuple(p) then
+      local r = {}
+      for i = 1, #p do r[i] = build(p[i]) end
+      return tup(r)
+    end
+    pos = pos + 1
+    if pos > n then raise("unflatten: %s has fewer leaves than the profile %s", show(flat), show(profile)) end
+    return is_tuple(flat) and flat[pos] or flat
+  end
+  local r = build(profile)
+  if pos ~= n then raise("unflatten: %s has more leaves than the profile %s", show(flat), show(profile)) end
+  return r
+end
+
+local function congruent(a, b)
+  local ta, tb = is_tuple(a), is_tuple(b)
+  if ta ~= tb then return false end
+  if not ta then return true end
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if not congruent(a[i], b[i]) then return false end
+  end
+  return true
+end
+M.congruent = congruent
+
+--- a is weakly congruent to b: a's nesting is a coarsening of b's (a leaf of
+-- a may stand for a whole sub-tuple of b).
+local function weakly_congruent(a, b)
+  if not is_tuple(a) then return true end
+  if not is_tuple(b) or #a ~= #b then return false end
+  for i = 1, #a do
+    if not weakly_congruent(a[i], b[i]) then return false end
+  end
+  return true
+end
+M.weakly_congruent = weakly_congruent
+
+--- Structural equality (leaves compared with arith.equal; unknown -> false).
+local function equal(a, b)
+  local ta, tb = is_tuple(a), is_tuple(b)
+  if ta ~= tb then return false end
+  if not ta then return arith.equal(a, b) == true end
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if not equal(a[i], b[i]) then return false end
+  end
+  return true
+end
+M._equal = equal
+
+local function is_static(t)
+  if type(t) == "number" then return true end
+  if is_tuple(t) then
+    for i = 1, #t do
+      if not is_static(t[i]) then return false end
+    end
+    return true
+  end
+  return false
+end
+M.is_static = is_static
+
+local function has_underscore(t)
+  if t == U then return true end
+  if is_tuple(t) then
+    for i = 1, #t do
+      if has_underscore(t[i]) then return true end
+    end
+  end
+  return false
+end
+M.has_underscore = has_underscore
+
+-- Products and divisions ------------------------------------------------------
+
+--- Exclusive prefix product, column-major: the compact strides of shape a,
+-- starting at init (default 1; a tuple init applies by mode).
+local function prefix_product(a, init)
+  if is_tuple(a) then
+    local r = {}
+    if is_tuple(init) then
+      if #init ~= #a then raise("prefix_product: init %s does not match %s", show(init), show(a)) end
+      for i = 1, #a do r[i] = prefix_product(a[i], init[i]) end
+    else
+      for i = 1, #a do
+        r[i] = prefix_product(a[i], init)
+        init = mul(init, product(a[i]))
+      end
+    end
+    return tup(r)
+  end
+  if is_tuple(init) then raise("prefix_product: init %s is a tuple but %s is not", show(init), show(a)) end
+  return init
+end
+
+--- Exclusive suffix product: the compact row-major strides of a.
+local function suffix_product(a, init)
+  if is_tuple(a) then
+    local r = {}
+    if is_tuple(init) then
+      if #init ~= #a then raise("suffix_product: init %s does not match %s", show(init), show(a)) end
+      for i = 1, #a do r[i] = suffix_product(a[i], init[i]) end
+    else
+      for i = #a, 1, -1 do
+        r[i] = suffix_product(a[i], init)
+        init = mul(init, product(a[i]))
+      end
+    end
+    return tup(r)
+  end
+  if is_tuple(init) then raise("suffix_product: init %s is a tuple but %s is not", show(init), show(a)) end
+  return init
+end
+
+function M.prefix_product(a, init) return prefix_product(a, init == nil and 1 or init) end
+function M.suffix_product(a, init) return suffix_product(a, init == nil and 1 or init) end
+M.compact_col_major = M.prefix_product
+M.compact_row_major = M.suffix_product
+
+--- Compact strides that visit the leaves of `shape` in increasing `order`
+-- (congruent with shape; ties go to the earlier leaf).
+function M.compact_order(shape, order)
+  local s = flatten_into(shape, {})
+  local o = flatten_into(order, {})
+  if #o ~= #s then raise("make_ordered_layout: order %s does not match shape %s", show(order), show(shape)) end
+  local idx = {}
+  for i = 1, #s do
+    idx[i] = i
+    if type(o[i]) ~= "number" then arith.static(o[i], "make_ordered_layout: order entry " .. show(o[i])) end
+  end
+  table.sort(idx, function(x, y)
+    if o[x] ~= o[y] then return o[x] < o[y] end
+    return x < y
+  end)
+  local d, cur = {}, 1
+  for _, i in ipairs(idx) do
+    d[i] = cur
+    cur = mul(cur, s[i])
+  end
+  return M.unflatten(tup(d), shape)
+end
+
+local function static_pair(op, a, b)
+  if type(a) ~= "number" or type(b) ~= "number" then
+    raise("%s: cannot decide whether %s and %s divide each other: both must be static", op, show(a), show(b))
+  end
+end
+
+--- shape_div(a, b): a "divided" by b, congruent with a. For integers the
+-- exact quotient where b divides a, 1 where a divides b (and an error
+-- otherwise); a tuple a is divided mode by mode from the left, carrying the
+-- rest of the divisor.
+local function shape_div(a, b, op)
+  if is_tuple(a) then
+    local r = {}
+    if is_tuple(b) then
+      if #a ~= #b then raise("%s: %s and %s have different ranks", op, show(a), show(b)) end
+      for i = 1, #a do r[i] = shape_div(a[i], b[i], op) end
+    else
+      for i = 1, #a do
+        r[i] = shape_div(a[i], b, op)
+        b = shape_div(b, product(a[i]), op)
+      end
+    end
+    return tup(r)
+  end
+  if is_tuple(b) then return shape_div(a, product(b), op) end
+  if b == 1 then return a end
+  if rawequal(a, b) then return 1 end
+  static_pair(op, a, b)
+  if b ~= 0 and arith.mod(a, b) == 0 then return div(a, b) end
+  if a ~= 0 and arith.mod(b, a) == 0 then return 1 end
+  raise("%s: neither of %s and %s divides the other", op, show(a), show(b))
+end
+function M.shape_div(a, b) return shape_div(a, b, "shape_div") end
+M._shape_div_op = shape_div
+
+--- ceil_div(a, b): ceil(a/b) per mode (a tuple a is divided from the left,
+-- as shape_div does, rounding up).
+local function ceil_div(a, b)
+  if is_tuple(a) then
+    local r = {}
+    if is_tuple(b) then
+      if #a ~= #b then raise("ceil_div: %s and %s have different ranks", show(a), show(b)) end
+      for i = 1, #a do r[i] = ceil_div(a[i], b[i]) end
+    else
+      for i = 1, #a do
+        r[i] = ceil_div(a[i], b)
+        b = ceil_div(b, product(a[i]))
+      end
+    end
+    return tup(r)
+  end
+  if is_tuple(b) then return ceil_div(a, product(b)) end
+  return arith.ceil_div(a, b)
+end
+M.ceil_div = ceil_div
+
+--- round_up(a, b): a rounded up to a multiple of b, per mode.
+function M.round_up(a, b)
+  if is_tuple(a) then
+    local r = {}
+    for i = 1, #a do r[i] = M.round_up(a[i], is_tuple(b) and b[i] or b) end
+    return tup(r)
+  end
+  return mul(arith.ceil_div(a, b), b)
+end
+
+--- The product of each top-level mode.
+function M.product_each(t)
+  if not is_tuple(t) then return t end
+  local r = {}
+  for i = 1, #t do r[i] = product(t[i]) end
+  return tup(r)
+end
+
+local function elem_cmp(a, b, strict, op)
+  if is_tuple(a) then
+    if not is_tuple(b) or #a > #b then raise("%s: %s and %s do not match", op, show(a), show(b)) end
+    for i = 1, #a do
+      if not elem_cmp(a[i], b[i], strict, op) then return false end
+    end
+    return true
+  end
+  if is_tuple(b) then raise("%s: %s and %s do not match", op, show(a), show(b)) end
+  if type(a) ~= "number" then arith.static(a, op .. ": " .. show(a)) end
+  if type(b) ~= "number" then arith.static(b, op .. ": " .. show(b)) end
+  if strict then return a < b end
+  return a <= b
+end
+
+--- a < b in every element (a may have fewer top-level modes than b).
+function M.elem_less(a, b) return elem_cmp(a, b, true, "elem_less") end
+function M.elem_leq(a, b) return elem_cmp(a, b, false, "elem_leq") end
+
+-- Coordinates ----------------------------------------------------------------
+
+--- crd2idx(coord, shape, stride): the offset of coord. A tuple coordinate
+-- is congruent with the shape or has an integer where the shape has a
+-- sub-tuple (a column-major index into it); an integer coordinate into a
+-- tuple shape splits column-major, and its last mode is not reduced, so an
+-- index >= size extends the last mode linearly (composition relies on it).
+-- Entries of a tuple coordinate must lie in their mode's range.
+-- the name of an operation for messages: a string, or a layout being called
+local function opname(op)
+  if type(op) == "string" then return op end
+  return "calling " .. tostring(op)
+end
+M._opname = opname
+
+local function crd2idx(c, s, d, op, strict)
+  if is_tuple(c) then
+    if not is_tuple(s) or #c ~= #s then
+      raise("%s: coordinate %s does not match shape %s", opname(op), show(c), show(s))
+    end
+    local acc = 0
+    for i = 1, #c do acc = add(acc, crd2idx(c[i], s[i], d[i], op, true)) end
+    return acc
+  end
+  if type(c) == "number" then
+    if c < 0 or c ~= floor(c) then raise("%s: coordinate %s is not a non-negative integer", opname(op), show(c)) end
+    if strict then
+      local n = product(s)
+      if type(n) == "number" and c >= n then
+        raise("%s: coordinate %s is out of range for shape %s", opname(op), show(c), show(s))
+      end
+    end
+  elseif c == U then
+    raise("%s: coordinate contains _ (use slice_ to keep modes)", opname(op))
+  elseif not arith.dyn(c) then
+    raise("%s: coordinate %s is not an integer", opname(op), show(c))
+  end
+  if is_tuple(s) then
+    local n = #s
+    local acc = 0
+    for i = 1, n - 1 do
+      local si = s[i]
+      local p = product(si)
+      acc = add(acc, crd2idx(mod(c, p), si, d[i], op, false))
+      c = div(c, p)
+    end
+    return add(acc, crd2idx(c, s[n], d[n], op, false))
+  end
+  return mul(c, d)
+end
+M._crd2idx_op = crd2idx
+
+--- crd2idx(coord, shape[, stride]): stride defaults to compact column-major.
+function M.crd2idx(coord, shape, stride)
+  if stride == nil then stride = prefix_product(shape, 1) end
+  return crd2idx(coord, shape, stride, "crd2idx", false)
+end
+
+-- natural coordinate of idx in shape (no stride): column-major split, the
+-- last mode not reduced
+local function idx2crd_nat(idx, s, op)
+  if is_tuple(idx) then
+    if not is_tuple(s) or #idx ~= #s then raise("%s: index %s does not match shape %s", op, show(idx), show(s)) end
+    local r = {}
+    for i = 1, #idx do r[i] = idx2crd_nat(idx[i], s[i], op) end
+    return tup(r)
+  end
+  if is_tuple(s) then
+    local r, n = {}, #s
+    for i = 1, n - 1 do
+      local p = product(s[i])
+      r[i] = idx2crd_nat(mod(idx, p), s[i], op)
+      idx = div(idx, p)
+    end
+    r[n] = idx2crd_nat(idx, s[n], op)
+    return tup(r)
+  end
+  return idx
+end
+
+-- per leaf: (idx div d) mod s
+local function idx2crd_strided(idx, s, d, op)
+  if is_tuple(idx) then
+    if not is_tuple(s) or #idx ~= #s then raise("%s: index %s does not match shape %s", op, show(idx), show(s)) end
+    local r = {}
+    for i = 1, #idx do r[i] = idx2crd_strided(idx[i], s[i], d[i], op) end
+    return tup(r)
+  end
+  if is_tuple(s) then
+    local r = {}
+    for i = 1, #s do r[i] = idx2crd_strided(idx, s[i], d[i], op) end
+    return tup(r)
+  end
+  return mod(div(idx, d), s)
+end
+M._idx2crd_strided = idx2crd_strided
+
+local function check_index(op, idx, s)
+  if is_tuple(idx) then
+    if is_tuple(s) and #idx == #s then
+      for i = 1, #idx do check_index(op, idx[i], s[i]) end
+    end
+    return
+  end
+  if type(idx) == "number" then
+    if idx < 0 or idx ~= floor(idx) then raise("%s: index %s is not a non-negative integer", op, show(idx)) end
+    local n = product(s)
+    if type(n) == "number" and idx >= n then
+      raise("%s: index %s is out of range for shape %s (size %s)", op, show(idx), show(s), show(n))
+    end
+  elseif not arith.dyn(idx) then
+    raise("%s: index %s is not an integer", op, show(idx))
+  end
+end
+
+--- idx2crd(idx, shape[, stride]): without stride, the natural coordinate of
+-- the index (0 <= idx < size(shape)); with a stride, (idx div d) mod s per
+-- leaf (the coordinate of an offset in a compact layout).
+function M.idx2crd(idx, shape, stride)
+  if stride == nil then
+    check_index("idx2crd", idx, shape)
+    return idx2crd_nat(idx, shape, "idx2crd")
+  end
+  return idx2crd_strided(idx, shape, stride, "idx2crd")
+end
+M._idx2crd_nat = idx2crd_nat
+
+-- Mode access and restructuring ----------------------------------------------
+
+local function modes_of(t) -- the top-level modes as a fresh Lua array
+  if is_tuple(t) then
+    local r = {}
+    for i = 1, #t do r[i] = t[i] end
+    return r
+  end
+  return { t }
+end
+M._modes_of = modes_of
+
+local function check_range(op, t, b, e)
+  local r = rank(t)
+  if type(b) ~= "number" or type(e) ~= "number" or b < 0 or e > r or b > e or b ~= floor(b) or e ~= floor(e) then
+    raise("%s: modes [%s,%s) are out of range for %s (rank %d)", op, show(b), show(e), show(t), r)
+  end
+end
+M._check_range = check_range
+
+--- The tuple of the modes [b, e) of t.
+function M.take(t, b, e)
+  e = e or rank(t)
+  check_range("take", t, b, e)
+  local m, r = modes_of(t), {}
+  for i = b + 1, e do r[#r + 1] = m[i] end
+  return tup(r)
+end
+
+--- The tuple of the modes of t at the 0-based indices in `idx`.
+function M.select(t, idx)
+  if not is_tuple(idx) then idx = { idx } end
+  local r = {}
+  for k = 1, #idx do r[k] = mode(t, idx[k], "select") end
+  return tup(r)
+end
+
+--- t with x appended (as one mode); with n, x repeated until rank n.
+function M.append(t, x, n)
+  local m = modes_of(t)
+  if n == nil then
+    m[#m + 1] = x
+  else
+    if n < #m then raise("append: %s already has rank %d > %s", show(t), #m, show(n)) end
+    for i = #m + 1, n do m[i] = x end
+  end
+  return tup(m)
+end
+
+--- t with x prepended; with n, x repeated in front until rank n.
+function M.prepend(t, x, n)
+  local m = modes_of(t)
+  local k = n == nil and 1 or n - #m
+  if k < 0 then raise("prepend: %s already has rank %d > %s", show(t), #m, show(n)) end
+  local r = {}
+  for i = 1, k do r[i] = x end
+  for i = 1, #m do r[k + i] = m[i] end
+  return tup(r)
+end
+
+--- t with the modes [b, e) grouped into one nested mode.
+function M.group_modes(t, b, e)
+  e = e or rank(t)
+  check_range("group_modes", t, b, e)
+  local m, r, g = modes_of(t), {}, {}
+  for i = 1, b do r[#r + 1] = m[i] end
+  for i = b + 1, e do g[#g + 1] = m[i] end
+  r[#r + 1] = tup(g)
+  for i = e + 1, #m do r[#r + 1] = m[i] end
+  return tup(r)
+end
+
+--- Keeps the modes of t where proj is not _ (X): C++ dice with Step<_1,X,...>.
+local function dice(proj, t)
+  if is_tuple(proj) then
+    local m = modes_of(t)
+    if #proj ~= #m then raise("dice: projection %s does not match %s", show(proj), show(t)) end
+    local r = {}
+    for i = 1, #proj do
+      if proj[i] ~= U then
+        if is_tuple(proj[i]) then
+          local sub = dice(proj[i], m[i])
+          for k = 1, #sub do r[#r + 1] = sub[k] end
+        else
+          r[#r + 1] = m[i]
+        end
+      end
+    end
+    return tup(r)
+  end
+  if proj == U then return tup({}) end
+  return t
+end
+M.dice = dice
+
+M._rank_of, M._depth_of = rank, depth
+
+return M

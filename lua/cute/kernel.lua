@@ -1,0 +1,511 @@
+--- cute.kernel: Lua functions become GPU kernels.
+--
+--   local vadd = cute.kernel(function(a, b, c)
+--     local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
+--     cute.if_(i:lt(cute.size(c)), function() c[i] = a[i] + b[i] end)
+--   end)
+--   vadd{grid = cute.ceil_div(n, 256), block = 256}(a, b, c)
+--   print(vadd:compile(a, b, c):ptx())
+--
+-- A kernel is specialised on how it is called: each argument's kind (device
+-- tensor, typed scalar, compile-time constant, TMA descriptor), dtype, the
+-- structure of its layout (which strides are 0 or 1), alignment, and the
+-- values of compile-time constants. The first call with a new signature
+-- traces the body (running it once with proxies), compiles the IR to a cubin
+-- (cached in memory and on disk) and loads it; later calls only pack the
+-- arguments and launch.
+--
+-- Argument kinds:
+--   cute.tensor(...)          a pointer plus the layout's run-time shape and
+--                             strides; strides 1 and 0 are compile-time, the
+--                             rest run-time (cute.static(t) makes the whole
+--                             layout compile-time)
+--   cute.i32(n), cute.f32(x)  run-time scalars of that dtype
+--   cute.constexpr(v)         a compile-time value (any Lua value): plain Lua in the body
+--   booleans, strings         compile-time values
+--   a TMA descriptor          a 128-byte grid-constant parameter
+--   a Lua number              ambiguous: wrap it, or annotate the parameter:
+--                             cute.kernel(fn, {params = {n = cute.i32}})
+local ffi = require "ffi"
+local core = require "cute.trace.core"
+local ttensor = require "cute.trace.tensor"
+local dtype = require "cute.dtype"
+local runtime = require "cute.runtime"
+local err = require "cute._err"
+local L = require "cute.layout"
+local it = require "cute.int_tuple"
+
+local M = {}
+
+-- ---------------------------------------------------------------------------
+-- Markers
+
+local Constexpr = { __name = "constexpr" }
+Constexpr.__tostring = function(c) return "constexpr(" .. tostring(c.value) .. ")" end
+--- A compile-time argument (or, as an annotation, "this parameter is compile-time").
+M.constexpr = setmetatable({}, {
+  __call = function(_, v) return setmetatable({ value = v }, Constexpr) end,
+  __tostring = function() return "cute.constexpr" end,
+})
+
+local StaticMark = { __name = "static" }
+--- The tensor with its whole layout compile-time (specialised on every extent and stride).
+function M.static(t) return setmetatable({ tensor = t }, StaticMark) end
+
+-- ---------------------------------------------------------------------------
+-- Arguments: kind and signature key
+
+local function param_names(fn)
+  local names = {}
+  local i = 1
+  while true do
+    local n = debug.getlocal(fn, i)
+    if not n then break end
+    names[i] = n
+    i = i + 1
+  end
+  return names
+end
+
+-- A deterministic string of a compile-time value, for the signature key.
+local function serialize(v, depth)
+  depth = depth or 0
+  local t = type(v)
+  if t == "number" then return string.format("%.17g", v) end
+  if t == "string" then return string.format("%q", v) end
+  if t == "boolean" or t == "nil" then return tostring(v) end
+  if t == "table" then
+    local mt = getmetatable(v)
+    if mt and mt.__tostring then return "<" .. tostring(v) .. ">" end
+    if depth > 8 then err.raise("cute.constexpr: a table nested too deeply for a signature") end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    local parts = {}
+    for _, k in ipairs(keys) do parts[#parts + 1] = serialize(k, depth + 1) .. "=" .. serialize(v[k], depth + 1) end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  if t == "function" then
+    -- functions are compared by identity: a new closure is a new signature
+    return tostring(v)
+  end
+  err.raise("cute.constexpr: cannot use a %s as a compile-time value", t)
+end
+
+-- Leaves of an IntTuple in order, with a structure string where leaves are
+-- replaced by what f returns.
+local function map_leaves(x, f)
+  if type(x) == "table" and it.is_tuple(x) then
+    local parts = {}
+    for i = 1, #x do parts[i] = map_leaves(x[i], f) end
+    return "(" .. table.concat(parts, ",") .. ")"
+  end
+  return f(x)
+end
+
+local function leaves(x, out)
+  out = out or {}
+  if type(x) == "table" and it.is_tuple(x) then
+    for i = 1, #x do leaves(x[i], out) end
+  else
+    out[#out + 1] = x
+  end
+  return out
+end
+
+-- Rebuilds a tuple of the same structure as x from a list of leaves.
+local function rebuild(x, list, pos)
+  if type(x) == "table" and it.is_tuple(x) then
+    local out = {}
+    for i = 1, #x do out[i], pos = rebuild(x[i], list, pos) end
+    return out, pos
+  end
+  return list[pos], pos + 1
+end
+
+-- What a tensor argument contributes: the pointer, which leaves are run-time.
+local function tensor_spec(t, static_all)
+  local layout = t.layout
+  if not L.is_layout(layout) then
+    err.raise("kernel arguments: tensors with composed (swizzled) layouts cannot be passed to kernels; pass the "
+      .. "plain tensor")
+  end
+  local cosize = L.cosize(layout)
+  local idx64 = cosize >= 2 ^ 31
+  local shape_dyn, stride_dyn = {}, {}
+  local skey = map_leaves(L.shape(layout), function(v)
+    if static_all then return tostring(v) end
+    shape_dyn[#shape_dyn + 1] = true
+    return "?"
+  end)
+  local dkey = map_leaves(L.stride(layout), function(v)
+    if static_all or v == 0 or v == 1 then
+      stride_dyn[#stride_dyn + 1] = false
+      return tostring(v)
+    end
+    stride_dyn[#stride_dyn + 1] = true
+    return "?"
+  end)
+  local align = t:alignment()
+  return {
+    kind = "tensor", dtype = t.dtype, static = static_all, idx64 = idx64, align = align,
+    key = string.format("T%s%s:%s:%s:a%d%s", t.dtype.name, static_all and "!" or "", skey, dkey, align,
+      idx64 and ":64" or ""),
+    layout = layout,
+  }
+end
+
+local function classify(arg, ann, name, i)
+  local what = string.format("argument %s (#%d)", name and ("'" .. name .. "'") or "", i)
+  local mt = type(arg) == "table" and getmetatable(arg)
+  if ann == M.constexpr or mt == Constexpr then
+    local v = mt == Constexpr and arg.value or arg
+    return { kind = "const", value = v, key = "C" .. serialize(v) }
+  end
+  if mt == StaticMark then return tensor_spec(arg.tensor, true) end
+  if mt == require("cute.tensor").DeviceTensor then return tensor_spec(arg, false) end
+  if mt == dtype.Scalar then
+    return { kind = "scalar", dtype = arg.dtype, key = "S" .. arg.dtype.name }
+  end
+  if type(arg) == "number" then
+    if dtype.is_dtype(ann) then return { kind = "scalar", dtype = ann, key = "S" .. ann.name, plain = true } end
+    err.raise("%s is a Lua number: say how the kernel takes it, e.g. cute.i32(%s) or cute.f32(%s) at the call, "
+      .. "cute.constexpr(%s) for a compile-time value, or annotate the parameter: cute.kernel(fn, {params = "
+      .. "{%s = cute.i32}})", what, tostring(arg), tostring(arg), tostring(arg), name or "name")
+  end
+  if type(arg) == "boolean" or type(arg) == "string" then
+    return { kind = "const", value = arg, key = "C" .. serialize(arg) }
+  end
+  if type(arg) == "cdata" and ffi.istype("CuteTmaDesc", arg) then return { kind = "tma", key = "M" } end
+  if ann ~= nil and ann ~= M.constexpr and not dtype.is_dtype(ann) then
+    err.raise("%s: unknown annotation %s (use a dtype or cute.constexpr)", what, tostring(ann))
+  end
+  err.raise("%s: a kernel cannot take a %s (%s); pass device tensors, typed scalars (cute.i32(n)), "
+    .. "compile-time values (cute.constexpr(v)) or TMA descriptors", what, type(arg), tostring(arg))
+end
+
+-- ---------------------------------------------------------------------------
+-- Tracing one specialisation
+
+-- Makes the kernel's parameters in the IR and the trace-time arguments; fills
+-- spec.params: the C type of each launch parameter, in order.
+local function make_params(trace, specs)
+  local ir = core.ir()
+  local args, params = {}, {}
+  for i, s in ipairs(specs) do
+    if s.kind == "const" then
+      args[i] = s.value
+    elseif s.kind == "scalar" then
+      local t = core.scalar(s.dtype)
+      args[i] = core.value(ir.param(trace.f, core.irtype(t)), t)
+      params[#params + 1] = { ctype = s.dtype.storage, arg = i, what = "value", dtype = s.dtype }
+    elseif s.kind == "tma" then
+      local ref = ir.param_blob(trace.f, 128, 64)
+      args[i] = { tma = true, ptr = core.value(ref, core.ptr(core.scalar(dtype.u8), "param", 64)) }
+      params[#params + 1] = { ctype = "CuteTmaDesc", arg = i, what = "tma" }
+    else -- tensor
+      local pt = core.ptr(core.scalar(s.dtype), "global", math.max(s.align, s.dtype.bytes))
+      local p = core.value(ir.param(trace.f, core.irtype(pt)), pt)
+      params[#params + 1] = { ctype = "uint64_t", arg = i, what = "ptr" }
+      local layout = s.layout
+      local layout_t
+      if s.static then
+        layout_t = layout
+      else
+        local it_t = s.idx64 and core.i64 or core.i32
+        local ctype = s.idx64 and "int64_t" or "int32_t"
+        local sl, dl = leaves(L.shape(layout)), leaves(L.stride(layout))
+        local shape_v, stride_v = {}, {}
+        for j = 1, #sl do
+          shape_v[j] = core.value(ir.param(trace.f, core.irtype(it_t)), it_t)
+          params[#params + 1] = { ctype = ctype, arg = i, what = "shape", leaf = j }
+        end
+        for j = 1, #dl do
+          if dl[j] == 0 or dl[j] == 1 then
+            stride_v[j] = dl[j]
+          else
+            stride_v[j] = core.value(ir.param(trace.f, core.irtype(it_t)), it_t)
+            params[#params + 1] = { ctype = ctype, arg = i, what = "stride", leaf = j }
+          end
+        end
+        local shape = type(L.shape(layout)) == "table" and rebuild(L.shape(layout), shape_v, 1) or shape_v[1]
+        local stride = type(L.stride(layout)) == "table" and rebuild(L.stride(layout), stride_v, 1) or stride_v[1]
+        layout_t = L.make_layout(shape, stride)
+      end
+      args[i] = ttensor.make_tensor(p, layout_t, s.dtype)
+    end
+  end
+  return args, params
+end
+
+-- The FFI struct that holds one launch's parameters, and the void*[] into it.
+local pack_serial = 0
+local function make_packer(params)
+  pack_serial = pack_serial + 1
+  local fields = {}
+  for j, p in ipairs(params) do fields[j] = string.format("%s p%d;", p.ctype, j) end
+  local name = "CutePack" .. pack_serial
+  ffi.cdef(string.format("typedef struct %s { %s } %s;", name, table.concat(fields, " "), name))
+  local storage = ffi.new(name)
+  local argv = ffi.new("void *[?]", math.max(#params, 1))
+  for j = 1, #params do argv[j - 1] = ffi.cast("void *", ffi.cast("char *", storage) + ffi.offsetof(name, "p" .. j)) end
+  return storage, argv
+end
+
+-- ---------------------------------------------------------------------------
+-- Compiling a traced module: verify, print (the cache key's material), and
+-- only on a cache miss emit NVVM IR and run libnvvm and nvJitLink
+
+local COMPILER_OPTIONS = { arch = true, opt = true, fast_math = true, ftz = true, lineinfo = true,
+  max_registers = true, ptxas_options = true, link = true, keep = true, dump_dir = true, cache = true,
+  cache_dir = true }
+
+--- The cute.compiler options in a kernel's option table.
+local function compiler_options(opts)
+  local t = {}
+  for k, v in pairs(opts) do
+    if COMPILER_OPTIONS[k] then t[k] = v end
+  end
+  return require("cute.compiler").options(t)
+end
+M._compiler_options = compiler_options
+
+local len_out = ffi.new("size_t[1]")
+
+local function ir_text(p)
+  return ffi.string(p, len_out[0])
+end
+
+--- Verifies and compiles an IR module; returns cute.compiler's module handle.
+function M.compile_module(m, name, opts)
+  local ir = core.ir()
+  local compiler = require "cute.compiler"
+  local copts = compiler_options(opts)
+  if ir.verify(m) ~= 0 then
+    err.raise("kernel %s does not verify (an internal error of the tracer, please report it):\n%s", name,
+      ffi.string(ir.diag(m)))
+  end
+  local text = ir_text(ir.print(m, 1, len_out))
+  local arch = copts:get("arch")
+  local sm = tonumber(arch:match("sm_(%d+)"))
+  local eo = ffi.new("IrEmitOptions", { sm = sm, fast_math = copts:get("fast_math") and 1 or 0,
+    ftz = copts:get("ftz") == true and 1 or 0, line_info = copts:get("lineinfo") and 1 or 0 })
+  local function emit()
+    local p = ir.emit_nvvm(m, eo, len_out)
+    if p == nil then
+      err.raise("kernel %s: the NVVM emitter failed:\n%s", name, ffi.string(ir.diag(m)))
+    end
+    return ir_text(p)
+  end
+  return compiler.compile(emit, copts, { name = name, kind = "nvvm", key_text = text, ir = text })
+end
+
+-- ---------------------------------------------------------------------------
+-- The kernel object
+
+local Kernel = {}
+Kernel.__index = Kernel
+M.Kernel = Kernel
+
+local function options_of(k, over)
+  local o = {}
+  for key, v in pairs(k.opts) do o[key] = v end
+  for key, v in pairs(over or {}) do o[key] = v end
+  if o.assertions == nil then o.assertions = os.getenv("CUTELUA_ASSERTIONS") == "1" end
+  return o
+end
+
+--- cute.kernel(fn[, opts]) or cute.kernel(name, fn[, opts]). opts: name,
+-- params (annotations by parameter name or position: a dtype or
+-- cute.constexpr), max_threads (launch bound), min_blocks (per SM), cluster
+-- ({x, y, z}), assertions, fast_math, and compile options (arch, opt, lineinfo,
+-- ptxas_options, max_registers, ...; see cute.compiler).
+function M.kernel(a, b, c)
+  local name, fn, opts
+  if type(a) == "string" then
+    name, fn, opts = a, b, c
+  else
+    fn, opts = a, b
+  end
+  if type(fn) ~= "function" then err.raise("cute.kernel: expected a function, got %s", type(fn)) end
+  opts = opts or {}
+  if not name then
+    name = opts.name
+    if not name then
+      local info = debug.getinfo(fn, "S")
+      name = string.format("kernel_%s_%d", (info.short_src:match("([%w_]+)%.lua$") or "lua"), info.linedefined)
+    end
+  end
+  if not name:match("^[%a_][%w_]*$") then err.raise("cute.kernel: '%s' is not a valid kernel name", name) end
+  local names = param_names(fn)
+  local ann = {}
+  for key, v in pairs(opts.params or {}) do
+    if type(key) == "number" then ann[key] = v else
+      local found
+      for i, n in ipairs(names) do if n == key then found = i end end
+      if not found then err.raise("cute.kernel: params.%s: the function has no parameter called %s", key, key) end
+      ann[found] = v
+    end
+  end
+  return setmetatable({ name = name, fn = fn, opts = opts, names = names, ann = ann, specs = {}, nspecs = 0 },
+    Kernel)
+end
+
+function Kernel:__tostring() return "cute.kernel(" .. self.name .. ")" end
+
+--- A view of the kernel with other options (its own specialisations).
+function Kernel:with(opts)
+  local k = M.kernel(self.name, self.fn, options_of(self, opts))
+  return k
+end
+
+local function signature(k, n, ...)
+  local specs, keys = {}, {}
+  for i = 1, n do
+    local s = classify((select(i, ...)), k.ann[i], k.names[i], i)
+    specs[i] = s
+    keys[i] = s.key
+  end
+  return specs, table.concat(keys, "|")
+end
+
+-- Traces one specialisation into a new IR module.
+local function trace(k, specs, opts)
+  local ir = core.ir()
+  local m = ffi.gc(ir.module_new(), ir.module_free)
+  -- the target: ops the arch lacks are refused as they are traced, at their line
+  local arch = compiler_options(opts):get("arch")
+  ir.module_set(m, 2, tonumber(arch:match("sm_(%d+)")))
+  local T = core.begin(m, k.name, "kernel", nil, opts)
+  local ok, e = pcall(function()
+    local args, params = make_params(T, specs)
+    k.fn(unpack(args, 1, #specs))
+    return params
+  end)
+  if not ok then
+    core.abort()
+    error(e, 0)
+  end
+  local params = e
+  core.finish()
+  -- kernel attributes
+  local f = T.f
+  if opts.max_threads then ir.func_attr(f, 0, opts.max_threads, 1, 1) end
+  if opts.min_blocks then ir.func_attr(f, 2, opts.min_blocks, 0, 0) end
+  if opts.cluster then
+    local cx = type(opts.cluster) == "table" and opts.cluster or { opts.cluster }
+    ir.func_attr(f, 3, cx[1] or 1, cx[2] or 1, cx[3] or 1)
+  end
+  if T.dyn_smem then ir.func_attr(f, 5, T.dyn_smem, 0, 0) end
+  return { module = m, params = params, dyn_smem = T.dyn_smem or 0, static_smem = T.smem_bytes }
+end
+
+--- Traces and compiles for arguments like these (device tensors, fake
+-- tensors from cute.fake_tensor, scalars) without launching or needing a GPU.
+-- Returns the compiled handle: :ir(), :ll(), :ptx(), :cubin(), :sass(),
+-- :resources(), :report(), :cache_key().
+function Kernel:compile(...)
+  local spec = self:_specialise(select("#", ...), ...)
+  return spec.compiled
+end
+
+--- The IR of the specialisation for these arguments, as text.
+function Kernel:ir(...)
+  return self:compile(...):ir()
+end
+
+function Kernel:_specialise(n, ...)
+  local specs, key = signature(self, n, ...)
+  local spec = self.specs[key]
+  if spec then return spec end
+  local opts = options_of(self)
+  local traced = trace(self, specs, opts)
+  local compiled = M.compile_module(traced.module, self.name, opts)
+  local storage, argv = make_packer(traced.params)
+  spec = { key = key, specs = specs, params = traced.params, compiled = compiled, storage = storage, argv = argv,
+    dyn_smem = traced.dyn_smem, module = traced.module, loaded = {} }
+  self.specs[key] = spec
+  self.nspecs = self.nspecs + 1
+  return spec
+end
+
+-- The loaded kernel function of a specialisation on the current device
+-- (loaded again after a device reset).
+local function kernel_fn(k, spec)
+  local dev = runtime.current_device()
+  local gen = runtime.generation(dev)
+  local l = spec.loaded[dev]
+  if l and l.gen == gen then return l.fn end
+  local mod = runtime.load_module(spec.compiled:cubin(), k.name)
+  local kfn = mod:kernel(k.name)
+  spec.loaded[dev] = { gen = gen, fn = kfn, module = mod }
+  return kfn
+end
+
+-- Writes the arguments into the specialisation's parameter struct.
+local function pack(spec, ...)
+  local st = spec.storage
+  for j, p in ipairs(spec.params) do
+    local a = select(p.arg, ...)
+    local field = "p" .. j
+    if p.what == "value" then
+      local v = type(a) == "table" and a.value or a
+      if type(v) == "boolean" then v = v and 1 or 0 end
+      if p.dtype.storage == "uint16_t" and p.dtype.is_float or p.dtype.storage == "uint8_t" and p.dtype.is_float then
+        local cell = ffi.new(p.dtype.storage_array, 1)
+        require("cute._c").rt.from_doubles(cell, p.dtype.code, ffi.new("double[1]", v), 1)
+        st[field] = cell[0]
+      else
+        st[field] = v
+      end
+    elseif p.what == "ptr" then
+      local t = getmetatable(a) == StaticMark and a.tensor or a
+      st[field] = t:data_ptr()
+    elseif p.what == "tma" then
+      st[field] = a
+    else
+      local t = getmetatable(a) == StaticMark and a.tensor or a
+      local list = p.what == "shape" and leaves(L.shape(t.layout)) or leaves(L.stride(t.layout))
+      st[field] = list[p.leaf]
+    end
+  end
+end
+
+local launch_cfg = ffi.new("RtLaunch")
+local rt = require("cute._c").rt
+
+--- Launches: k:launch({grid=, block=, smem=, cluster=, stream=}, args...).
+-- The dynamic shared memory the kernel carved is added to cfg.smem.
+function Kernel:launch(cfg, ...)
+  local n = select("#", ...)
+  local spec = self:_specialise(n, ...)
+  local fn = kernel_fn(self, spec)
+  runtime._fill_launch(cfg, launch_cfg)
+  if spec.dyn_smem > 0 then
+    if cfg.smem and cfg.smem < spec.dyn_smem then
+      err.raise("launch of %s: smem = %d is less than the %d bytes of shared memory the kernel allocates", self.name,
+        cfg.smem, spec.dyn_smem)
+    end
+    launch_cfg.smem = math.max(cfg.smem or 0, spec.dyn_smem)
+  end
+  if self.opts.cluster and not cfg.cluster then
+    local cx = type(self.opts.cluster) == "table" and self.opts.cluster or { self.opts.cluster }
+    launch_cfg.cluster[0], launch_cfg.cluster[1], launch_cfg.cluster[2] = cx[1] or 1, cx[2] or 1, cx[3] or 1
+  end
+  pack(spec, ...)
+  runtime._check(rt.launch(fn.fn, launch_cfg, spec.argv))
+end
+
+--- k{grid=, block=, ...}(args...): a launch in two steps, like the CUDA <<<>>> syntax.
+function Kernel:__call(cfg)
+  if type(cfg) ~= "table" or getmetatable(cfg) then
+    err.raise("%s: call a kernel as k{grid = ..., block = ...}(args...) or k:launch(cfg, args...)", self.name)
+  end
+  local k = self
+  return function(...) return k:launch(cfg, ...) end
+end
+
+M._exports = { "constexpr", "static" }
+
+-- cute.kernel(...) is M.kernel; the module stays reachable as cute.kernel.*
+return setmetatable(M, { __call = function(_, ...) return M.kernel(...) end })

@@ -1,0 +1,241 @@
+--- cute.layout_print: layouts as text tables and SVG pictures.
+--
+--   print_layout(L)                 the offset at each (row, column), as
+--                                   CuTe's print_layout (format_layout: the string)
+--   print_layout_tv(tv, tile_mn)    which (thread, value) holds each element
+--                                   of an M x N tile (format_layout_tv)
+--   print_svg(L, path)              a coloured grid of offsets, one call per
+--                                   file (svg_layout: the string)
+--   print_svg_tv(tv, tile_mn, path) the T<thread>V<value> grid of a
+--                                   thread-value layout, as CuTe's
+--                                   print_latex_tv draws it (svg_tv)
+--
+-- Mode 0 of a layout runs down the rows and mode 1 across the columns
+-- (a rank-1 layout is one row); cell (i, j) shows L(i, j), each mode indexed
+-- 1-D. Layouts must be static. A tile_mn is a shape (M, N) or a tuple of
+-- tilers (their sizes are used); a thread-value layout maps (t, v) to the
+-- column-major index of an element of that tile (make_layout_tv's form).
+--
+-- SVG structure (the spec parses it): one <g class="cell" id="c-ROW-COL">
+-- per cell holding a <rect> and a <text>; row and column indices and a
+-- caption outside the grid.
+local it = require "cute.int_tuple"
+local L = require "cute.layout"
+local err = require "cute._err"
+
+local show = it._show
+
+local M = {}
+
+-- the grid dimensions of a rank-1 or rank-2 layout
+local function dims(l, op)
+  if not L.is_layout(l) and not L._is_composed(l) then
+    err.raise("%s: expected a layout, got %s", op, type(l) == "table" and show(l) or type(l))
+  end
+  local r = L.rank(l)
+  if r > 2 then err.raise("%s: %s has rank %d; only rank-1 and rank-2 layouts are drawn", op, tostring(l), r) end
+  local rows = r == 2 and L.size(l, 0) or 1
+  local cols = r == 2 and L.size(l, 1) or L.size(l)
+  if type(rows) ~= "number" or type(cols) ~= "number" then
+    err.raise("%s: %s has dynamic extents; only static layouts are drawn", op, tostring(l))
+  end
+  return rows, cols, r
+end
+
+local function layout_cells(l, op)
+  local rows, cols, r = dims(l, op)
+  local cells = {}
+  for i = 0, rows - 1 do
+    cells[i] = {}
+    for j = 0, cols - 1 do
+      local v = r == 2 and l({ i, j }) or l(j)
+      if type(v) ~= "number" and not it.is_tuple(v) then
+        err.raise("%s: %s has dynamic strides; only static layouts are drawn", op, tostring(l))
+      end
+      cells[i][j] = { text = show(v), key = type(v) == "number" and v or j + i * cols }
+    end
+  end
+  return rows, cols, cells
+end
+
+local function tile_dims(tile_mn, op)
+  local t = it.is_tuple(tile_mn) and tile_mn or { tile_mn }
+  if #t > 2 then err.raise("%s: tile %s has more than two modes", op, show(tile_mn)) end
+  local m = L.size(t[1])
+  local n = t[2] and L.size(t[2]) or 1
+  if type(m) ~= "number" or type(n) ~= "number" then err.raise("%s: tile %s must be static", op, show(tile_mn)) end
+  return m, n
+end
+
+local function tv_cells(tv, tile_mn, op)
+  if not L.is_layout(tv) or L.rank(tv) ~= 2 then
+    err.raise("%s: expected a rank-2 (thread, value) layout, got %s", op, tostring(tv))
+  end
+  local rows, cols = tile_dims(tile_mn, op)
+  local nt, nv = L.size(tv, 0), L.size(tv, 1)
+  if type(nt) ~= "number" or type(nv) ~= "number" then err.raise("%s: %s must be static", op, tostring(tv)) end
+  local cells = {}
+  for i = 0, rows - 1 do cells[i] = {} end
+  for v = 0, nv - 1 do
+    for t = 0, nt - 1 do
+      local idx = tv({ t, v })
+      if type(idx) ~= "number" then err.raise("%s: %s must be static", op, tostring(tv)) end
+      if idx < 0 or idx >= rows * cols then
+        err.raise("%s: %s maps (%d,%d) to %d, outside the %dx%d tile %s", op, tostring(tv), t, v, idx, rows, cols,
+          show(tile_mn))
+      end
+      local i, j = idx % rows, math.floor(idx / rows)
+      if not cells[i][j] then cells[i][j] = { text = "T" .. t .. "V" .. v, key = t, v = v } end
+    end
+  end
+  return rows, cols, cells
+end
+
+-- Text -------------------------------------------------------------------------
+
+local function text_grid(title, rows, cols, cells)
+  local w = #tostring(cols - 1)
+  for i = 0, rows - 1 do
+    for j = 0, cols - 1 do
+      local c = cells[i][j]
+      if c and #c.text > w then w = #c.text end
+    end
+  end
+  local lw = #tostring(rows - 1)
+  local pad = string.rep(" ", lw + 1)
+  local out = { title }
+  local head = { pad }
+  for j = 0, cols - 1 do head[#head + 1] = string.format(" %" .. w .. "d ", j) end
+  out[#out + 1] = (table.concat(head, " "):gsub("%s+$", ""))
+  local sep = pad .. "+" .. string.rep(string.rep("-", w + 2) .. "+", cols)
+  out[#out + 1] = sep
+  for i = 0, rows - 1 do
+    local row = { string.format("%" .. lw .. "d |", i) }
+    for j = 0, cols - 1 do
+      local c = cells[i][j]
+      row[#row + 1] = string.format(" %" .. w .. "s |", c and c.text or "")
+    end
+    out[#out + 1] = table.concat(row)
+    out[#out + 1] = sep
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- The table of offsets of a rank-1 or rank-2 layout, as a string.
+function M.format_layout(l)
+  local rows, cols, cells = layout_cells(l, "format_layout")
+  return text_grid(tostring(l), rows, cols, cells)
+end
+
+--- Prints the table of offsets of a layout.
+function M.print_layout(l)
+  local s = M.format_layout(l)
+  io.write(s)
+end
+
+--- The T<thread>V<value> table of a thread-value layout over tile_mn, as a string.
+function M.format_layout_tv(tv, tile_mn)
+  local rows, cols, cells = tv_cells(tv, tile_mn, "format_layout_tv")
+  return text_grid(tostring(tv) .. " over " .. show(tile_mn), rows, cols, cells)
+end
+
+function M.print_layout_tv(tv, tile_mn)
+  local s = M.format_layout_tv(tv, tile_mn)
+  io.write(s)
+end
+
+-- SVG --------------------------------------------------------------------------
+
+-- 16 light colours, far enough apart to tell neighbours (and 8 offsets, or
+-- 16 threads, apart) from each other
+local PALETTE = {
+  "#a6cee3", "#fdbf6f", "#b2df8a", "#fb9a99", "#cab2d6", "#ffff99", "#8dd3c7", "#fccde5",
+  "#d9d9d9", "#bebada", "#ccebc5", "#ffed6f", "#80b1d3", "#fdb462", "#b3de69", "#e5c494",
+}
+
+local function xml_escape(s)
+  return (s:gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub('"', "&quot;"))
+end
+
+local function svg_grid(title, rows, cols, cells, colour_of)
+  local maxlen = 1
+  for i = 0, rows - 1 do
+    for j = 0, cols - 1 do
+      local c = cells[i][j]
+      if c and #c.text > maxlen then maxlen = #c.text end
+    end
+  end
+  local cw = math.max(28, 7 * maxlen + 12)
+  local ch = 22
+  local hw, hh = math.floor(cw / 2), math.floor(ch / 2)
+  local x0 = 14 + 7 * #tostring(rows - 1)
+  local y0 = 44
+  local width = x0 + cols * cw + 10
+  local height = y0 + rows * ch + 10
+  local o = {}
+  o[#o + 1] = '<?xml version="1.0" encoding="UTF-8"?>'
+  o[#o + 1] = string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">',
+    width, height, width, height)
+  o[#o + 1] = "<title>" .. xml_escape(title) .. "</title>"
+  o[#o + 1] = string.format('<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>', width, height)
+  o[#o + 1] = '<g font-family="monospace" font-size="12" text-anchor="middle" dominant-baseline="central">'
+  o[#o + 1] = string.format('<text class="caption" x="%d" y="12" text-anchor="start">%s</text>', x0, xml_escape(title))
+  for j = 0, cols - 1 do
+    o[#o + 1] = string.format('<text class="col" x="%d" y="%d">%d</text>', x0 + j * cw + hw, y0 - 10, j)
+  end
+  for i = 0, rows - 1 do
+    o[#o + 1] = string.format('<text class="row" x="%d" y="%d" text-anchor="end">%d</text>', x0 - 4,
+      y0 + i * ch + hh, i)
+  end
+  for i = 0, rows - 1 do
+    for j = 0, cols - 1 do
+      local c = cells[i][j]
+      local x, y = x0 + j * cw, y0 + i * ch
+      local fill = c and colour_of(c) or "#ffffff"
+      o[#o + 1] = string.format('<g class="cell" id="c-%d-%d"><rect x="%d" y="%d" width="%d" height="%d" fill="%s" '
+        .. 'stroke="#333333" stroke-width="1"/><text x="%d" y="%d">%s</text></g>',
+        i, j, x, y, cw, ch, fill, x + hw, y + hh, c and xml_escape(c.text) or "")
+    end
+  end
+  o[#o + 1] = "</g>"
+  o[#o + 1] = "</svg>"
+  return table.concat(o, "\n") .. "\n"
+end
+
+local function write(s, path, op)
+  if path == nil then
+    io.write(s)
+    return nil
+  end
+  local fh, why = io.open(path, "w")
+  if not fh then err.raise("%s: cannot write %s: %s", op, tostring(path), tostring(why)) end
+  fh:write(s)
+  fh:close()
+  return path
+end
+
+--- The SVG picture of a rank-1 or rank-2 layout (colour by offset).
+function M.svg_layout(l)
+  local rows, cols, cells = layout_cells(l, "svg_layout")
+  return svg_grid(tostring(l), rows, cols, cells, function(c) return PALETTE[c.key % 8 + 1] end)
+end
+
+--- Writes the SVG picture of a layout to `path` (stdout without one);
+-- returns the path.
+function M.print_svg(l, path)
+  return write(M.svg_layout(l), path, "print_svg")
+end
+
+--- The SVG picture of a thread-value layout over tile_mn (colour by thread).
+function M.svg_tv(tv, tile_mn)
+  local rows, cols, cells = tv_cells(tv, tile_mn, "svg_tv")
+  return svg_grid(tostring(tv) .. " over " .. show(tile_mn), rows, cols, cells,
+    function(c) return PALETTE[c.key % 16 + 1] end)
+end
+
+--- Writes the SVG picture of a thread-value layout to `path` (stdout without one).
+function M.print_svg_tv(tv, tile_mn, path)
+  return write(M.svg_tv(tv, tile_mn), path, "print_svg_tv")
+end
+
+return M

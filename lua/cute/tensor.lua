@@ -1,0 +1,361 @@
+--- cute.tensor: tensors in device memory, seen from the host.
+--
+--   local a = cute.tensor(cute.f32, {1024, 512})          -- column-major, as CuTe's make_layout
+--   local b = cute.tensor(cute.bf16, {1024, 512}, "row")   -- row-major
+--   local c = cute.tensor(cute.f32, cute.make_layout({8, 8}, {1, 16}))
+--   a:uniform(-1, 1); b:fill(0); a:copy_from({...}); a:to_table(); a:to_host()[{3, 4}]
+--   k{grid = ..., block = ...}(a, b, c)                     -- kernels take them as arguments
+--
+-- Element order: CuTe's. A flat Lua table, to_table() and the 1-D index of a
+-- tensor run through coordinates with the first mode fastest (column-major
+-- coordinate order), whatever the strides. A nested table t[i][j] is element
+-- (i-1, j-1) of a rank-2 tensor.
+--
+-- Memory is freed by the GC or at once with :free() (both safe). A tensor can
+-- wrap memory the caller owns (cute.from_ptr): cutelua never frees that.
+local ffi = require "ffi"
+local rt = require("cute._c").rt
+local runtime = require "cute.runtime"
+local dtype = require "cute.dtype"
+local err = require "cute._err"
+local L = require "cute.layout"
+local it = require "cute.int_tuple"
+
+local M = {}
+
+local DeviceTensor = { __name = "DeviceTensor" }
+local methods = {}
+DeviceTensor.__index = methods
+M.DeviceTensor = DeviceTensor
+
+local function is_device_tensor(x) return getmetatable(x) == DeviceTensor end
+M.is_device_tensor = is_device_tensor
+
+-- The layout of a shape and an optional layout spec: a Layout, "col" (the
+-- default), "row", or a stride tuple.
+local function layout_of(shape, spec, what)
+  if L._is_any_layout(shape) then return shape end
+  if type(shape) == "number" then shape = shape end
+  if spec == nil or spec == "col" then return L.make_layout(shape) end
+  if L._is_any_layout(spec) then return spec end
+  if spec == "row" then
+    if type(shape) == "number" then return L.make_layout(shape) end
+    return L.make_layout(shape, it.suffix_product(shape))
+  end
+  if type(spec) == "table" or type(spec) == "number" then return L.make_layout(shape, spec) end
+  err.raise("%s: the layout must be a Layout, \"row\", \"col\" or a stride tuple, got %s", what, tostring(spec))
+end
+
+local function check_static(layout, what)
+  local n, c = L.size(layout), L.cosize(layout)
+  if type(n) ~= "number" or type(c) ~= "number" then
+    err.raise("%s: a device tensor needs a static layout, got %s", what, tostring(layout))
+  end
+  return n, c
+end
+
+local function new(buf, offset, dt, layout)
+  return setmetatable({ buffer = buf, offset = offset, dtype = dt, layout = layout }, DeviceTensor)
+end
+
+--- A new device tensor of dtype dt and a shape (with an optional layout
+-- spec), or of a Layout. Its contents are undefined until written.
+function M.tensor(dt, shape, spec)
+  dt = dtype.get(dt)
+  local layout = layout_of(shape, spec, "cute.tensor")
+  local _, cosize = check_static(layout, "cute.tensor")
+  return new(runtime.alloc(cosize * dt.bytes), 0, dt, layout)
+end
+
+--- A tensor with t's dtype and layout (or another dtype).
+function M.empty_like(t, dt) return M.tensor(dt or t.dtype, t.layout) end
+
+--- A tensor over device memory the caller owns: ptr is a device address (a
+-- number, FFI pointer or integer, or a light userdata from C).
+function M.from_ptr(ptr, dt, shape, spec)
+  dt = dtype.get(dt)
+  local layout = layout_of(shape, spec, "cute.from_ptr")
+  local _, cosize = check_static(layout, "cute.from_ptr")
+  return new(runtime.wrap(ptr, cosize * dt.bytes), 0, dt, layout)
+end
+
+--- A tensor that has a dtype, a layout and an alignment but no memory: for
+-- compiling kernels without a GPU (cute.compile) or for describing arguments.
+function M.fake_tensor(dt, shape, spec, opts)
+  dt = dtype.get(dt)
+  local layout = layout_of(shape, spec, "cute.fake_tensor")
+  return setmetatable({ fake = true, dtype = dt, layout = layout, align = opts and opts.align or 16,
+    offset = 0 }, DeviceTensor)
+end
+
+-- ---------------------------------------------------------------------------
+-- Queries
+
+function methods:data_ptr()
+  if self.fake then err.raise("a fake tensor has no memory") end
+  return self.buffer.ptr + self.offset
+end
+
+function methods:size() return L.size(self.layout) end
+function methods:cosize() return L.cosize(self.layout) end
+function methods:nbytes() return L.cosize(self.layout) * self.dtype.bytes end
+
+--- The largest power of two (up to 16) dividing the data address.
+function methods:alignment()
+  if self.fake then return self.align end
+  local p = self:data_ptr()
+  local a = 16
+  while a > 1 and tonumber(p % a) ~= 0 do a = a / 2 end
+  return a
+end
+
+function methods:free()
+  if self.buffer then self.buffer:free() end
+end
+
+function methods:valid() return self.fake or self.buffer:valid() end
+
+DeviceTensor.__tostring = function(t)
+  return string.format("cute.tensor(%s, %s%s)", t.dtype.name, tostring(t.layout), t.fake and ", fake" or "")
+end
+
+DeviceTensor.__len = function(t) return L.size(t.layout) end
+
+-- ---------------------------------------------------------------------------
+-- Host views: a host tensor is a copy of the elements in an FFI array, with
+-- the same layout. h[i], h[{i, j}] read decoded numbers.
+
+local HostTensor = { __name = "HostTensor" }
+local host_methods = {}
+M.HostTensor = HostTensor
+
+local function decode(dt, data, off)
+  if dt.storage == "float" or dt.storage == "double" or (dt.is_integer and dt.bytes <= 4) or dt.name == "bool" then
+    return tonumber(data[off])
+  end
+  if dt.is_integer then return tonumber(data[off]) end -- 64-bit: exact below 2^53
+  local d = ffi.new("double[1]")
+  rt.to_doubles(d, data + off, dt.code, 1)
+  return d[0]
+end
+
+HostTensor.__index = function(h, k)
+  local m = host_methods[k]
+  if m then return m end
+  if type(k) == "number" or type(k) == "table" then return decode(h.dtype, h.data, h.layout(k)) end
+  return nil
+end
+
+HostTensor.__len = function(h) return L.size(h.layout) end
+
+--- All elements as a flat Lua table, in coordinate order.
+function host_methods:to_table()
+  local n = L.size(self.layout)
+  local out = {}
+  for i = 0, n - 1 do out[i + 1] = decode(self.dtype, self.data, self.layout(i)) end
+  return out
+end
+
+--- All elements as doubles (an FFI array of size(), coordinate order).
+function host_methods:doubles()
+  local n = L.size(self.layout)
+  local out = ffi.new("double[?]", n)
+  local compact = L.cosize(self.layout) == n
+  if compact and self.layout(n - 1) == n - 1 then
+    rt.to_doubles(out, self.data, self.dtype.code, n)
+  else
+    for i = 0, n - 1 do out[i] = decode(self.dtype, self.data, self.layout(i)) end
+  end
+  return out
+end
+
+--- Copies the device tensor's memory into a host tensor.
+function methods:to_host()
+  local cosize = L.cosize(self.layout)
+  local data = ffi.new(self.dtype.storage_array, math.max(cosize, 1))
+  self.buffer:copy_to_host(data, cosize * self.dtype.bytes, self.offset)
+  return setmetatable({ data = data, dtype = self.dtype, layout = self.layout }, HostTensor)
+end
+
+function methods:to_table() return self:to_host():to_table() end
+
+-- ---------------------------------------------------------------------------
+-- Writing from the host
+
+local function is_compact_identity(layout, n)
+  return L.cosize(layout) == n and layout(n - 1) == n - 1
+end
+
+-- Stages n values (a function i -> number for i in 0..n-1) and uploads them
+-- to the elements of the tensor (through a read-modify-write of the span when
+-- the layout has holes).
+local function upload(t, n, value_at)
+  local dt = t.dtype
+  local cosize = L.cosize(t.layout)
+  local staging = ffi.new(dt.storage_array, math.max(cosize, 1))
+  local compact = is_compact_identity(t.layout, n)
+  if not compact then t.buffer:copy_to_host(staging, cosize * dt.bytes, t.offset) end
+  local vals = ffi.new("double[?]", math.max(n, 1))
+  for i = 0, n - 1 do vals[i] = value_at(i) end
+  if compact then
+    local bad = rt.from_doubles(staging, dt.code, vals, n)
+    if bad ~= 0 then
+      err.raise("the value %s at index %d does not fit %s", tostring(vals[tonumber(bad) - 1]), tonumber(bad) - 1,
+        dt.name)
+    end
+  else
+    for i = 0, n - 1 do
+      local bad = rt.from_doubles(staging + t.layout(i), dt.code, vals + i, 1)
+      if bad ~= 0 then err.raise("the value %s at index %d does not fit %s", tostring(vals[i]), i, dt.name) end
+    end
+  end
+  t.buffer:copy_from_host(staging, cosize * dt.bytes, t.offset)
+end
+
+--- Copies elements in: a flat Lua table (coordinate order), a nested rank-2
+-- table (t[i][j] is element (i-1, j-1)), another device tensor (same dtype
+-- and layout: a device copy), or an FFI pointer to the raw storage
+-- (cosize elements).
+function methods:copy_from(src)
+  local n = L.size(self.layout)
+  if is_device_tensor(src) then
+    if src.dtype ~= self.dtype or src:size() ~= n then
+      err.raise("copy_from: %s into %s needs the same dtype and size", tostring(src), tostring(self))
+    end
+    if tostring(src.layout) ~= tostring(self.layout) then
+      err.raise("copy_from: device copies need the same layout (%s vs %s); copy through the host or a kernel",
+        tostring(src.layout), tostring(self.layout))
+    end
+    self.buffer:copy_from(src.buffer, self:nbytes(), self.offset, src.offset)
+    return self
+  end
+  if type(src) == "cdata" then
+    self.buffer:copy_from_host(src, self:nbytes(), self.offset)
+    return self
+  end
+  if type(src) ~= "table" then err.raise("copy_from: expected a table, tensor or FFI pointer, got %s", type(src)) end
+  if type(src[1]) == "table" then
+    local shape = L.shape(self.layout)
+    if type(shape) ~= "table" or #shape ~= 2 then
+      err.raise("copy_from: a nested table fills a rank-2 tensor, not %s", tostring(self.layout))
+    end
+    local m = shape[1]
+    upload(self, n, function(i)
+      local row = src[i % m + 1]
+      local v = row and row[math.floor(i / m) + 1]
+      if type(v) ~= "number" then err.raise("copy_from: element (%d, %d) is missing", i % m, math.floor(i / m)) end
+      return v
+    end)
+    return self
+  end
+  if #src ~= n then err.raise("copy_from: %d values for a tensor of %d elements", #src, n) end
+  upload(self, n, function(i)
+    local v = src[i + 1]
+    if type(v) == "boolean" then v = v and 1 or 0 end
+    if type(v) ~= "number" then err.raise("copy_from: element %d is a %s", i + 1, type(v)) end
+    return v
+  end)
+  return self
+end
+
+--- Copies the raw storage (cosize elements) into an FFI pointer.
+function methods:copy_to(dst)
+  if type(dst) ~= "cdata" then err.raise("copy_to: expected an FFI pointer, got %s", type(dst)) end
+  self.buffer:copy_to_host(dst, self:nbytes(), self.offset)
+  return dst
+end
+
+--- Sets every element to v.
+function methods:fill(v)
+  local n = L.size(self.layout)
+  if is_compact_identity(self.layout, n) then
+    local cell = ffi.new(self.dtype.storage_array, 1)
+    local bad = rt.from_doubles(cell, self.dtype.code, ffi.new("double[1]", v), 1)
+    if bad ~= 0 then err.raise("fill: %s does not fit %s", tostring(v), self.dtype.name) end
+    local bits = ffi.new("uint64_t[1]")
+    ffi.copy(bits, cell, self.dtype.bytes)
+    self.buffer:memset(bits[0], self.dtype.bytes, n, self.offset)
+    return self
+  end
+  upload(self, n, function() return v end)
+  return self
+end
+
+--- Element i (coordinate order) = start + i * step.
+function methods:iota(start, step)
+  start, step = start or 0, step or 1
+  upload(self, L.size(self.layout), function(i) return start + i * step end)
+  return self
+end
+
+local seed_counter = 0
+local function next_seed(seed)
+  if seed then return seed end
+  seed_counter = seed_counter + 1
+  return seed_counter
+end
+
+local function random_fill(t, normal, a, b, seed)
+  local n = L.size(t.layout)
+  local dt = t.dtype
+  if is_compact_identity(t.layout, n) then
+    local staging = ffi.new(dt.storage_array, math.max(n, 1))
+    rt.host_random(staging, dt.code, n, normal and 1 or 0, a, b, next_seed(seed))
+    t.buffer:copy_from_host(staging, n * dt.bytes, t.offset)
+    return t
+  end
+  local vals = ffi.new("double[?]", math.max(n, 1))
+  rt.host_random(vals, dtype.f64.code, n, normal and 1 or 0, a, b, next_seed(seed))
+  upload(t, n, function(i) return vals[i] end)
+  return t
+end
+
+--- Uniform random values in [lo, hi) (default [0, 1)); integers: in [lo, hi).
+-- A seed makes them reproducible; without one each call draws anew.
+function methods:uniform(lo, hi, seed) return random_fill(self, false, lo or 0, hi or 1, seed) end
+
+--- Normal random values (mean, std: default 0, 1).
+function methods:normal(mean, std, seed) return random_fill(self, true, mean or 0, std or 1, seed) end
+
+-- ---------------------------------------------------------------------------
+-- Views and files
+
+--- The same memory seen through another layout (its cosize must fit).
+function methods:view(layout_or_shape, spec)
+  local layout = layout_of(layout_or_shape, spec, "view")
+  local _, cosize = check_static(layout, "view")
+  if cosize > self:cosize() then
+    err.raise("view: layout %s needs %d elements; the tensor has %d", tostring(layout), cosize, self:cosize())
+  end
+  return new(self.buffer, self.offset, self.dtype, layout)
+end
+
+--- Writes the raw storage (cosize elements, native byte order) to a file.
+function methods:write_file(path)
+  local f, e = io.open(path, "wb")
+  if not f then err.raise("write_file: %s", e) end
+  local data = ffi.new(self.dtype.storage_array, math.max(self:cosize(), 1))
+  self:copy_to(data)
+  f:write(ffi.string(data, self:nbytes()))
+  f:close()
+  return self
+end
+
+--- Reads the raw storage (cosize elements) from a file written by write_file
+-- (or any file of exactly that many bytes).
+function methods:read_file(path)
+  local f, e = io.open(path, "rb")
+  if not f then err.raise("read_file: %s", e) end
+  local s = f:read("*a")
+  f:close()
+  if #s ~= self:nbytes() then
+    err.raise("read_file: %s has %d bytes; the tensor needs %d", path, #s, self:nbytes())
+  end
+  self.buffer:copy_from_host(s, #s, self.offset)
+  return self
+end
+
+M._exports = { "empty_like", "from_ptr", "fake_tensor" }
+
+-- cute.tensor(dt, shape, spec) is M.tensor; the module stays reachable as cute.tensor.*
+return setmetatable(M, { __call = function(_, ...) return M.tensor(...) end })

@@ -1,0 +1,452 @@
+--- cute.trace.ops: arithmetic, comparisons, conversions and math on traced values.
+--
+-- Operators: + - * / % ^ and unary minus work on values (and Lua numbers
+-- mixed with them, under the promotion rules of cute.trace.core). Integer /
+-- and % follow C (truncate toward zero; the remainder has the sign of the
+-- dividend), as the GPU does, not Lua (floor). LuaJIT cannot overload <, <=,
+-- ==, and, or, not or the bit operators, so those are methods and functions:
+-- a:lt(b), a:eq(b), cute.and_(p, q), a:band(b), ... Using <, <=, > or >= on a
+-- value, or == between a value and a number, raises: in Lua code it would
+-- decide at compile time what the GPU must decide at run time.
+local core = require "cute.trace.core"
+local dtype = require "cute.dtype"
+local err = require "cute._err"
+
+local M = {}
+
+local Value, VMT = core.Value, core.VMT
+local emit, is_value, type_of = core.emit, core.is_value, core.type_of
+local common, coerce, describe = core.common_type, core.coerce, core.describe
+
+local STORAGE_ONLY = { bf16 = true, tf32 = true, e4m3 = true, e5m2 = true }
+
+local function arith_type(a, b, opname)
+  local t = common(a, b, opname)
+  if STORAGE_ONLY[t.name] then
+    err.raise("%s on %s values: %s is a storage type; convert to f32 first (x:to(cute.f32))", opname, t.name, t.name)
+  end
+  if t.kind == "bool" or t.kind == "ptr" or t.kind == "vec" or t.kind == "struct" then
+    err.raise("%s on a %s value is not defined", opname, t.name)
+  end
+  return t
+end
+
+local function is_int(t) return t.kind == "int" or t.kind == "uint" end
+
+-- x as a value of type t: numbers become constants; a narrower value of the
+-- same kind is widened (the promotion rules of cute.trace.core).
+local function promote(x, t, what)
+  if is_value(x) then
+    local tx = type_of(x)
+    if tx ~= t and tx.kind == t.kind and tx.bits < t.bits then
+      local r = emit(t.kind == "uint" and "cvtu" or "cvt", t, x)
+      r.div = x.div
+      return r
+    end
+  end
+  return coerce(x, t, what)
+end
+M.promote = promote
+
+-- Both sides as values of type t.
+local function both(a, b, t) return promote(a, t), promote(b, t) end
+
+local pow2 = core.pow2_divisor
+local function is_int_type(t) return t.kind == "int" or t.kind == "uint" end
+
+-- Known power-of-two divisors of integer results (for the alignment of
+-- addresses computed by the layout algebra).
+local function with_div(r, d)
+  if is_int_type(type_of(r)) then r.div = math.min(d, 30) end
+  return r
+end
+
+local function add(a, b)
+  local t = arith_type(a, b, "+")
+  local d = math.min(pow2(a), pow2(b))
+  a, b = both(a, b, t)
+  return with_div(emit("add", t, a, b), d)
+end
+
+local function sub(a, b)
+  local t = arith_type(a, b, "-")
+  local d = math.min(pow2(a), pow2(b))
+  a, b = both(a, b, t)
+  return with_div(emit("sub", t, a, b), d)
+end
+
+local function mul(a, b)
+  local t = arith_type(a, b, "*")
+  local d = pow2(a) + pow2(b)
+  a, b = both(a, b, t)
+  return with_div(emit("mul", t, a, b), d)
+end
+
+local function div(a, b)
+  local t = arith_type(a, b, "/")
+  if b == 0 and is_int(t) then err.raise("integer division by the constant 0") end
+  a, b = both(a, b, t)
+  if t.kind == "float" then return emit("fdiv", t, a, b) end
+  return emit(t.kind == "uint" and "udiv" or "sdiv", t, a, b)
+end
+
+local function mod(a, b)
+  local t = arith_type(a, b, "%")
+  if t.kind == "float" then err.raise("%% on float values: use cute.fmod(a, b) or integer values") end
+  if b == 0 then err.raise("integer remainder by the constant 0") end
+  a, b = both(a, b, t)
+  return emit(t.kind == "uint" and "urem" or "srem", t, a, b)
+end
+
+local function neg(a)
+  local t = type_of(a)
+  if t.kind == "uint" then err.raise("unary minus on a %s value", t.name) end
+  arith_type(a, 0, "unary -")
+  return emit("neg", t, a)
+end
+
+local function pow(a, b)
+  if type(b) == "number" and b == math.floor(b) and b >= 0 and b <= 16 then
+    if b == 0 then return core.const(type_of(a), 1) end
+    local r = a
+    for _ = 2, b do r = mul(r, a) end
+    return r
+  end
+  err.raise("^ on values takes a small non-negative integer exponent (0..16); use cute.exp2/cute.log2 otherwise")
+end
+
+-- Lua's == on a value: comparing with nil, or from cutelua's own modules
+-- (the layout algebra tests leaves against markers), is identity; from user
+-- code it is the compile-time decision explained below.
+local rawequal, getinfo, is_internal = rawequal, debug.getinfo, err.is_internal
+
+local function compare_error(op)
+  return function(a, b)
+    if op == "==" then
+      if type(a) == "nil" or type(b) == "nil" then return false end
+      local info = getinfo(2, "S")
+      if info and is_internal(info.source) then return rawequal(a, b) end
+    end
+    err.raise("%s on a traced value decides at compile time, but its value is known only when the kernel runs; "
+      .. "use a:%s(b) (and cute.if_ / cute.select with the result)", op,
+      ({ ["=="] = "eq", ["<"] = "lt", ["<="] = "le" })[op])
+  end
+end
+
+VMT.__add, VMT.__sub, VMT.__mul, VMT.__div, VMT.__mod, VMT.__unm, VMT.__pow = add, sub, mul, div, mod, neg, pow
+VMT.__eq, VMT.__lt, VMT.__le = compare_error("=="), compare_error("<"), compare_error("<=")
+VMT.__concat = function() err.raise("cannot concatenate a traced value (use cute.printf to print it on the GPU)") end
+VMT.__len = function() err.raise("# of a traced value is not defined") end
+VMT.__call = function() err.raise("a traced value is not a function") end
+VMT.__tostring = function(v) return string.format("<%s value %%%d>", type_of(v).name, v.ref) end
+
+-- ---------------------------------------------------------------------------
+-- Comparisons (results are bool values)
+
+local ICMP = { eq = "eq", ne = "ne", lt = "slt", le = "sle", gt = "sgt", ge = "sge" }
+local UCMP = { eq = "eq", ne = "ne", lt = "ult", le = "ule", gt = "ugt", ge = "uge" }
+local FCMP = { eq = "oeq", ne = "une", lt = "olt", le = "ole", gt = "ogt", ge = "oge" }
+
+local imm_cache = {}
+--- The numeric value of an enumerated immediate (kind letter, name), e.g. ('P', 'slt').
+local function imm(kind, name)
+  local key = kind .. name
+  local v = imm_cache[key]
+  if v then return v end
+  v = core.ir().imm_find(string.byte(kind), name)
+  if v < 0 then error("internal error: no immediate " .. name .. " of kind " .. kind) end
+  imm_cache[key] = v
+  return v
+end
+M.imm = imm
+
+local function compare(op)
+  return function(a, b)
+    if not is_value(a) and not is_value(b) then
+      err.raise("%s: neither operand is a traced value; compare Lua numbers with Lua operators", op)
+    end
+    local t = common(a, b, op)
+    if STORAGE_ONLY[t.name] then err.raise("%s on %s values: convert to f32 first", op, t.name) end
+    a, b = both(a, b, t)
+    if t.kind == "float" then return emit("fcmp", core.bool, a, b, nil, imm("Q", FCMP[op])) end
+    local tab = (t.kind == "uint" or t.kind == "bool" or t.kind == "ptr") and UCMP or ICMP
+    return emit("icmp", core.bool, a, b, nil, imm("P", tab[op]))
+  end
+end
+
+for _, op in ipairs { "eq", "ne", "lt", "le", "gt", "ge" } do Value[op] = compare(op) end
+
+-- ---------------------------------------------------------------------------
+-- Logic and bits
+
+local function bool_of(x, what)
+  if is_value(x) then
+    if type_of(x).kind ~= "bool" then err.raise("%s: expected a bool value (a comparison), got a %s", what,
+        type_of(x).name) end
+    return x
+  end
+  if type(x) == "boolean" then return core.const(core.bool, x) end
+  err.raise("%s: expected a bool value or a Lua boolean, got %s", what, describe(x))
+end
+
+function M.and_(a, b, ...)
+  if type(a) == "boolean" and type(b) == "boolean" then return a and b end
+  local r = emit("and", core.bool, bool_of(a, "cute.and_"), bool_of(b, "cute.and_"))
+  if ... then return M.and_(r, ...) end
+  return r
+end
+
+function M.or_(a, b, ...)
+  if type(a) == "boolean" and type(b) == "boolean" then return a or b end
+  local r = emit("or", core.bool, bool_of(a, "cute.or_"), bool_of(b, "cute.or_"))
+  if ... then return M.or_(r, ...) end
+  return r
+end
+
+function M.not_(a)
+  if type(a) == "boolean" then return not a end
+  return emit("xor", core.bool, bool_of(a, "cute.not_"), core.const(core.bool, true))
+end
+
+Value.and_ = M.and_
+Value.or_ = M.or_
+Value.not_ = M.not_
+
+local function int_binop(name, irop, uirop)
+  return function(a, b)
+    local t = common(a, b, name)
+    if not is_int(t) and t.kind ~= "bool" then err.raise("%s on a %s value: integers only", name, t.name) end
+    a, b = both(a, b, t)
+    return emit((t.kind == "uint" and uirop) or irop, t, a, b)
+  end
+end
+
+Value.band = int_binop("band", "and")
+Value.bor = int_binop("bor", "or")
+Value.bxor = int_binop("bxor", "xor")
+local shl_raw = int_binop("shl", "shl")
+function Value.shl(a, b)
+  local r = shl_raw(a, b)
+  if type(b) == "number" then with_div(r, pow2(a) + b) end
+  return r
+end
+--- Shift right: arithmetic for signed integers, logical for unsigned.
+Value.shr = int_binop("shr", "ashr", "lshr")
+function Value.bnot(a)
+  local t = type_of(a)
+  if not is_int(t) then err.raise("bnot on a %s value: integers only", t.name) end
+  return emit("not", t, a)
+end
+
+-- ---------------------------------------------------------------------------
+-- Conversions
+
+local ROUND = { rn = true, rz = true, rm = true, rp = true, rna = true }
+
+--- x converted to dtype dt; opts.round ("rn" "rz" "rm" "rp" "rna") and
+-- opts.sat (saturate) where PTX has them. Integers truncate toward zero when
+-- converted from floats; bool converts to 0/1 and from (x ~= 0).
+function M.to(x, dt, opts)
+  local target = core.scalar(dtype.get(dt))
+  if not is_value(x) then
+    if type(x) == "number" or type(x) == "boolean" then return core.const(target, x) end
+    err.raise("to(%s): expected a value or a number, got %s", target.name, describe(x))
+  end
+  local src = type_of(x)
+  if src == target then return x end
+  if target.kind == "bool" then return compare("ne")(x, 0) end
+  if is_int_type(src) and is_int_type(target) and src.bits == target.bits then
+    return core.retype(x, target) -- signedness lives in the ops, not in the IR type
+  end
+  local rnd, flags = 0, 0
+  if opts then
+    if opts.round then
+      if not ROUND[opts.round] then err.raise("to: unknown rounding %s", tostring(opts.round)) end
+      rnd = imm("R", opts.round)
+    end
+    if opts.sat then flags = imm("F", "sat") end
+  end
+  local op = (src.kind == "uint" or src.kind == "bool") and "cvtu" or "cvt"
+  return emit(op, target, x, nil, nil, rnd, flags)
+end
+Value.to = M.to
+
+--- The same bits as another dtype of the same size.
+function M.bitcast(x, dt)
+  local target = core.scalar(dtype.get(dt))
+  return emit("bitcast", target, x)
+end
+Value.bitcast = M.bitcast
+
+-- ---------------------------------------------------------------------------
+-- min, max, select, math
+
+local function minmax(name, sop, uop, fop)
+  return function(a, b, ...)
+    if not is_value(a) and not is_value(b) then
+      local r = math[name](a, b)
+      if ... then return M[name](r, ...) end
+      return r
+    end
+    local t = arith_type(a, b, "cute." .. name)
+    a, b = both(a, b, t)
+    local r = emit(t.kind == "float" and fop or (t.kind == "uint" and uop or sop), t, a, b)
+    if ... then return M[name](r, ...) end
+    return r
+  end
+end
+M.min = minmax("min", "smin", "umin", "fmin")
+M.max = minmax("max", "smax", "umax", "fmax")
+Value.min, Value.max = M.min, M.max
+
+--- c ? a : b (CuTe DSL's where). With a Lua boolean c the choice is made now.
+function M.where(c, a, b)
+  if type(c) == "boolean" then return c and a or b end
+  c = bool_of(c, "cute.where")
+  local t
+  if is_value(a) or is_value(b) then
+    t = common(a, b, "cute.where")
+  else
+    err.raise("cute.where: one of the two choices must be a traced value (or make both values)")
+  end
+  a, b = both(a, b, t)
+  return emit("select", t, c, a, b)
+end
+
+local function float_arg(x, name)
+  if not is_value(x) then err.raise("cute.%s: expected a float value, got %s", name, describe(x)) end
+  local t = type_of(x)
+  if t.kind ~= "float" or STORAGE_ONLY[t.name] or t.name == "f16" then
+    err.raise("cute.%s: expected an f32 or f64 value, got a %s (convert with :to(cute.f32))", name, t.name)
+  end
+  return x, t
+end
+
+local function math_fn(name, irop)
+  return function(x, opts)
+    if type(x) == "number" and math[name] then return math[name](x) end
+    local v, t = float_arg(x, name)
+    local fast = (opts and opts.fast) or (core.current() and core.current().opts.fast_math)
+    return emit(irop or name, t, v, nil, nil, fast and imm("F", "fast") or 0)
+  end
+end
+
+for _, name in ipairs { "sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil" } do M[name] = math_fn(name) end
+M.exp2 = math_fn("exp2")
+M.log2 = math_fn("log2")
+M.rsqrt = math_fn("rsqrt")
+M.rcp = math_fn("rcp")
+M.erf = math_fn("erf")
+
+function M.abs(x)
+  if type(x) == "number" then return math.abs(x) end
+  local t = type_of(x)
+  if t.kind == "uint" then return x end
+  return emit("abs", t, x)
+end
+
+--- a * b + c rounded once (floats).
+function M.fma(a, b, c)
+  local first = is_value(a) and a or (is_value(b) and b or c)
+  if not is_value(first) then return a * b + c end
+  local t = type_of(first)
+  if t.kind ~= "float" or STORAGE_ONLY[t.name] then err.raise("cute.fma: f16, f32 or f64 operands only") end
+  return emit("fma", t, coerce(a, t, "cute.fma"), coerce(b, t, "cute.fma"), coerce(c, t, "cute.fma"))
+end
+
+--- a % b for floats with the sign of a (C's fmod).
+function M.fmod(a, b)
+  local t = arith_type(a, b, "cute.fmod")
+  if t.kind ~= "float" then return mod(a, b) end
+  a, b = both(a, b, t)
+  local q = emit("fdiv", t, a, b)
+  local tq = emit("cvt", t, emit("cvt", core.i64, q))
+  return sub(a, mul(tq, b))
+end
+
+-- ---------------------------------------------------------------------------
+-- Pointers
+
+local SPACE_BITS = { shared = 32, ["local"] = 32, shared_cluster = 32 }
+
+--- The address of a pointer value as an integer (i64; i32 for shared, local
+-- and shared_cluster pointers, as PTX takes them).
+function Value.addr(p, bits)
+  local t = type_of(p)
+  if t.kind ~= "ptr" then err.raise("addr: expected a pointer value, got a %s", t.name) end
+  bits = bits or SPACE_BITS[t.space] or 64
+  return emit("ptrtoint", bits == 32 and core.u32 or core.u64, p)
+end
+
+--- The pointer in another address space ("generic", "global", "shared", ...) or
+-- with another element dtype: p:cast("generic"), p:cast(nil, cute.u64).
+function Value.cast(p, space, dt)
+  local t = type_of(p)
+  if t.kind ~= "ptr" then err.raise("cast: expected a pointer value, got a %s", t.name) end
+  local elem = dt and core.scalar(dtype.get(dt)) or t.elem
+  return emit("ptrcast", core.ptr(elem, space or t.space, t.align), p)
+end
+
+-- ---------------------------------------------------------------------------
+-- Inline PTX, the escape hatch
+
+local ASM_FLAGS = { sideeffect = 0x8, convergent = 0x10, memory = 0x20 }
+
+--- Inline PTX: cute.asm(text, constraints, {operands...}, {ret = dtype,
+-- sideeffect = bool, convergent = bool, memory = bool}). $0, $1, ... in text
+-- name the result (first, when ret is given) then the operands, in the
+-- LLVM constraint syntax ("=r,r,l": an i32 result, an i32 and an i64 input).
+-- With no result the asm is a side effect by default.
+function M.asm(text, constraints, operands, opts)
+  local T = core.current()
+  if not T then err.raise("cute.asm can only be used while tracing a kernel") end
+  if type(text) ~= "string" or type(constraints) ~= "string" then
+    err.raise("cute.asm(text, constraints, operands, opts): text and constraints are strings")
+  end
+  opts = opts or {}
+  local rt = opts.ret and (dtype.is_dtype(opts.ret) and core.scalar(opts.ret) or opts.ret) or nil
+  local flags = 0
+  if opts.sideeffect or (opts.sideeffect == nil and not rt) then flags = flags + ASM_FLAGS.sideeffect end
+  if opts.convergent then flags = flags + ASM_FLAGS.convergent end
+  if opts.memory then flags = flags + ASM_FLAGS.memory end
+  local ir = core.ir()
+  return core.emitn("asm", rt, operands or {}, { ir.str(T.m, text), ir.str(T.m, constraints), flags })
+end
+
+-- ---------------------------------------------------------------------------
+-- The layout algebra's dynamic integers (see cute.arith): run-time integer
+-- values are leaves of shapes, strides and coordinates.
+
+local function int_only(x, what)
+  if is_value(x) and not is_int(type_of(x)) then
+    err.raise("layout arithmetic (%s) on a %s value: integer values only", what, type_of(x).name)
+  end
+end
+
+Value.__cute_int = {
+  add = add,
+  sub = sub,
+  mul = mul,
+  neg = neg,
+  div = function(a, b)
+    int_only(a, "div")
+    int_only(b, "div")
+    return div(a, b) -- operands are non-negative in the algebra: truncation is floor
+  end,
+  mod = function(a, b)
+    int_only(a, "mod")
+    int_only(b, "mod")
+    return mod(a, b)
+  end,
+  min = function(a, b) return M.min(a, b) end,
+  max = function(a, b) return M.max(a, b) end,
+  bxor = function(a, b) return Value.bxor(a, b) end,
+  band = function(a, b) return Value.band(a, b) end,
+  shr = function(a, b) return Value.shr(a, b) end,
+  shl = function(a, b) return Value.shl(a, b) end,
+}
+
+M._exports = { "asm", "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod", "sqrt",
+  "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "exp2", "log2", "rsqrt", "rcp", "erf" }
+
+return M

@@ -1,0 +1,438 @@
+--- cute.trace.tensor: tensors inside kernels.
+--
+-- A tensor is an engine plus a layout (CuTe's Tensor = Engine o Layout):
+--   "ptr"       a pointer value into global or shared memory (element offset
+--               = layout(coordinate), address = pointer + offset)
+--   "rmem"      a register fragment: a local variable array of cosize
+--               elements, indexed statically (registers after optimisation)
+--   "identity"  no storage: element c is the coordinate itself (predication)
+--
+-- Indexing: t[i] or t[{i, j}] reads an element (a value), t[c] = v writes
+-- one; a coordinate containing cute._ keeps those modes and slices (a tensor).
+-- Coordinates and offsets may mix Lua integers and run-time values; static
+-- parts fold at trace time.
+local core = require "cute.trace.core"
+local ops = require "cute.trace.ops"
+local dtype = require "cute.dtype"
+local err = require "cute._err"
+local L = require "cute.layout"
+local LA = require "cute.layout_algebra"
+local LT = require "cute.layout_tile"
+local it = require "cute.int_tuple"
+local arith = require "cute.arith"
+
+local M = {}
+
+local is_value, type_of, emit = core.is_value, core.type_of, core.emit
+
+local Tensor = { __name = "Tensor" }
+local methods = {}
+M.Tensor = Tensor
+
+local function is_tensor(x) return getmetatable(x) == Tensor end
+M.is_tensor = is_tensor
+
+local function new(fields) return setmetatable(fields, Tensor) end
+
+-- ---------------------------------------------------------------------------
+-- Construction
+
+--- A tensor over a pointer value (global or shared memory) with a layout.
+function M.make_tensor(ptr, layout, dt)
+  if is_value(ptr) and type_of(ptr).kind == "ptr" then
+    local pt = type_of(ptr)
+    dt = dt or pt.elem.dtype
+    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    return new { engine = "ptr", ptr = ptr, layout = layout, dtype = dt, space = pt.space, align = pt.align }
+  end
+  err.raise("make_tensor: expected a pointer value, got %s", core.describe(ptr))
+end
+
+local function static_cosize(layout, what)
+  local ok, n = pcall(L.cosize, layout)
+  if not ok or type(n) ~= "number" then
+    err.raise("%s: a register fragment needs a static layout, got %s", what, tostring(layout))
+  end
+  return n
+end
+
+--- A register fragment of dtype dt with a layout or shape (CuTe DSL's
+-- make_rmem_tensor; make_fragment is the same). Its elements are uninitialised.
+function M.make_rmem_tensor(layout_or_shape, dt)
+  local T = core.current()
+  if not T then err.raise("make_rmem_tensor can only be used while tracing a kernel") end
+  local layout = L._is_any_layout(layout_or_shape) and layout_or_shape or L.make_layout(layout_or_shape)
+  dt = dtype.get(dt)
+  local n = static_cosize(layout, "make_rmem_tensor")
+  local t = core.scalar(dt)
+  local var = core.ir().var_new(T.f, core.irtype(t), math.max(n, 1))
+  if var == 0 then core.ir_error("make_rmem_tensor") end
+  return new { engine = "rmem", var = var, base = 0, layout = layout, dtype = dt, space = "rmem", fid = T.fid,
+    elem_type = t }
+end
+M.make_fragment = M.make_rmem_tensor
+
+--- A register fragment with the shape of t (compact, column-major) and its dtype or dt.
+function M.make_fragment_like(t, dt)
+  local layout = is_tensor(t) and t.layout or t
+  return M.make_rmem_tensor(L.make_layout(L.shape(layout)), dt or (is_tensor(t) and t.dtype))
+end
+M.make_rmem_tensor_like = M.make_fragment_like
+
+--- A coordinate tensor: element c is c itself (for predication at the edges).
+function M.make_identity_tensor(shape)
+  return new { engine = "identity", layout = L.make_identity_layout(shape), space = "none" }
+end
+
+-- ---------------------------------------------------------------------------
+-- Element access
+
+local function elem_bytes(t) return t.dtype.bytes end
+
+-- The alignment (bytes) of ptr + offset elements: the pointer's, limited by
+-- the power of two known to divide the offset in bytes (static offsets, and
+-- run-time ones made of static strides, keep 16-byte vectors possible).
+local function align_after(t, offset)
+  local d = core.pow2_divisor(offset) + math.floor(math.log(elem_bytes(t)) / math.log(2) + 0.5)
+  return math.max(1, math.min(t.align, 2 ^ math.min(d, 12)))
+end
+
+-- ptr + offset elements, as a pointer value with the alignment that is known.
+local function address(t, offset, align)
+  if offset == 0 and (not align or align == t.align) then return t.ptr end
+  local pt = core.ptr(core.scalar(t.dtype), t.space, align or align_after(t, offset))
+  if type(offset) == "number" then
+    offset = core.const((math.abs(offset) >= 2 ^ 31) and core.i64 or core.i32, offset)
+  end
+  return emit("gep", pt, t.ptr, offset)
+end
+M._address = address
+
+local function coord_offset(t, c)
+  local ok, off = pcall(t.layout, c)
+  if not ok then err.raise("%s", tostring(off):gsub("^[^:]*:%d+: ", "")) end
+  return off
+end
+
+local function var_index(t, off)
+  if type(off) == "number" then return off + t.base end
+  return arith.add(off, t.base)
+end
+
+local function load_at(t, off)
+  if t.engine == "ptr" then
+    local p = address(t, off)
+    return emit("load", core.scalar(t.dtype), p, nil, nil, 0, 0, 0)
+  elseif t.engine == "rmem" then
+    local T = core.current()
+    if T.fid ~= t.fid then err.raise("a register fragment is used outside the kernel that made it") end
+    local i = var_index(t, off)
+    core.update_loc()
+    local ir = core.ir()
+    local ref = type(i) == "number" and ir.var_load(T.f, t.var, i) or ir.var_loadx(T.f, t.var, core.use(i))
+    if ref == 0 then core.ir_error("fragment read") end
+    return core.value(ref, t.elem_type)
+  end
+  return off -- identity: the coordinate
+end
+
+local function store_at(t, off, v)
+  if t.engine == "identity" then err.raise("an identity (coordinate) tensor cannot be written") end
+  local et = core.scalar(t.dtype)
+  if is_value(v) and type_of(v) ~= et then
+    err.raise("storing a %s value into a %s tensor: convert it first with :to(cute.%s)", type_of(v).name,
+      t.dtype.name, t.dtype.name)
+  end
+  v = core.coerce(v, et, "tensor store")
+  if t.engine == "ptr" then
+    emit("store", nil, address(t, off), v, nil, 0, 0, 0)
+  else
+    local T = core.current()
+    if T.fid ~= t.fid then err.raise("a register fragment is used outside the kernel that made it") end
+    local i = var_index(t, off)
+    core.update_loc()
+    local ir = core.ir()
+    local r = type(i) == "number" and ir.var_store(T.f, t.var, i, core.use(v))
+      or ir.var_storex(T.f, t.var, core.use(i), core.use(v))
+    if r ~= 0 then core.ir_error("fragment write") end
+  end
+end
+
+-- A sub-tensor at an element offset with a new layout.
+local function with_offset(t, off, layout)
+  if t.engine == "ptr" then
+    local align = align_after(t, off)
+    return new { engine = "ptr", ptr = address(t, off, align), layout = layout, dtype = t.dtype, space = t.space,
+      align = align }
+  elseif t.engine == "rmem" then
+    if type(off) ~= "number" then
+      err.raise("slicing a register fragment at a run-time position: fragments are indexed statically")
+    end
+    return new { engine = "rmem", var = t.var, base = t.base + off, layout = layout, dtype = t.dtype, space = "rmem",
+      fid = t.fid, elem_type = t.elem_type }
+  end
+  -- identity: offsets are coordinates; compose the offset into the layout
+  return new { engine = "identity", layout = layout, offset = off, space = "none" }
+end
+
+local function has_underscore(c) return type(c) == "table" and it.has_underscore(c) end
+
+-- Coordinates add mode by mode (identity tensors' offsets).
+local function coord_add(a, b)
+  if type(a) == "table" and type(b) == "table" then
+    local out = {}
+    for i = 1, math.max(#a, #b) do out[i] = coord_add(a[i] or 0, b[i] or 0) end
+    return out
+  end
+  if type(a) == "table" then return coord_add(a, { b }) end
+  if type(b) == "table" then return coord_add({ a }, b) end
+  return arith.add(a, b)
+end
+
+Tensor.__index = function(t, k)
+  local m = methods[k]
+  if m then return m end
+  if type(k) == "string" then
+    if k == "shape" then return L.shape(t.layout) end
+    if k == "stride" then return L.stride(t.layout) end
+    return nil
+  end
+  if has_underscore(k) then return methods.slice(t, k) end
+  local off = coord_offset(t, k)
+  if t.engine == "identity" and t.offset then return coord_add(t.offset, off) end
+  return load_at(t, off)
+end
+
+Tensor.__newindex = function(t, k, v)
+  if type(k) == "string" then err.raise("tensor fields are read-only (%s)", k) end
+  store_at(t, coord_offset(t, k), v)
+end
+
+Tensor.__tostring = function(t)
+  local what = t.engine == "ptr" and (t.space .. " " .. t.dtype.name)
+    or (t.engine == "rmem" and ("rmem " .. t.dtype.name)) or "coordinates"
+  return string.format("tensor<%s> o %s", what, tostring(t.layout))
+end
+
+Tensor.__len = function(t) return L.size(t.layout) end
+
+--- The sub-tensor kept by the cute._ modes of coordinate c.
+function methods.slice(t, c)
+  local layout, off = L.slice_and_offset(c, t.layout)
+  return with_offset(t, off, layout)
+end
+
+--- The address of element c as a pointer value (for atomics, cp.async, ...).
+function methods.ptr_at(t, c)
+  if t.engine ~= "ptr" then err.raise("ptr_at: only tensors in memory have addresses") end
+  return address(t, coord_offset(t, c or 0))
+end
+methods.ptr = methods.ptr_at
+
+--- A view with another layout over the same memory.
+function methods.view(t, layout)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  c.layout = layout
+  return new(c)
+end
+
+-- ---------------------------------------------------------------------------
+-- Tiling and partitioning (CuTe's names, now on tensors)
+
+local function apply(t, fn, ...)
+  return with_offset(t, 0, fn(t.layout, ...))
+end
+
+--- local_tile(t, tiler, coord[, proj]): the tile at coord of t divided by the
+-- tiler (CuTe's inner partition). proj (e.g. {1, cute.X, 1}) selects the modes
+-- of tiler and coord that apply.
+function M.local_tile(t, tiler, coord, proj)
+  if not is_tensor(t) then return LT.local_tile(t, tiler, coord, proj) end
+  local layout, off = LT.local_tile(t.layout, tiler, coord, proj)
+  return with_offset(t, off, layout)
+end
+
+--- local_partition(t, thr_layout, index[, proj]): the elements of t that
+-- thread `index` of the thread layout owns (CuTe's outer partition).
+function M.local_partition(t, tile, index, proj)
+  if not is_tensor(t) then return LT.local_partition(t, tile, index, proj) end
+  local layout, off = LT.local_partition(t.layout, tile, index, proj)
+  return with_offset(t, off, layout)
+end
+
+for _, name in ipairs { "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition" } do
+  M[name] = function(t, ...)
+    if is_tensor(t) then return apply(t, LA[name], ...) end
+    return LA[name](t, ...)
+  end
+end
+
+-- A tensor's layout: kernel-side tensors, and device tensors from the host.
+local function layout_of(x)
+  if type(x) ~= "table" then return nil end
+  local l = rawget(x, "layout")
+  if l and L._is_any_layout(l) and not L._is_any_layout(x) then return l end
+  return nil
+end
+M._layout_of = layout_of
+
+for _, name in ipairs { "size", "rank", "depth", "shape", "stride", "cosize" } do
+  M[name] = function(x, ...)
+    local l = layout_of(x)
+    if l then return L[name](l, ...) end
+    return L[name](x, ...)
+  end
+end
+
+-- ---------------------------------------------------------------------------
+-- Whole-tensor operations: fill, copy, load/store with vectorisation
+
+-- Calls f(c, i) for every 1-D index i (0-based) of the tensor, unrolled.
+local function each(t, f)
+  local n = L.size(t.layout)
+  if type(n) ~= "number" then
+    err.raise("this operation needs a tensor of static size (got size %s); loop with cute.range instead",
+      arith.show(n))
+  end
+  for i = 0, n - 1 do f(i) end
+  return n
+end
+
+--- Sets every element to v (unrolled; the tensor's size must be static).
+function methods.fill(t, v)
+  each(t, function(i) t[i] = v end)
+  return t
+end
+
+-- The widest vector of elements (at most 16 bytes) that moves a contiguous,
+-- aligned tensor; 1 when the layout or alignment do not allow vectors.
+local function vector_width(t)
+  if t.engine ~= "ptr" then return 1 end
+  local flat = L.coalesce(t.layout)
+  local n, d = flat.shape, flat.stride
+  if type(n) ~= "number" or (n > 1 and d ~= 1) then return 1 end
+  local w = 16 / elem_bytes(t)
+  while w > 1 and (n % w ~= 0 or t.align < w * elem_bytes(t)) do w = w / 2 end
+  return math.max(1, w)
+end
+M._vector_width = vector_width
+
+--- Copies src into dst elementwise (same size), with vector accesses where
+-- both layouts are contiguous and aligned. pred: optional bool-valued tensor
+-- (or function(i) -> bool value) selecting the elements to copy.
+function M.copy(src, dst, pred)
+  if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
+  local n = L.size(src.layout)
+  if n ~= L.size(dst.layout) then
+    err.raise("copy: sizes differ (%s vs %s)", arith.show(n), arith.show(L.size(dst.layout)))
+  end
+  if src.engine == "ptr" and dst.engine == "ptr" then
+    err.raise("copy: memory to memory needs registers in between (or a copy atom); copy through a fragment")
+  end
+  local function convert(v)
+    if dst.engine ~= "identity" and src.dtype ~= dst.dtype then return ops.to(v, dst.dtype) end
+    return v
+  end
+  if pred then
+    local control = require "cute.trace.control"
+    each(src, function(i)
+      local p = type(pred) == "function" and pred(i) or pred[i]
+      control.if_(p, function() dst[i] = convert(src[i]) end)
+    end)
+    return dst
+  end
+  local wsrc, wdst = vector_width(src), vector_width(dst)
+  local w = (src.engine == "ptr" and wsrc) or (dst.engine == "ptr" and wdst) or 1
+  if w > 1 and src.dtype == dst.dtype then
+    local vt = core.vec(src.dtype, w)
+    local et = core.scalar(src.dtype)
+    for base = 0, n - 1, w do
+      if src.engine == "ptr" then
+        local p = address(src, coord_offset(src, base), w * elem_bytes(src))
+        local pv = emit("ptrcast", core.ptr(vt, src.space, w * elem_bytes(src)), p)
+        local vec = emit("load", vt, pv, nil, nil, 0, 0, 0)
+        for j = 0, w - 1 do dst[base + j] = emit("extract", et, vec, nil, nil, j) end
+      else
+        local vals = {}
+        for j = 0, w - 1 do vals[j + 1] = src[base + j] end
+        local vec = core.emitn("pack", vt, vals)
+        local p = address(dst, coord_offset(dst, base), w * elem_bytes(dst))
+        local pv = emit("ptrcast", core.ptr(vt, dst.space, w * elem_bytes(dst)), p)
+        emit("store", nil, pv, vec, nil, 0, 0, 0)
+      end
+    end
+    return dst
+  end
+  each(src, function(i) dst[i] = convert(src[i]) end)
+  return dst
+end
+
+--- A register fragment holding the tensor's elements (vectorised loads).
+function methods.load(t)
+  local frag = M.make_fragment_like(t)
+  M.copy(t, frag)
+  return frag
+end
+
+--- Writes a fragment (or any tensor of the same size) into this tensor.
+function methods.store(t, src)
+  M.copy(src, t)
+  return t
+end
+
+-- ---------------------------------------------------------------------------
+-- Shared memory
+
+--- A static shared-memory tensor of dtype dt with a layout (or a
+-- ComposedLayout carrying a swizzle), aligned to `align` bytes (default 128).
+function M.make_smem_tensor(dt, layout, align)
+  local T = core.current()
+  if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
+  dt = dtype.get(dt)
+  if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+  local n = L.cosize(layout)
+  if type(n) ~= "number" then err.raise("shared memory tensors need a static layout, got %s", tostring(layout)) end
+  align = align or 128
+  local pt = core.ptr(core.scalar(dt), "shared", align)
+  local p = emit("smem", pt, nil, nil, nil, n * dt.bytes, align)
+  T.smem_bytes = T.smem_bytes + n * dt.bytes
+  return new { engine = "ptr", ptr = p, layout = layout, dtype = dt, space = "shared", align = align }
+end
+
+--- Carves tensors out of the kernel's dynamic shared memory; the launch's
+-- dynamic smem size is computed from what was carved (not typed by hand).
+--   local smem = cute.smem_allocator()
+--   local sA = smem:tensor(cute.bf16, layout_a, 128)
+function M.smem_allocator()
+  local T = core.current()
+  if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
+  if T.dyn_smem_alloc then return T.dyn_smem_alloc end
+  local a = { offset = 0, T = T }
+  function a.tensor(self, dt, layout, align)
+    dt = dtype.get(dt)
+    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    local n = L.cosize(layout)
+    if type(n) ~= "number" then err.raise("shared memory tensors need a static layout, got %s", tostring(layout)) end
+    align = align or 128
+    self.offset = math.ceil(self.offset / align) * align
+    if not self.base then
+      self.base = emit("smem.dyn", core.ptr(core.scalar(dtype.u8), "shared", 1024), nil, nil, nil, 1024)
+    end
+    local byte_ptr = self.offset == 0 and self.base
+      or emit("gep", core.ptr(core.scalar(dtype.u8), "shared", align), self.base, core.const(core.i32, self.offset))
+    local p = emit("ptrcast", core.ptr(core.scalar(dt), "shared", align), byte_ptr)
+    self.offset = self.offset + n * dt.bytes
+    T.dyn_smem = math.max(T.dyn_smem or 0, self.offset)
+    return new { engine = "ptr", ptr = p, layout = layout, dtype = dt, space = "shared", align = align }
+  end
+  T.dyn_smem_alloc = a
+  return a
+end
+
+M._exports = { "make_tensor", "make_rmem_tensor", "make_fragment", "make_fragment_like", "make_rmem_tensor_like",
+  "make_identity_tensor", "make_smem_tensor", "smem_allocator", "local_tile", "local_partition", "logical_divide",
+  "zipped_divide", "tiled_divide", "flat_divide", "composition", "size", "rank", "depth", "shape", "stride", "cosize",
+  "copy" }
+
+return M

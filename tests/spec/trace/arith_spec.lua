@@ -1,0 +1,124 @@
+-- Arithmetic, promotion rules, comparisons and conversions in kernels.
+local cute = require "cute"
+local H = require "tests.spec.trace.helper"
+
+describe("tracer arithmetic", function()
+  it("emits C semantics for integer / and %", function()
+    local ir = H.ir(function(a, n)
+      local i = cute.thread_idx().x
+      a[i] = (n / i + n % i):to(cute.f32)
+    end, { H.f32(), cute.i32(7) })
+    assert.matches("sdiv", ir)
+    assert.matches("srem", ir)
+    local ir_u = H.ir(function(a, n)
+      a[0] = (n / 3 + n % 3):to(cute.f32)
+    end, { H.f32(), cute.u32(7) })
+    assert.matches("udiv", ir_u)
+    assert.matches("urem", ir_u)
+    assert.matches("cvtu", ir_u)
+  end)
+
+  it("folds constants at trace time", function()
+    local ir = H.ir(function(a)
+      local x = cute.thread_idx().x * 0 + (3 + 4)
+      a[x] = 1
+    end, { H.f32() })
+    assert.is_nil(ir:find("mul", 1, true))
+    assert.matches("const 7 : i32", ir)
+  end)
+
+  it("takes Lua numbers at the other operand's type", function()
+    local ir = H.ir(function(a, x)
+      a[0] = x * 2.5 + 1
+    end, { H.f32(), cute.f32(1) })
+    assert.matches("const 2.5 : f32", ir)
+  end)
+
+  it("widens integers of the same signedness and floats that contain each other", function()
+    local ir = H.ir(function(a, x, y, h)
+      local w = x + y -- i32 + i64 -> i64
+      a[0] = w:to(cute.f32) + h:to(cute.f32)
+    end, { H.f32(), cute.i32(1), cute.i64(2), cute.f16(1) })
+    assert.matches("add %%%d+, %%%d+ : i64", ir)
+  end)
+
+  it("refuses ambiguous mixes, naming the types", function()
+    local cases = {
+      { function(_, i, u) return i + u end, "ambiguous", { cute.i32(1), cute.u32(1) } },
+      { function(_, i, f) return i * f end, "ambiguous", { cute.i32(1), cute.f32(1) } },
+      { function(_, i) return i + 1.5 end, "non%-integer 1.5", { cute.i32(1) } },
+      { function(_, u) return u - (-1) end, "negative number", { cute.u32(1) } },
+      { function(_, b) return b + b end, "storage type", { cute.bf16(1) } },
+    }
+    for _, c in ipairs(cases) do
+      local msg = H.error_of(function() H.ir(function(a, ...) c[1](a, ...) end, { H.f32(), unpack(c[3]) }) end)
+      assert.matches(c[2], msg)
+    end
+  end)
+
+  it("says that Lua comparisons decide at compile time, at the user's line", function()
+    local msg = H.error_of(function()
+      H.ir(function(a)
+        local i = cute.thread_idx().x
+        if i < 4 then a[i] = 1 end -- the line reported
+      end, { H.f32() })
+    end)
+    assert.matches("decides at compile time", msg)
+    assert.matches("use a:lt%(b%)", msg)
+    assert.matches("arith_spec%.lua:%d+:", msg)
+    msg = H.error_of(function()
+      H.ir(function(a)
+        if cute.thread_idx().x == 0 then a[0] = 1 end
+      end, { H.f32() })
+    end)
+    assert.matches("use a:eq%(b%)", msg)
+  end)
+
+  it("compares with methods, typed by kind", function()
+    local ir = H.ir(function(a, x, u)
+      local p = cute.and_(cute.thread_idx().x:lt(4), x:ge(0.5), u:gt(3))
+      a[0] = cute.where(p, x, 0)
+    end, { H.f32(), cute.f32(1), cute.u32(1) })
+    assert.matches("icmp.slt", ir)
+    assert.matches("fcmp.oge", ir)
+    assert.matches("icmp.ugt", ir)
+    assert.matches("select", ir)
+  end)
+
+  it("converts with rounding and saturation, and bitcasts", function()
+    local ptx = H.ptx(function(a, x)
+      local h = x:to(cute.bf16)
+      local e = x:to(cute.e4m3)
+      local i = x:to(cute.i32, { round = "rz" })
+      a[0] = h:to(cute.f32) + e:to(cute.f32) + i:to(cute.f32) + x:bitcast(cute.u32):to(cute.f32)
+    end, { H.f32(), cute.f32(1) })
+    assert.matches("cvt.rn.bf16.f32", ptx)
+    assert.matches("e4m3x2", ptx)
+    assert.matches("cvt.rzi.s32.f32", ptx)
+  end)
+
+  it("has bit operations as methods", function()
+    local ir = H.ir(function(a, x, u)
+      a[0] = (x:band(3):bor(4):bxor(1):shl(2):shr(1) + u:shr(1):to(cute.i32) + x:bnot()):to(cute.f32)
+    end, { H.f32(), cute.i32(1), cute.u32(8) })
+    for _, op in ipairs { "and", "or", "xor", "shl", "ashr", "lshr", "not" } do assert.matches(op, ir) end
+  end)
+
+  it("lowers math with and without fast approximations", function()
+    local ptx = H.ptx(function(a, x)
+      a[0] = cute.exp2(x, { fast = true }) + cute.sqrt(x) + cute.rsqrt(x) + cute.tanh(x, { fast = true })
+        + cute.fma(x, x, 1) + cute.max(x, 0) + cute.min(x, 1) + cute.abs(x)
+    end, { H.f32(), cute.f32(1) })
+    assert.matches("ex2.approx", ptx)
+    assert.matches("sqrt.rn.f32", ptx)
+    assert.matches("rsqrt.approx", ptx)
+    assert.matches("tanh.approx", ptx)
+    assert.matches("fma.rn.f32", ptx)
+    assert.matches("max.f32", ptx)
+  end)
+
+  it("computes on Lua numbers at trace time", function()
+    assert.equal(3, cute.max(1, 3))
+    assert.equal(2, cute.sqrt(4))
+  end)
+end)

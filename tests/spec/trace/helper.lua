@@ -1,0 +1,39 @@
+-- Helpers for the tracer specs: trace a kernel body and get its IR or PTX.
+local cute = require "cute"
+
+local H = {}
+
+local serial = 0
+
+--- The compiled handle of a kernel with body fn, for fake f32 tensors of n
+-- elements (nargs of them) and extra arguments.
+function H.compile(fn, args, opts)
+  serial = serial + 1
+  local k = cute.kernel("k" .. serial, fn, opts)
+  return k:compile(unpack(args)), k
+end
+
+function H.ir(fn, args, opts) return (H.compile(fn, args, opts)):ir() end
+function H.ptx(fn, args, opts) return (H.compile(fn, args, opts)):ptx() end
+
+function H.f32(n, spec) return cute.fake_tensor(cute.f32, n or 1024, spec) end
+
+--- The error message of f(), which must fail.
+function H.error_of(f)
+  local ok, msg = pcall(f)
+  assert(not ok, "expected an error")
+  return tostring(msg)
+end
+
+--- Counts the occurrences of a plain substring.
+function H.count(s, sub)
+  local n, pos = 0, 1
+  while true do
+    local a, b = s:find(sub, pos, true)
+    if not a then return n end
+    n = n + 1
+    pos = b + 1
+  end
+end
+
+return H
