@@ -147,7 +147,7 @@ static void emit_gep(IrEmit *e, IrRef v) {
 /* The address of element idx (text, with its LLVM type) of a variable. */
 static void var_slot(IrEmit *e, uint32_t var, const char *idx_type, const char *idx, char *out, size_t n) {
   const IrVarInfo *vi = &e->f->vars[var];
-  if (vi->count == 1 && !vi->dynamic) {
+  if (vi->count == 1) { /* a scalar alloca: any valid index is 0 */
     snprintf(out, n, "%%var%u", var);
     return;
   }
