@@ -214,7 +214,11 @@ static IrRef finish(IrFunc *f, IrRef v) {
     ir_canon(f, v);
     if (ir_fold(f, v, &fr)) {
       ir_rollback(f, v);
-      return fr.ref ? fr.ref : ir_intern_const(f, t, fr.bits);
+      if (fr.ref) return fr.ref;
+      IrRef c = ir_intern_const(f, t, fr.bits);
+      if (!fr.rewrite_op || !c) return c;
+      IrRef args[2] = {fr.rewrite_a, c}; /* the simpler op goes through the same path */
+      return ir_op(f, (IrOp)fr.rewrite_op, t, args, 2, NULL, 0);
     }
   }
   if (fold || in->op == IR_OP_CONST) {

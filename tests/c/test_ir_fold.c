@@ -155,6 +155,17 @@ static void test_identities(void) {
   CHECK_EQ_INT(ir_op3(f, IR_OP_SELECT, 0, ir_const_int(f, IR_T_I1, 1), x, y, 0, 0, 0), x);
   CHECK_EQ_INT(ir_op3(f, IR_OP_SELECT, 0, ir_const_int(f, IR_T_I1, 0), x, y, 0, 0, 0), y);
   CHECK_EQ_INT(ir_op3(f, IR_OP_SELECT, 0, c, ir_const_int(f, IR_T_I1, 1), ir_const_int(f, IR_T_I1, 0), 0, 0, 0), c);
+  /* integer chains with constants reassociate (integers wrap, so exactly) */
+  IrRef x3 = op2(IR_OP_ADD, x, c32(3));
+  CHECK_EQ_INT(op2(IR_OP_ADD, x3, c32(4)), op2(IR_OP_ADD, x, c32(7)));
+  CHECK_EQ_INT(op2(IR_OP_ADD, x3, c32(-3)), x);
+  CHECK_EQ_INT(op2(IR_OP_SUB, x, c32(5)), op2(IR_OP_ADD, x, c32(-5)));
+  CHECK_EQ_INT(op2(IR_OP_SUB, x3, c32(3)), x);
+  CHECK_EQ_INT(op2(IR_OP_SUB, x, c32(INT32_MIN)), op2(IR_OP_ADD, x, c32(INT32_MIN)));
+  CHECK_EQ_INT(op2(IR_OP_MUL, op2(IR_OP_MUL, x, c32(3)), c32(5)), op2(IR_OP_MUL, x, c32(15)));
+  CHECK_EQ_INT(op2(IR_OP_AND, op2(IR_OP_AND, x, c32(12)), c32(10)), op2(IR_OP_AND, x, c32(8)));
+  CHECK_EQ_INT(op2(IR_OP_XOR, op2(IR_OP_XOR, x, c32(6)), c32(6)), x);
+  CHECK(op2(IR_OP_SUB, c32(5), x) != op2(IR_OP_ADD, x, c32(-5))); /* 5 - x stays */
   /* floats: only the exact ones */
   IrRef mz = ir_const_float(f, IR_T_F32, -0.0), pz = ir_const_float(f, IR_T_F32, 0.0);
   CHECK(mz != pz); /* -0.0 and +0.0 are different constants */
