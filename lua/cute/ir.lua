@@ -226,35 +226,41 @@ end
 
 -- --- functions -----------------------------------------------------------------------------
 
+-- The function's C handle, refusing one whose module was freed.
+local function fh(f)
+  if f.m.handle == nil then err.raise("cute.ir: the module of @%s was freed", f.name) end
+  return f.handle
+end
+
 local function check(f, r, what)
   if r == 0 or r == -1 then raise_diag(f.m, what) end
   return r
 end
 
-function Func:param(t) return check(self, C.param(self.handle, self.m:type(t)), "param") end
+function Func:param(t) return check(self, C.param(fh(self), self.m:type(t)), "param") end
 --- A by-value blob parameter (e.g. a 128-byte TMA descriptor, align 64) kept in param space.
-function Func:param_blob(size, align) return check(self, C.param_blob(self.handle, size, align or 8), "param_blob") end
+function Func:param_blob(size, align) return check(self, C.param_blob(fh(self), size, align or 8), "param_blob") end
 
 function Func:attr(name, v)
   local id = ATTRS[name]
   if not id then err.raise("cute.ir: unknown kernel attribute '%s'", tostring(name)) end
   local x, y, z = v, 0, 0
   if type(v) == "table" then x, y, z = v[1], v[2] or 0, v[3] or 0 end
-  check(self, C.func_attr(self.handle, id, x, y, z) + 1, "attr")
+  check(self, C.func_attr(fh(self), id, x, y, z) + 1, "attr")
   return self
 end
 
 function Func:const(t, value)
   t = self.m:type(t)
   local tn = self.m:type_info(t)
-  if tn.kind == "float" then return check(self, C.const_float(self.handle, t, value), "const") end
-  return check(self, C.const_int(self.handle, t, value), "const")
+  if tn.kind == "float" then return check(self, C.const_float(fh(self), t, value), "const") end
+  return check(self, C.const_int(fh(self), t, value), "const")
 end
 
 --- The type id of a value.
-function Func:type_of(v) return C.value_type(self.handle, v) end
+function Func:type_of(v) return C.value_type(fh(self), v) end
 --- The op name of a value, or nil.
-function Func:op_of(v) return OP_NAMES[C.inst_op(self.handle, v)] end
+function Func:op_of(v) return OP_NAMES[C.inst_op(fh(self), v)] end
 
 local args_buf = ffi.new("IrRef[256]")
 local imms_buf = ffi.new("int64_t[8]")
@@ -315,25 +321,25 @@ function Func:op(name, t, ...)
     for i = 1, #imms do imms_buf[i - 1] = imm_value(self, kinds:sub(i, i), imms[i], name, i) end
     nimm = #imms
   end
-  return check(self, C.op(self.handle, id, t and self.m:type(t) or 0, args_buf, n, imms_buf, nimm), name)
+  return check(self, C.op(fh(self), id, t and self.m:type(t) or 0, args_buf, n, imms_buf, nimm), name)
 end
 
 -- Structured control flow.
 function Func:for_(lo, hi, step, unroll)
-  return check(self, C.for_begin(self.handle, lo, hi, step, unroll or 0), "for")
+  return check(self, C.for_begin(fh(self), lo, hi, step, unroll or 0), "for")
 end
-function Func:if_(c) check(self, C.if_begin(self.handle, c) + 1, "if"); return self end
-function Func:else_() check(self, C.else_begin(self.handle) + 1, "else"); return self end
-function Func:while_() check(self, C.while_begin(self.handle) + 1, "while"); return self end
-function Func:cond(c) check(self, C.while_cond(self.handle, c) + 1, "while_cond"); return self end
-function Func:end_() check(self, C.region_end(self.handle) + 1, "end"); return self end
-function Func:break_() check(self, C.brk(self.handle) + 1, "break"); return self end
-function Func:continue_() check(self, C.cont(self.handle) + 1, "continue"); return self end
-function Func:ret(v) check(self, C.ret(self.handle, v or 0) + 1, "ret"); return self end
-function Func:depth() return C.depth(self.handle) end
+function Func:if_(c) check(self, C.if_begin(fh(self), c) + 1, "if"); return self end
+function Func:else_() check(self, C.else_begin(fh(self)) + 1, "else"); return self end
+function Func:while_() check(self, C.while_begin(fh(self)) + 1, "while"); return self end
+function Func:cond(c) check(self, C.while_cond(fh(self), c) + 1, "while_cond"); return self end
+function Func:end_() check(self, C.region_end(fh(self)) + 1, "end"); return self end
+function Func:break_() check(self, C.brk(fh(self)) + 1, "break"); return self end
+function Func:continue_() check(self, C.cont(fh(self)) + 1, "continue"); return self end
+function Func:ret(v) check(self, C.ret(fh(self), v or 0) + 1, "ret"); return self end
+function Func:depth() return C.depth(fh(self)) end
 
 -- Local variables: an index is a Lua number (static) or a value (a table {ref}).
-function Func:var(t, count) return check(self, C.var_new(self.handle, self.m:type(t), count or 1), "var") end
+function Func:var(t, count) return check(self, C.var_new(fh(self), self.m:type(t), count or 1), "var") end
 
 local function dyn_index(i)
   if type(i) == "table" then return i[1] end
@@ -342,14 +348,14 @@ end
 
 function Func:var_load(var, i)
   local d = dyn_index(i)
-  if d then return check(self, C.var_loadx(self.handle, var, d), "var.loadx") end
-  return check(self, C.var_load(self.handle, var, i or 0), "var.load")
+  if d then return check(self, C.var_loadx(fh(self), var, d), "var.loadx") end
+  return check(self, C.var_load(fh(self), var, i or 0), "var.load")
 end
 
 function Func:var_store(var, i, v)
   local d = dyn_index(i)
-  if d then return check(self, C.var_storex(self.handle, var, d, v) + 1, "var.storex") end
-  return check(self, C.var_store(self.handle, var, i or 0, v) + 1, "var.store")
+  if d then return check(self, C.var_storex(fh(self), var, d, v) + 1, "var.storex") end
+  return check(self, C.var_store(fh(self), var, i or 0, v) + 1, "var.store")
 end
 
 --- Calls device function g (a Func or its name) with values.
@@ -362,7 +368,7 @@ end
 --- The function's IR as text.
 function Func:print(opts)
   local len = ffi.new("size_t[1]")
-  local s = C.print_func(self.handle, (opts and opts.locs) and 1 or 0, len)
+  local s = C.print_func(fh(self), (opts and opts.locs) and 1 or 0, len)
   return ffi.string(s, len[0])
 end
 Func.__tostring = function(f) return f:print() end
@@ -370,7 +376,7 @@ Func.__tostring = function(f) return f:print() end
 --- One op as text.
 function Func:print_op(v)
   local len = ffi.new("size_t[1]")
-  return ffi.string(C.print_inst(self.handle, v, len), len[0])
+  return ffi.string(C.print_inst(fh(self), v, len), len[0])
 end
 
 return M

@@ -175,7 +175,8 @@ describe("cute.ir", function()
     assert.equals("cute.ir module (freed)", tostring(m))
     raises("cute%.ir: this module was freed", m.type, m, "f32")
     raises("this module was freed", m.print, m)
-    assert.is_table(k)
+    raises("cute%.ir: the module of @k was freed", k.param, k, "i32")
+    raises("the module of @k was freed", k.print, k)
     -- modules left to the garbage collector are released by it
     for _ = 1, 200 do
       local t = ir.module()
