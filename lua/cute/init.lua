@@ -113,6 +113,7 @@ provide("dtype", true)
 provide("runtime", true)
 provide("bench", false)
 provide("compiler", false)
+provide("cublas", false)
 provide("ir", false)
 -- kernels, tensors and the tracer: the tensor-aware versions of size,
 -- local_tile, ... (cute.trace.tensor) come before the layout modules'

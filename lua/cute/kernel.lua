@@ -124,35 +124,33 @@ local function rebuild(x, list, pos)
 end
 
 -- What a tensor argument contributes: the pointer, which leaves are run-time.
+-- The key is cached on the tensor (tensors never change layout), so that the
+-- launch path's guard compares one string per tensor.
 local function tensor_spec(t, static_all)
   local layout = t.layout
+  local field = static_all and "_sig_static" or "_sig"
+  local cached = rawget(t, field)
+  if cached then return cached end
   if not L.is_layout(layout) then
     err.raise("kernel arguments: tensors with composed (swizzled) layouts cannot be passed to kernels; pass the "
       .. "plain tensor")
   end
   local cosize = L.cosize(layout)
   local idx64 = cosize >= 2 ^ 31
-  local shape_dyn, stride_dyn = {}, {}
-  local skey = map_leaves(L.shape(layout), function(v)
-    if static_all then return tostring(v) end
-    shape_dyn[#shape_dyn + 1] = true
-    return "?"
-  end)
+  local skey = map_leaves(L.shape(layout), function(v) return static_all and tostring(v) or "?" end)
   local dkey = map_leaves(L.stride(layout), function(v)
-    if static_all or v == 0 or v == 1 then
-      stride_dyn[#stride_dyn + 1] = false
-      return tostring(v)
-    end
-    stride_dyn[#stride_dyn + 1] = true
+    if static_all or v == 0 or v == 1 then return tostring(v) end
     return "?"
   end)
   local align = t:alignment()
-  return {
+  local spec = {
     kind = "tensor", dtype = t.dtype, static = static_all, idx64 = idx64, align = align,
     key = string.format("T%s%s:%s:%s:a%d%s", t.dtype.name, static_all and "!" or "", skey, dkey, align,
       idx64 and ":64" or ""),
     layout = layout,
   }
+  rawset(t, field, spec)
+  return spec
 end
 
 local function classify(arg, ann, name, i)
@@ -347,8 +345,9 @@ function M.kernel(a, b, c)
       ann[found] = v
     end
   end
-  return setmetatable({ name = name, fn = fn, opts = opts, names = names, ann = ann, specs = {}, nspecs = 0 },
-    Kernel)
+  local cluster = opts.cluster and (type(opts.cluster) == "table" and opts.cluster or { opts.cluster }) or nil
+  return setmetatable({ name = name, fn = fn, opts = opts, names = names, ann = ann, specs = {}, nspecs = 0,
+    cluster = cluster }, Kernel)
 end
 
 function Kernel:__tostring() return "cute.kernel(" .. self.name .. ")" end
@@ -414,6 +413,8 @@ function Kernel:ir(...)
   return self:compile(...):ir()
 end
 
+local codegen -- the launch path's code generator (defined with the launch path below)
+
 function Kernel:_specialise(n, ...)
   local specs, key = signature(self, n, ...)
   local spec = self.specs[key]
@@ -424,6 +425,7 @@ function Kernel:_specialise(n, ...)
   local storage, argv = make_packer(traced.params)
   spec = { key = key, specs = specs, params = traced.params, compiled = compiled, storage = storage, argv = argv,
     dyn_smem = traced.dyn_smem, module = traced.module, loaded = {} }
+  spec.guard, spec.pack = codegen(spec, { ... })
   self.specs[key] = spec
   self.nspecs = self.nspecs + 1
   return spec
@@ -442,58 +444,143 @@ local function kernel_fn(k, spec)
   return kfn
 end
 
--- Writes the arguments into the specialisation's parameter struct.
-local function pack(spec, ...)
-  local st = spec.storage
-  for j, p in ipairs(spec.params) do
-    local a = select(p.arg, ...)
-    local field = "p" .. j
-    if p.what == "value" then
-      local v = type(a) == "table" and a.value or a
-      if type(v) == "boolean" then v = v and 1 or 0 end
-      if p.dtype.storage == "uint16_t" and p.dtype.is_float or p.dtype.storage == "uint8_t" and p.dtype.is_float then
-        local cell = ffi.new(p.dtype.storage_array, 1)
-        require("cute._c").rt.from_doubles(cell, p.dtype.code, ffi.new("double[1]", v), 1)
-        st[field] = cell[0]
+-- ---------------------------------------------------------------------------
+-- The launch path. Each specialisation gets two generated functions: a guard
+-- (do these arguments fit it? same layout objects, dtypes, sufficient
+-- alignment, the same compile-time values) and a packer (write the arguments
+-- into its parameter struct). A kernel remembers its last specialisation, so a
+-- repeated launch costs the guard, the packing and cuLaunchKernel.
+
+local rt = require("cute._c").rt
+local Scalar = dtype.Scalar
+
+local function narrow_float(dt)
+  return dt.is_float and (dt.storage == "uint16_t" or dt.storage == "uint8_t")
+end
+
+-- Encodes a number as the storage of a narrow float dtype (f16, bf16, fp8).
+local conv_in, conv_out = ffi.new("double[1]"), ffi.new("uint64_t[1]")
+local function encode_narrow(code, v)
+  conv_in[0] = v
+  rt.from_doubles(conv_out, code, conv_in, 1)
+  return conv_out[0]
+end
+
+codegen = function(spec, args)
+  local DeviceTensor = require("cute.tensor").DeviceTensor
+  local env = { DT = DeviceTensor, SC = Scalar, CE = Constexpr, SM = StaticMark, ffi = ffi, enc = encode_narrow,
+    getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec }
+  local n = #spec.specs
+  local names = {}
+  for i = 1, n do names[i] = "a" .. i end
+  local conds = { "n == " .. n }
+  for i, s in ipairs(spec.specs) do
+    local a, arg = names[i], args[i]
+    if s.kind == "tensor" then
+      local static = getmetatable(arg) == StaticMark
+      env["K" .. i] = s.key
+      local src = static and (a .. ".tensor") or a
+      if static then conds[#conds + 1] = string.format("getmetatable(%s) == SM", a) end
+      -- the signature cached on the tensor (tensor_spec), or computed now for a new tensor
+      conds[#conds + 1] = string.format("getmetatable(%s) == DT and (rawget(%s, '%s') or sig(%s, %s)).key == K%d",
+        src, src, static and "_sig_static" or "_sig", src, tostring(static), i)
+    elseif s.kind == "scalar" then
+      env["D" .. i] = s.dtype
+      if s.plain then
+        conds[#conds + 1] = string.format("type(%s) == 'number'", a)
       else
-        st[field] = v
+        conds[#conds + 1] = string.format("getmetatable(%s) == SC and %s.dtype == D%d", a, a, i)
       end
-    elseif p.what == "ptr" then
-      local t = getmetatable(a) == StaticMark and a.tensor or a
-      st[field] = t:data_ptr()
-    elseif p.what == "tma" then
-      st[field] = a
-    else
-      local t = getmetatable(a) == StaticMark and a.tensor or a
-      local list = p.what == "shape" and leaves(L.shape(t.layout)) or leaves(L.stride(t.layout))
-      st[field] = list[p.leaf]
+    elseif s.kind == "const" then
+      env["V" .. i] = s.value
+      if getmetatable(arg) == Constexpr then
+        conds[#conds + 1] = string.format("getmetatable(%s) == CE and rawequal(%s.value, V%d)", a, a, i)
+      else
+        conds[#conds + 1] = string.format("rawequal(%s, V%d)", a, i)
+      end
+    else -- tma
+      conds[#conds + 1] = string.format("ffi.istype('CuteTmaDesc', %s)", a)
     end
   end
+  local stmts = {}
+  for j, p in ipairs(spec.params) do
+    local a = names[p.arg]
+    local t = getmetatable(args[p.arg]) == StaticMark and (a .. ".tensor") or a
+    local rhs
+    if p.what == "value" then
+      local v = spec.specs[p.arg].plain and a or (a .. ".value")
+      if narrow_float(p.dtype) then
+        rhs = string.format("enc(%d, %s)", p.dtype.code, v)
+      elseif p.dtype.name == "bool" then
+        rhs = string.format("(%s == true or %s == 1) and 1 or 0", v, v)
+      else
+        rhs = v
+      end
+    elseif p.what == "ptr" then
+      rhs = t .. "._ptr"
+    elseif p.what == "tma" then
+      rhs = a
+    elseif p.what == "shape" then
+      rhs = string.format("%s._sl[%d]", t, p.leaf)
+    else
+      rhs = string.format("%s._dl[%d]", t, p.leaf)
+    end
+    stmts[#stmts + 1] = string.format("  st.p%d = %s", j, rhs)
+  end
+  local arglist = table.concat(names, ", ")
+  local code = string.format([[
+local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig =
+  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig
+local guard = function(n%s%s)
+  return %s
+end
+local pack = function(st%s%s)
+%s
+end
+return guard, pack]], n > 0 and ", " or "", arglist, table.concat(conds, "\n    and "), n > 0 and ", " or "", arglist,
+    table.concat(stmts, "\n"))
+  local chunk = assert(loadstring(code, "=(kernel launch " .. spec.key .. ")"))
+  setfenv(chunk, env)
+  return chunk()
+end
+
+-- The loaded kernel function of a specialisation on the current device.
+local function loaded_fn(k, spec)
+  local dev = runtime.current_device()
+  local gen = rt.generation(dev)
+  if spec.fn and spec.fn_dev == dev and spec.fn_gen == gen then return spec.fn end
+  local kf = kernel_fn(k, spec)
+  spec.fn, spec.fn_dev, spec.fn_gen = kf.fn, dev, gen
+  return spec.fn
 end
 
 local launch_cfg = ffi.new("RtLaunch")
-local rt = require("cute._c").rt
 
 --- Launches: k:launch({grid=, block=, smem=, cluster=, stream=}, args...).
 -- The dynamic shared memory the kernel carved is added to cfg.smem.
 function Kernel:launch(cfg, ...)
   local n = select("#", ...)
-  local spec = self:_specialise(n, ...)
-  local fn = kernel_fn(self, spec)
+  local spec = self.last
+  if not (spec and spec.guard(n, ...)) then
+    spec = self:_specialise(n, ...)
+    self.last = spec
+  end
+  local fn = loaded_fn(self, spec)
   runtime._fill_launch(cfg, launch_cfg)
   if spec.dyn_smem > 0 then
     if cfg.smem and cfg.smem < spec.dyn_smem then
       err.raise("launch of %s: smem = %d is less than the %d bytes of shared memory the kernel allocates", self.name,
         cfg.smem, spec.dyn_smem)
     end
-    launch_cfg.smem = math.max(cfg.smem or 0, spec.dyn_smem)
+    launch_cfg.smem = spec.dyn_smem > launch_cfg.smem and spec.dyn_smem or launch_cfg.smem
   end
-  if self.opts.cluster and not cfg.cluster then
-    local cx = type(self.opts.cluster) == "table" and self.opts.cluster or { self.opts.cluster }
+  if self.cluster and not cfg.cluster then
+    local cx = self.cluster
     launch_cfg.cluster[0], launch_cfg.cluster[1], launch_cfg.cluster[2] = cx[1] or 1, cx[2] or 1, cx[3] or 1
   end
-  pack(spec, ...)
-  runtime._check(rt.launch(fn.fn, launch_cfg, spec.argv))
+  spec.pack(spec.storage, ...)
+  local rc = rt.launch(fn, launch_cfg, spec.argv)
+  if rc ~= 0 then runtime._check(rc) end
 end
 
 --- k{grid=, block=, ...}(args...): a launch in two steps, like the CUDA <<<>>> syntax.

@@ -44,15 +44,14 @@ function M.device_count()
 end
 
 --- Makes device `ordinal` (0-based) current: new memory, modules and launches go there.
+local current = 0 -- the current device, mirrored here for the launch path
+
 function M.set_device(ordinal)
   check(rt.set_device(ordinal), "set_device")
+  current = ordinal
 end
 
-function M.current_device()
-  local n = ffi.new("int32_t[1]")
-  check(rt.get_device(n))
-  return n[0]
-end
+function M.current_device() return current end
 
 local info_cache = {}
 

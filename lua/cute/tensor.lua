@@ -54,9 +54,35 @@ local function check_static(layout, what)
   return n, c
 end
 
-local function new(buf, offset, dt, layout)
-  return setmetatable({ buffer = buf, offset = offset, dtype = dt, layout = layout }, DeviceTensor)
+-- Leaves of an IntTuple, in order.
+local function leaves(x, out)
+  out = out or {}
+  if type(x) == "table" then
+    for i = 1, #x do leaves(x[i], out) end
+  else
+    out[#out + 1] = x
+  end
+  return out
 end
+
+-- The largest power of two (up to 16) dividing an address.
+local function pow2_align(p)
+  local a = 16
+  while a > 1 and tonumber(p % a) ~= 0 do a = a / 2 end
+  return a
+end
+
+-- What a launch reads of a tensor, computed once here rather than per launch:
+-- the data address (_ptr), its alignment (_align) and the layout's leaves
+-- (_sl, _dl).
+local function new(buf, offset, dt, layout)
+  local t = setmetatable({ buffer = buf, offset = offset, dtype = dt, layout = layout }, DeviceTensor)
+  local p = ffi.new("uint64_t", buf.ptr + offset)
+  t._ptr, t._align = p, pow2_align(p)
+  t._sl, t._dl = leaves(L.shape(layout)), leaves(L.stride(layout))
+  return t
+end
+M._leaves = leaves
 
 --- A new device tensor of dtype dt and a shape (with an optional layout
 -- spec), or of a Layout. Its contents are undefined until written.
@@ -84,8 +110,9 @@ end
 function M.fake_tensor(dt, shape, spec, opts)
   dt = dtype.get(dt)
   local layout = layout_of(shape, spec, "cute.fake_tensor")
-  return setmetatable({ fake = true, dtype = dt, layout = layout, align = opts and opts.align or 16,
-    offset = 0 }, DeviceTensor)
+  local align = opts and opts.align or 16
+  return setmetatable({ fake = true, dtype = dt, layout = layout, align = align, offset = 0, _ptr = 0,
+    _align = align, _sl = leaves(L.shape(layout)), _dl = leaves(L.stride(layout)) }, DeviceTensor)
 end
 
 -- ---------------------------------------------------------------------------
@@ -93,7 +120,7 @@ end
 
 function methods:data_ptr()
   if self.fake then err.raise("a fake tensor has no memory") end
-  return self.buffer.ptr + self.offset
+  return self._ptr
 end
 
 function methods:size() return L.size(self.layout) end
@@ -101,13 +128,7 @@ function methods:cosize() return L.cosize(self.layout) end
 function methods:nbytes() return L.cosize(self.layout) * self.dtype.bytes end
 
 --- The largest power of two (up to 16) dividing the data address.
-function methods:alignment()
-  if self.fake then return self.align end
-  local p = self:data_ptr()
-  local a = 16
-  while a > 1 and tonumber(p % a) ~= 0 do a = a / 2 end
-  return a
-end
+function methods:alignment() return self._align end
 
 function methods:free()
   if self.buffer then self.buffer:free() end
