@@ -401,7 +401,7 @@ static const Case cases[] = {
     {"const representable", 80, b_const_float, "the value is not representable in f32"},
     {"undef", 80, b_undef, "undef: needs a result type"},
     {"blob param", 80, b_blob_device, "by-value blobs are kernel parameters"},
-    {"struct param", 80, b_param_struct, "parameters are scalars, vectors or pointers (blobs for the rest)"},
+    {"struct param", 80, b_param_struct, "parameters are scalars, vectors or pointers (blobs for the rest; structs for device"},
     {"smem alignment", 80, b_smem_align, "alignment 3: a power of two from 1 to 1024"},
     {"smem claim", 80, b_smem_claims, "the pointer type claims 64-byte alignment, the memory has 16"},
     {"smem type", 80, b_smem_global, "the type must be a shared pointer"},

@@ -7,6 +7,26 @@ target triple = "nvptx64-nvidia-cuda"
 declare i32 @llvm.nvvm.read.ptx.sreg.laneid()
 declare void @llvm.nvvm.barrier0()
 
+define internal {float, float, float, float} @mma_step({i32, i32, i32, i32} %v1, {i32, i32} %v2, {float, float, float, float} %v3) {
+entry:
+  %t0 = extractvalue {i32, i32, i32, i32} %v1, 0
+  %t1 = extractvalue {i32, i32, i32, i32} %v1, 1
+  %t2 = extractvalue {i32, i32, i32, i32} %v1, 2
+  %t3 = extractvalue {i32, i32, i32, i32} %v1, 3
+  %t4 = extractvalue {i32, i32} %v2, 0
+  %t5 = extractvalue {i32, i32} %v2, 1
+  %t6 = extractvalue {float, float, float, float} %v3, 0
+  %t7 = extractvalue {float, float, float, float} %v3, 1
+  %t8 = extractvalue {float, float, float, float} %v3, 2
+  %t9 = extractvalue {float, float, float, float} %v3, 3
+  %v4 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %t0, i32 %t1, i32 %t2, i32 %t3, i32 %t4, i32 %t5, float %t6, float %t7, float %t8, float %t9) #0
+  %v4.0 = extractvalue {float, float, float, float} %v4, 0
+  %v4.1 = extractvalue {float, float, float, float} %v4, 1
+  %v4.2 = extractvalue {float, float, float, float} %v4, 2
+  %v4.3 = extractvalue {float, float, float, float} %v4, 3
+  ret {float, float, float, float} %v4
+}
+
 define void @tensor(i8 addrspace(1)* %v1, float addrspace(1)* %v2, i32 addrspace(1)* %v3, double addrspace(1)* %v4) {
 entry:
   %v6 = bitcast [8192 x i8] addrspace(3)* @tensor.smem6 to i8 addrspace(3)*
@@ -46,97 +66,113 @@ entry:
   %v31 = getelementptr i8, i8 addrspace(3)* %v9, i32 4096
   %t8 = ptrtoint i8 addrspace(3)* %v31 to i32
   %v32 = call i32 asm sideeffect "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {$0}, [$1];", "=r,r,~{memory}"(i32 %t8) #0
-  %v35 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, float 0x0000000000000000, float 0x0000000000000000, float 0x0000000000000000, float 0x0000000000000000) #0
-  %v35.0 = extractvalue {float, float, float, float} %v35, 0
-  %v35.1 = extractvalue {float, float, float, float} %v35, 1
-  %v35.2 = extractvalue {float, float, float, float} %v35, 2
-  %v35.3 = extractvalue {float, float, float, float} %v35, 3
-  %t9 = insertelement <4 x float> undef, float %v35.0, i32 0
-  %t10 = insertelement <4 x float> %t9, float %v35.1, i32 1
-  %t11 = insertelement <4 x float> %t10, float %v35.2, i32 2
-  %v41 = insertelement <4 x float> %t11, float %v35.3, i32 3
-  %t12 = bitcast float addrspace(1)* %v2 to <4 x float> addrspace(1)*
-  store <4 x float> %v41, <4 x float> addrspace(1)* %t12, align 16
+  %t9 = insertvalue {float, float, float, float} undef, float 0x0000000000000000, 0
+  %t10 = insertvalue {float, float, float, float} %t9, float 0x0000000000000000, 1
+  %t11 = insertvalue {float, float, float, float} %t10, float 0x0000000000000000, 2
+  %v34 = insertvalue {float, float, float, float} %t11, float 0x0000000000000000, 3
+  %v35 = call {float, float, float, float} @mma_step({i32, i32, i32, i32} %v26, {i32, i32} %v29, {float, float, float, float} %v34)
+  %v36 = extractvalue {float, float, float, float} %v35, 0
+  %v37 = extractvalue {float, float, float, float} %v35, 1
+  %v38 = extractvalue {float, float, float, float} %v35, 2
+  %v39 = extractvalue {float, float, float, float} %v35, 3
+  %t12 = insertelement <4 x float> undef, float %v36, i32 0
+  %t13 = insertelement <4 x float> %t12, float %v37, i32 1
+  %t14 = insertelement <4 x float> %t13, float %v38, i32 2
+  %v41 = insertelement <4 x float> %t14, float %v39, i32 3
+  %t15 = bitcast float addrspace(1)* %v2 to <4 x float> addrspace(1)*
+  store <4 x float> %v41, <4 x float> addrspace(1)* %t15, align 16
   %v47 = call {i32, i32} asm "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {$0, $1}, {$2, $3}, {$4}, {$5, $6};", "=r,=r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v32, i32 %v26.0, i32 %v26.0) #0
   %v47.0 = extractvalue {i32, i32} %v47, 0
   %v47.1 = extractvalue {i32, i32} %v47, 1
   %v50 = getelementptr i32, i32 addrspace(1)* %v3, i32 4
-  %t13 = insertelement <2 x i32> undef, i32 %v47.0, i32 0
-  %v51 = insertelement <2 x i32> %t13, i32 %v47.1, i32 1
-  %t14 = bitcast i32 addrspace(1)* %v50 to <2 x i32> addrspace(1)*
-  store <2 x i32> %v51, <2 x i32> addrspace(1)* %t14, align 16
-  %v53 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, float %v35.0, float %v35.1, float %v35.2, float %v35.3) #0
+  %t16 = insertelement <2 x i32> undef, i32 %v47.0, i32 0
+  %v51 = insertelement <2 x i32> %t16, i32 %v47.1, i32 1
+  %t17 = bitcast i32 addrspace(1)* %v50 to <2 x i32> addrspace(1)*
+  store <2 x i32> %v51, <2 x i32> addrspace(1)* %t17, align 16
+  %t18 = extractvalue {float, float, float, float} %v35, 0
+  %t19 = extractvalue {float, float, float, float} %v35, 1
+  %t20 = extractvalue {float, float, float, float} %v35, 2
+  %t21 = extractvalue {float, float, float, float} %v35, 3
+  %v53 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, float %t18, float %t19, float %t20, float %t21) #0
   %v53.0 = extractvalue {float, float, float, float} %v53, 0
   %v53.1 = extractvalue {float, float, float, float} %v53, 1
   %v53.2 = extractvalue {float, float, float, float} %v53, 2
   %v53.3 = extractvalue {float, float, float, float} %v53, 3
   %v59 = getelementptr float, float addrspace(1)* %v2, i32 8
-  %t15 = insertelement <4 x float> undef, float %v53.0, i32 0
-  %t16 = insertelement <4 x float> %t15, float %v53.1, i32 1
-  %t17 = insertelement <4 x float> %t16, float %v53.2, i32 2
-  %v60 = insertelement <4 x float> %t17, float %v53.3, i32 3
-  %t18 = bitcast float addrspace(1)* %v59 to <4 x float> addrspace(1)*
-  store <4 x float> %v60, <4 x float> addrspace(1)* %t18, align 16
-  %v62 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, float %v35.0, float %v35.1, float %v35.2, float %v35.3) #0
+  %t22 = insertelement <4 x float> undef, float %v53.0, i32 0
+  %t23 = insertelement <4 x float> %t22, float %v53.1, i32 1
+  %t24 = insertelement <4 x float> %t23, float %v53.2, i32 2
+  %v60 = insertelement <4 x float> %t24, float %v53.3, i32 3
+  %t25 = bitcast float addrspace(1)* %v59 to <4 x float> addrspace(1)*
+  store <4 x float> %v60, <4 x float> addrspace(1)* %t25, align 16
+  %t26 = extractvalue {float, float, float, float} %v35, 0
+  %t27 = extractvalue {float, float, float, float} %v35, 1
+  %t28 = extractvalue {float, float, float, float} %v35, 2
+  %t29 = extractvalue {float, float, float, float} %v35, 3
+  %v62 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, float %t26, float %t27, float %t28, float %t29) #0
   %v62.0 = extractvalue {float, float, float, float} %v62, 0
   %v62.1 = extractvalue {float, float, float, float} %v62, 1
   %v62.2 = extractvalue {float, float, float, float} %v62, 2
   %v62.3 = extractvalue {float, float, float, float} %v62, 3
   %v68 = getelementptr float, float addrspace(1)* %v2, i32 12
-  %t19 = insertelement <4 x float> undef, float %v62.0, i32 0
-  %t20 = insertelement <4 x float> %t19, float %v62.1, i32 1
-  %t21 = insertelement <4 x float> %t20, float %v62.2, i32 2
-  %v69 = insertelement <4 x float> %t21, float %v62.3, i32 3
-  %t22 = bitcast float addrspace(1)* %v68 to <4 x float> addrspace(1)*
-  store <4 x float> %v69, <4 x float> addrspace(1)* %t22, align 16
-  %v73 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5}, {$6}, {$7, $8, $9, $10};", "=f,=f,=f,=f,r,r,r,f,f,f,f"(i32 %v26.1, i32 %v26.2, i32 %v32, float %v35.0, float %v35.1, float %v35.2, float %v35.3) #0
+  %t30 = insertelement <4 x float> undef, float %v62.0, i32 0
+  %t31 = insertelement <4 x float> %t30, float %v62.1, i32 1
+  %t32 = insertelement <4 x float> %t31, float %v62.2, i32 2
+  %v69 = insertelement <4 x float> %t32, float %v62.3, i32 3
+  %t33 = bitcast float addrspace(1)* %v68 to <4 x float> addrspace(1)*
+  store <4 x float> %v69, <4 x float> addrspace(1)* %t33, align 16
+  %t34 = extractvalue {float, float, float, float} %v35, 0
+  %t35 = extractvalue {float, float, float, float} %v35, 1
+  %t36 = extractvalue {float, float, float, float} %v35, 2
+  %t37 = extractvalue {float, float, float, float} %v35, 3
+  %v73 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5}, {$6}, {$7, $8, $9, $10};", "=f,=f,=f,=f,r,r,r,f,f,f,f"(i32 %v26.1, i32 %v26.2, i32 %v32, float %t34, float %t35, float %t36, float %t37) #0
   %v73.0 = extractvalue {float, float, float, float} %v73, 0
   %v73.1 = extractvalue {float, float, float, float} %v73, 1
   %v73.2 = extractvalue {float, float, float, float} %v73, 2
   %v73.3 = extractvalue {float, float, float, float} %v73, 3
   %v78 = getelementptr float, float addrspace(1)* %v2, i32 16
-  %t23 = insertelement <4 x float> undef, float %v73.0, i32 0
-  %t24 = insertelement <4 x float> %t23, float %v73.1, i32 1
-  %t25 = insertelement <4 x float> %t24, float %v73.2, i32 2
-  %v79 = insertelement <4 x float> %t25, float %v73.3, i32 3
-  %t26 = bitcast float addrspace(1)* %v78 to <4 x float> addrspace(1)*
-  store <4 x float> %v79, <4 x float> addrspace(1)* %t26, align 16
+  %t38 = insertelement <4 x float> undef, float %v73.0, i32 0
+  %t39 = insertelement <4 x float> %t38, float %v73.1, i32 1
+  %t40 = insertelement <4 x float> %t39, float %v73.2, i32 2
+  %v79 = insertelement <4 x float> %t40, float %v73.3, i32 3
+  %t41 = bitcast float addrspace(1)* %v78 to <4 x float> addrspace(1)*
+  store <4 x float> %v79, <4 x float> addrspace(1)* %t41, align 16
   %v82 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, i32 %v26.0, i32 %v26.0, i32 %v26.0, i32 %v26.0) #0
   %v82.0 = extractvalue {i32, i32, i32, i32} %v82, 0
   %v82.1 = extractvalue {i32, i32, i32, i32} %v82, 1
   %v82.2 = extractvalue {i32, i32, i32, i32} %v82, 2
   %v82.3 = extractvalue {i32, i32, i32, i32} %v82, 3
   %v88 = getelementptr i32, i32 addrspace(1)* %v3, i32 20
-  %t27 = insertelement <4 x i32> undef, i32 %v82.0, i32 0
-  %t28 = insertelement <4 x i32> %t27, i32 %v82.1, i32 1
-  %t29 = insertelement <4 x i32> %t28, i32 %v82.2, i32 2
-  %v89 = insertelement <4 x i32> %t29, i32 %v82.3, i32 3
-  %t30 = bitcast i32 addrspace(1)* %v88 to <4 x i32> addrspace(1)*
-  store <4 x i32> %v89, <4 x i32> addrspace(1)* %t30, align 16
+  %t42 = insertelement <4 x i32> undef, i32 %v82.0, i32 0
+  %t43 = insertelement <4 x i32> %t42, i32 %v82.1, i32 1
+  %t44 = insertelement <4 x i32> %t43, i32 %v82.2, i32 2
+  %v89 = insertelement <4 x i32> %t44, i32 %v82.3, i32 3
+  %t45 = bitcast i32 addrspace(1)* %v88 to <4 x i32> addrspace(1)*
+  store <4 x i32> %v89, <4 x i32> addrspace(1)* %t45, align 16
   %v91 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, i32 %v26.0, i32 %v26.0, i32 %v26.0, i32 %v26.0) #0
   %v91.0 = extractvalue {i32, i32, i32, i32} %v91, 0
   %v91.1 = extractvalue {i32, i32, i32, i32} %v91, 1
   %v91.2 = extractvalue {i32, i32, i32, i32} %v91, 2
   %v91.3 = extractvalue {i32, i32, i32, i32} %v91, 3
   %v97 = getelementptr i32, i32 addrspace(1)* %v3, i32 24
-  %t31 = insertelement <4 x i32> undef, i32 %v91.0, i32 0
-  %t32 = insertelement <4 x i32> %t31, i32 %v91.1, i32 1
-  %t33 = insertelement <4 x i32> %t32, i32 %v91.2, i32 2
-  %v98 = insertelement <4 x i32> %t33, i32 %v91.3, i32 3
-  %t34 = bitcast i32 addrspace(1)* %v97 to <4 x i32> addrspace(1)*
-  store <4 x i32> %v98, <4 x i32> addrspace(1)* %t34, align 16
+  %t46 = insertelement <4 x i32> undef, i32 %v91.0, i32 0
+  %t47 = insertelement <4 x i32> %t46, i32 %v91.1, i32 1
+  %t48 = insertelement <4 x i32> %t47, i32 %v91.2, i32 2
+  %v98 = insertelement <4 x i32> %t48, i32 %v91.3, i32 3
+  %t49 = bitcast i32 addrspace(1)* %v97 to <4 x i32> addrspace(1)*
+  store <4 x i32> %v98, <4 x i32> addrspace(1)* %t49, align 16
   %v100 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, i32 %v26.0, i32 %v26.0, i32 %v26.0, i32 %v26.0) #0
   %v100.0 = extractvalue {i32, i32, i32, i32} %v100, 0
   %v100.1 = extractvalue {i32, i32, i32, i32} %v100, 1
   %v100.2 = extractvalue {i32, i32, i32, i32} %v100, 2
   %v100.3 = extractvalue {i32, i32, i32, i32} %v100, 3
   %v106 = getelementptr i32, i32 addrspace(1)* %v3, i32 28
-  %t35 = insertelement <4 x i32> undef, i32 %v100.0, i32 0
-  %t36 = insertelement <4 x i32> %t35, i32 %v100.1, i32 1
-  %t37 = insertelement <4 x i32> %t36, i32 %v100.2, i32 2
-  %v107 = insertelement <4 x i32> %t37, i32 %v100.3, i32 3
-  %t38 = bitcast i32 addrspace(1)* %v106 to <4 x i32> addrspace(1)*
-  store <4 x i32> %v107, <4 x i32> addrspace(1)* %t38, align 16
+  %t50 = insertelement <4 x i32> undef, i32 %v100.0, i32 0
+  %t51 = insertelement <4 x i32> %t50, i32 %v100.1, i32 1
+  %t52 = insertelement <4 x i32> %t51, i32 %v100.2, i32 2
+  %v107 = insertelement <4 x i32> %t52, i32 %v100.3, i32 3
+  %t53 = bitcast i32 addrspace(1)* %v106 to <4 x i32> addrspace(1)*
+  store <4 x i32> %v107, <4 x i32> addrspace(1)* %t53, align 16
   %v109 = bitcast i32 %v26.0 to float
   %v110 = fpext float %v109 to double
   %v112 = call {double, double} asm "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {$0, $1}, {$2}, {$3}, {$4, $5};", "=d,=d,d,d,d,d"(double %v110, double %v110, double %v110, double %v110) #0
@@ -144,8 +180,8 @@ entry:
   %v112.1 = extractvalue {double, double} %v112, 1
   %v113 = bitcast double addrspace(1)* %v4 to <2 x double> addrspace(1)*
   %v114 = getelementptr <2 x double>, <2 x double> addrspace(1)* %v113, i32 %v5
-  %t39 = insertelement <2 x double> undef, double %v112.0, i32 0
-  %v117 = insertelement <2 x double> %t39, double %v112.1, i32 1
+  %t54 = insertelement <2 x double> undef, double %v112.0, i32 0
+  %v117 = insertelement <2 x double> %t54, double %v112.1, i32 1
   store <2 x double> %v117, <2 x double> addrspace(1)* %v114, align 16
   ret void
 }
