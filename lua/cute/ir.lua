@@ -56,15 +56,15 @@ Func.__index = Func
 
 -- Raises the module's pending diagnostics (and clears them).
 local function raise_diag(m, what)
-  local text = ffi.string(C.diag(m.ptr))
-  C.diag_clear(m.ptr)
+  local text = ffi.string(C.diag(m.handle))
+  C.diag_clear(m.handle)
   if text == "" then text = what .. " failed" end
   err.raise("%s", (text:gsub("\n$", "")))
 end
 
 local function live(m)
-  if m.ptr == nil then err.raise("cute.ir: this module was freed") end
-  return m.ptr
+  if m.handle == nil then err.raise("cute.ir: this module was freed") end
+  return m.handle
 end
 
 --- A new, empty module. opts: fold (default true), check (default true), sm (default 90).
@@ -72,7 +72,7 @@ function M.module(opts)
   opts = opts or {}
   local ptr = C.module_new()
   if ptr == nil then err.raise("cute.ir.module: out of memory") end
-  local m = setmetatable({ ptr = ffi.gc(ptr, C.module_free), types = {}, funcs = {} }, Module)
+  local m = setmetatable({ handle = ffi.gc(ptr, C.module_free), types = {}, funcs = {} }, Module)
   if opts.fold ~= nil then C.module_set(ptr, 0, opts.fold and 1 or 0) end
   if opts.check ~= nil then C.module_set(ptr, 1, opts.check and 1 or 0) end
   if opts.sm ~= nil then m:set_sm(opts.sm) end
@@ -81,9 +81,9 @@ end
 
 --- Releases the module now (also done by the garbage collector); safe twice.
 function Module:free()
-  if self.ptr ~= nil then
-    local p = self.ptr
-    self.ptr = nil
+  if self.handle ~= nil then
+    local p = self.handle
+    self.handle = nil
     ffi.gc(p, nil)
     C.module_free(p)
   end
@@ -163,7 +163,7 @@ end
 local function new_func(m, name, kind, ret, attrs)
   local ptr = C.func_new(live(m), name, kind, ret and m:type(ret) or 0)
   if ptr == nil then raise_diag(m, "func") end
-  local f = setmetatable({ m = m, ptr = ptr, name = name, index = C.func_index(ptr) }, Func)
+  local f = setmetatable({ m = m, handle = ptr, name = name, index = C.func_index(ptr) }, Func)
   m.funcs[#m.funcs + 1] = f
   for k, v in pairs(attrs or {}) do f:attr(k, v) end
   return f
@@ -187,7 +187,7 @@ function Module:print(opts)
   return ffi.string(s, len[0])
 end
 Module.__tostring = function(m)
-  if m.ptr == nil then return "cute.ir module (freed)" end
+  if m.handle == nil then return "cute.ir module (freed)" end
   return m:print()
 end
 
@@ -218,42 +218,49 @@ function Module:sample(which, n_mma, n_ldm)
   elseif which == "mma" then ptr = C.sample_mma_unrolled(live(self), n_mma or 512, n_ldm or 128)
   else err.raise("cute.ir: unknown sample '%s' (saxpy, mma)", tostring(which)) end
   if ptr == nil then raise_diag(self, "sample") end
-  local f = setmetatable({ m = self, ptr = ptr, name = ffi.string(C.func_name(ptr)), index = C.func_index(ptr) }, Func)
+  local f = setmetatable({ m = self, handle = ptr, name = ffi.string(C.func_name(ptr)), index = C.func_index(ptr) },
+    Func)
   self.funcs[#self.funcs + 1] = f
   return f
 end
 
 -- --- functions -----------------------------------------------------------------------------
 
+-- The function's C handle, refusing one whose module was freed.
+local function fh(f)
+  if f.m.handle == nil then err.raise("cute.ir: the module of @%s was freed", f.name) end
+  return f.handle
+end
+
 local function check(f, r, what)
   if r == 0 or r == -1 then raise_diag(f.m, what) end
   return r
 end
 
-function Func:param(t) return check(self, C.param(self.ptr, self.m:type(t)), "param") end
+function Func:param(t) return check(self, C.param(fh(self), self.m:type(t)), "param") end
 --- A by-value blob parameter (e.g. a 128-byte TMA descriptor, align 64) kept in param space.
-function Func:param_blob(size, align) return check(self, C.param_blob(self.ptr, size, align or 8), "param_blob") end
+function Func:param_blob(size, align) return check(self, C.param_blob(fh(self), size, align or 8), "param_blob") end
 
 function Func:attr(name, v)
   local id = ATTRS[name]
   if not id then err.raise("cute.ir: unknown kernel attribute '%s'", tostring(name)) end
   local x, y, z = v, 0, 0
   if type(v) == "table" then x, y, z = v[1], v[2] or 0, v[3] or 0 end
-  check(self, C.func_attr(self.ptr, id, x, y, z) + 1, "attr")
+  check(self, C.func_attr(fh(self), id, x, y, z) + 1, "attr")
   return self
 end
 
 function Func:const(t, value)
   t = self.m:type(t)
   local tn = self.m:type_info(t)
-  if tn.kind == "float" then return check(self, C.const_float(self.ptr, t, value), "const") end
-  return check(self, C.const_int(self.ptr, t, value), "const")
+  if tn.kind == "float" then return check(self, C.const_float(fh(self), t, value), "const") end
+  return check(self, C.const_int(fh(self), t, value), "const")
 end
 
 --- The type id of a value.
-function Func:type_of(v) return C.value_type(self.ptr, v) end
+function Func:type_of(v) return C.value_type(fh(self), v) end
 --- The op name of a value, or nil.
-function Func:op_of(v) return OP_NAMES[C.inst_op(self.ptr, v)] end
+function Func:op_of(v) return OP_NAMES[C.inst_op(fh(self), v)] end
 
 local args_buf = ffi.new("IrRef[256]")
 local imms_buf = ffi.new("int64_t[8]")
@@ -261,7 +268,7 @@ local imms_buf = ffi.new("int64_t[8]")
 -- An immediate from Lua: numbers as they are, names through the C enumerations.
 local function imm_value(f, kind, x, op, i)
   if type(x) == "number" then return x end
-  if kind == "s" then return C.str(f.m.ptr, x) end
+  if kind == "s" then return C.str(f.m.handle, x) end
   if kind == "f" then
     if type(x) == "table" and x.index then return x.index end
     for _, g in ipairs(f.m.funcs) do if g.name == x then return g.index end end
@@ -314,23 +321,25 @@ function Func:op(name, t, ...)
     for i = 1, #imms do imms_buf[i - 1] = imm_value(self, kinds:sub(i, i), imms[i], name, i) end
     nimm = #imms
   end
-  return check(self, C.op(self.ptr, id, t and self.m:type(t) or 0, args_buf, n, imms_buf, nimm), name)
+  return check(self, C.op(fh(self), id, t and self.m:type(t) or 0, args_buf, n, imms_buf, nimm), name)
 end
 
 -- Structured control flow.
-function Func:for_(lo, hi, step, unroll) return check(self, C.for_begin(self.ptr, lo, hi, step, unroll or 0), "for") end
-function Func:if_(c) check(self, C.if_begin(self.ptr, c) + 1, "if"); return self end
-function Func:else_() check(self, C.else_begin(self.ptr) + 1, "else"); return self end
-function Func:while_() check(self, C.while_begin(self.ptr) + 1, "while"); return self end
-function Func:cond(c) check(self, C.while_cond(self.ptr, c) + 1, "while_cond"); return self end
-function Func:end_() check(self, C.region_end(self.ptr) + 1, "end"); return self end
-function Func:break_() check(self, C.brk(self.ptr) + 1, "break"); return self end
-function Func:continue_() check(self, C.cont(self.ptr) + 1, "continue"); return self end
-function Func:ret(v) check(self, C.ret(self.ptr, v or 0) + 1, "ret"); return self end
-function Func:depth() return C.depth(self.ptr) end
+function Func:for_(lo, hi, step, unroll)
+  return check(self, C.for_begin(fh(self), lo, hi, step, unroll or 0), "for")
+end
+function Func:if_(c) check(self, C.if_begin(fh(self), c) + 1, "if"); return self end
+function Func:else_() check(self, C.else_begin(fh(self)) + 1, "else"); return self end
+function Func:while_() check(self, C.while_begin(fh(self)) + 1, "while"); return self end
+function Func:cond(c) check(self, C.while_cond(fh(self), c) + 1, "while_cond"); return self end
+function Func:end_() check(self, C.region_end(fh(self)) + 1, "end"); return self end
+function Func:break_() check(self, C.brk(fh(self)) + 1, "break"); return self end
+function Func:continue_() check(self, C.cont(fh(self)) + 1, "continue"); return self end
+function Func:ret(v) check(self, C.ret(fh(self), v or 0) + 1, "ret"); return self end
+function Func:depth() return C.depth(fh(self)) end
 
 -- Local variables: an index is a Lua number (static) or a value (a table {ref}).
-function Func:var(t, count) return check(self, C.var_new(self.ptr, self.m:type(t), count or 1), "var") end
+function Func:var(t, count) return check(self, C.var_new(fh(self), self.m:type(t), count or 1), "var") end
 
 local function dyn_index(i)
   if type(i) == "table" then return i[1] end
@@ -339,14 +348,14 @@ end
 
 function Func:var_load(var, i)
   local d = dyn_index(i)
-  if d then return check(self, C.var_loadx(self.ptr, var, d), "var.loadx") end
-  return check(self, C.var_load(self.ptr, var, i or 0), "var.load")
+  if d then return check(self, C.var_loadx(fh(self), var, d), "var.loadx") end
+  return check(self, C.var_load(fh(self), var, i or 0), "var.load")
 end
 
 function Func:var_store(var, i, v)
   local d = dyn_index(i)
-  if d then return check(self, C.var_storex(self.ptr, var, d, v) + 1, "var.storex") end
-  return check(self, C.var_store(self.ptr, var, i or 0, v) + 1, "var.store")
+  if d then return check(self, C.var_storex(fh(self), var, d, v) + 1, "var.storex") end
+  return check(self, C.var_store(fh(self), var, i or 0, v) + 1, "var.store")
 end
 
 --- Calls device function g (a Func or its name) with values.
@@ -359,7 +368,7 @@ end
 --- The function's IR as text.
 function Func:print(opts)
   local len = ffi.new("size_t[1]")
-  local s = C.print_func(self.ptr, (opts and opts.locs) and 1 or 0, len)
+  local s = C.print_func(fh(self), (opts and opts.locs) and 1 or 0, len)
   return ffi.string(s, len[0])
 end
 Func.__tostring = function(f) return f:print() end
@@ -367,7 +376,7 @@ Func.__tostring = function(f) return f:print() end
 --- One op as text.
 function Func:print_op(v)
   local len = ffi.new("size_t[1]")
-  return ffi.string(C.print_inst(self.ptr, v, len), len[0])
+  return ffi.string(C.print_inst(fh(self), v, len), len[0])
 end
 
 return M

@@ -206,15 +206,22 @@ static IrRef finish(IrFunc *f, IrRef v) {
   }
   in->type = t;
   if (!(ir_op_info[in->op].flags & IR_OPF_PURE)) return v;
-  if (m->opt[IR_OPT_FOLD]) {
+  /* only checked ops are folded or reused: raw building (checks off) keeps
+     every op as it came, so the verifier sees what was asked for */
+  int fold = m->opt[IR_OPT_FOLD] && m->opt[IR_OPT_CHECK];
+  if (fold) {
     IrFoldResult fr;
     ir_canon(f, v);
     if (ir_fold(f, v, &fr)) {
       ir_rollback(f, v);
-      return fr.ref ? fr.ref : ir_intern_const(f, t, fr.bits);
+      if (fr.ref) return fr.ref;
+      IrRef c = ir_intern_const(f, t, fr.bits);
+      if (!fr.rewrite_op || !c) return c;
+      IrRef args[2] = {fr.rewrite_a, c}; /* the simpler op goes through the same path */
+      return ir_op(f, (IrOp)fr.rewrite_op, t, args, 2, NULL, 0);
     }
   }
-  if (m->opt[IR_OPT_FOLD] || in->op == IR_OP_CONST) {
+  if (fold || in->op == IR_OP_CONST) {
     IrRef e = ir_cse_find(f, v);
     if (e) {
       ir_rollback(f, v);

@@ -456,8 +456,11 @@ static void check_family(Ck *c, IrType *rt) {
         if (k != IR_TK_PTR || R(c, t)->space != IR_SPACE_PARAM || R(c, t)->elem != IR_T_I8)
           fail(c, "a by-value blob is seen as ptr<i8, param, A>, not %s", TN(c, t));
         if (blob < 1 || blob > 32764) fail(c, "blob of %lld bytes (1 to 32764)", (long long)blob);
+      } else if (k == IR_TK_STRUCT && c->f->kind == IR_FUNC_DEVICE) {
+        /* device functions take register fragments whole */
       } else if (k != IR_TK_INT && k != IR_TK_FLOAT && k != IR_TK_VEC && k != IR_TK_PTR) {
-        fail(c, "parameters are scalars, vectors or pointers (blobs for the rest), not %s", t ? TN(c, t) : "(none)");
+        fail(c, "parameters are scalars, vectors or pointers (blobs for the rest; structs for device functions), not %s",
+             t ? TN(c, t) : "(none)");
       } else if (k == IR_TK_PTR && R(c, t)->space == IR_SPACE_PARAM) {
         fail(c, "param-space pointers come from ir_param_blob");
       }

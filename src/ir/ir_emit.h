@@ -5,7 +5,14 @@
  * Naming in the emitted text: op %N of the IR is %vN; a by-value parameter is
  * %pN; temporaries are %tN; blocks are named after the construct that made them
  * (for3.head, if5.else, ...). Constants are written inline. An op that lowers
- * to nothing (a cast that only changes the alignment) aliases its operand. */
+ * to nothing (a cast that only changes the alignment) aliases its operand.
+ *
+ * Aggregates (the register fragments of mma and ldmatrix) are kept apart where
+ * that is cheaper: an mma or ldmatrix result is split into %vN.0, %vN.1, ...
+ * right after it is made; an extract of it is one of those names; a struct
+ * `pack` whose only uses take it apart again (mma operands, extracts) is not
+ * built at all. A fully unrolled tile then emits about one line per register
+ * it really moves. */
 #ifndef IR_EMIT_H
 #define IR_EMIT_H
 
@@ -34,6 +41,9 @@ typedef struct IrEmit {
   IrCtl *ctl;
   uint32_t nctl, capctl;
   IrRef *alias;        /* per ref of the function: the ref it stands for, or 0 */
+  IrRef *field_src;    /* per ref: an extract that names field field_idx of a split value */
+  uint32_t *field_idx;
+  uint8_t *vflags;     /* per ref: IR_EV_* */
   int meta_next;       /* next free metadata number */
   /* debug info */
   int cu_md, st_md, sp_md;        /* compile unit, subroutine type, current function */
@@ -49,6 +59,10 @@ typedef struct IrEmit {
   int failed;
 } IrEmit;
 
+/* vflags bits */
+#define IR_EV_SPLIT 1    /* its fields exist as %vN.i */
+#define IR_EV_NEED_AGG 2 /* some use needs the aggregate value itself */
+
 /* Text helpers (ir_emit_nvvm.c). */
 const char *ir_ll_type(IrEmit *e, IrType t);           /* LLVM type of an IR type */
 const char *ir_ll_val(IrEmit *e, IrRef v);             /* value text of a ref */
@@ -60,17 +74,59 @@ void ir_ll_fail(IrEmit *e, IrRef v, const char *fmt, ...) __attribute__((format(
 /* LLVM intrinsic type suffix: f32, f64, i32, v2f32, ... */
 const char *ir_ll_mangle(IrEmit *e, IrType t);
 
-/* Inline PTX (ir_emit_ops.c): writes `<def> = call <ret> asm [sideeffect] "text",
-   "cons"(args) [#0]`. ret may be "void". */
+/* Short accessors for the lowering code. */
+static inline const IrInst *I(IrEmit *e, IrRef v) { return &e->f->insts[v]; }
+static inline const IrRef *A(IrEmit *e, IrRef v) { return ir_args(e->f, I(e, v)); }
+static inline const int64_t *IM(IrEmit *e, IrRef v) { return ir_imms(e->f, I(e, v)); }
+static inline IrType TY(IrEmit *e, IrRef v) { return I(e, v)->type; }
+static inline const char *LT(IrEmit *e, IrType t) { return ir_ll_type(e, t); }
+static inline const char *VAL(IrEmit *e, IrRef v) { return ir_ll_val(e, v); }
+static inline const IrTypeRec *REC(IrEmit *e, IrType t) { return ir_trec(e->m, t); }
+
+/* Names and small pieces (ir_emit_asm.c). Returned names live in a ring of 8
+   buffers: copy one (ir_e_keep) before asking for more than a few. */
+const char *ir_e_tname(IrEmit *e, int n);       /* "%tN" */
+const char *ir_e_tmp(IrEmit *e);                /* a new "%tN" */
+const char *ir_e_def(IrEmit *e, IrRef v);       /* "%vN" */
+char *ir_e_keep(char *buf, size_t n, const char *s);
+void ir_e_splat(IrEmit *e, IrType t, const char *scalar, char *out, size_t n); /* scalar or <...> splat */
+const char *ir_e_declare(IrEmit *e, const char *name, const char *ret, const char *params);
+IrRef ir_e_resolve(IrEmit *e, IrRef v);          /* through aliases */
+void ir_e_split(IrEmit *e, IrRef v);             /* struct result -> %vN.0, %vN.1, ... */
+const char *ir_e_frag_reg(IrEmit *e, IrRef v, int i, int n); /* register i of a fragment */
+
+/* Inline PTX: writes `<def> = call <ret> asm [sideeffect] "text", "cons"(args) [#0]`. */
 typedef struct IrAsm {
   char text[1024];
   char cons[512];
   char args[2048];
   int nout, nin;
 } IrAsm;
-void ir_asm_in(IrEmit *e, IrAsm *a, char letter, const char *ll_type, const char *val);
+/* How a value of an IR type sits in a PTX register for inline asm. */
+typedef struct IrReg {
+  char letter;     /* constraint */
+  const char *ll;  /* LLVM type of the asm operand */
+  const char *ptx; /* PTX type for ld/st/atom */
+  int conv;        /* 0 as is, 1 zext/trunc via i16, 2 half<->i16 bitcast, 3 ptr<->i64 */
+} IrReg;
 
-/* Lowers one body op (not control flow). */
+void ir_asm_text(IrAsm *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ir_asm_cons(IrAsm *a, const char *c);
+void ir_asm_out(IrAsm *a, char letter);
+void ir_asm_in(IrEmit *e, IrAsm *a, char letter, const char *ll_type, const char *val);
+/* flags: 1 sideeffect, 2 convergent, 4 memory clobber; dst NULL for no result. */
+void ir_asm_call(IrEmit *e, IrAsm *a, const char *dst, const char *ret, int flags);
+void ir_asm_regs(IrAsm *a, int first, int n, int braced); /* "$0" or "{$0, $1}" */
+void ir_asm_addr(IrEmit *e, IrAsm *a, IrRef p);           /* a pointer operand: r (shared) or l */
+IrReg ir_asm_reg(IrEmit *e, IrType t);
+const char *ir_asm_to_reg(IrEmit *e, IrReg r, IrType t, const char *val);
+void ir_asm_from_reg(IrEmit *e, IrReg r, IrType t, const char *regval, const char *dst);
+const char *ir_ptx_space(int space); /* ".global", ".shared", ... "" for generic */
+
+/* Lowers one body op (not control flow): ir_emit_ops.c for values, casts,
+   aggregates, calls; ir_emit_mem.c for memory, synchronisation, warp and
+   tensor-core ops (ir_emit_mem_op returns 0 for an op it does not lower). */
 void ir_emit_op(IrEmit *e, IrRef v);
+int ir_emit_mem_op(IrEmit *e, IrRef v);
 
 #endif

@@ -132,6 +132,11 @@ const char *ir_ll_const(IrEmit *e, IrType t, int64_t bits) {
 
 const char *ir_ll_val(IrEmit *e, IrRef v) {
   while (e->alias[v]) v = e->alias[v];
+  if (e->field_src[v]) {
+    char *s = e->vbuf[e->vnext++ & 7];
+    snprintf(s, sizeof e->vbuf[0], "%%v%u.%u", e->field_src[v], e->field_idx[v]);
+    return s;
+  }
   const IrInst *in = &e->f->insts[v];
   if (in->op == IR_OP_CONST) return ir_ll_const(e, in->type, ir_imms(e->f, in)[0]);
   if (in->op == IR_OP_UNDEF) return "undef";
@@ -460,9 +465,20 @@ static void emit_function(IrEmit *e, ClBuf *annots) {
   cl_buf_clear(&e->entry);
   cl_buf_clear(&e->body);
   e->alias = calloc(f->ninst + 1, sizeof *e->alias);
-  if (!e->alias) {
+  e->field_src = calloc(f->ninst + 1, sizeof *e->field_src);
+  e->field_idx = calloc(f->ninst + 1, sizeof *e->field_idx);
+  e->vflags = calloc(f->ninst + 1, 1);
+  if (!e->alias || !e->field_src || !e->field_idx || !e->vflags) {
     e->failed = 1;
-    return;
+    goto done;
+  }
+  /* which aggregates must exist as values (see ir_emit.h) */
+  for (IrRef v = 1; v < f->ninst; v++) {
+    const IrInst *in = &f->insts[v];
+    int takes_apart = in->op == IR_OP_MMA || in->op == IR_OP_EXTRACT || in->op == IR_OP_STMATRIX;
+    const IrRef *a = ir_args(f, in);
+    for (int i = 0; i < in->nargs; i++)
+      if (!takes_apart || (in->op == IR_OP_STMATRIX && i == 0)) e->vflags[a[i]] |= IR_EV_NEED_AGG;
   }
   if (e->line_info) debug_function(e);
   emit_prologue(e);
@@ -488,9 +504,15 @@ static void emit_function(IrEmit *e, ClBuf *annots) {
   cl_buf_add(o, e->entry.data ? e->entry.data : "", e->entry.len);
   cl_buf_add(o, e->body.data ? e->body.data : "", e->body.len);
   cl_buf_puts(o, "}\n\n");
+done:
   free(e->alias);
-  e->alias = NULL;
-  if (f->kind != IR_FUNC_KERNEL) return;
+  free(e->field_src);
+  free(e->field_idx);
+  free(e->vflags);
+  e->alias = e->field_src = NULL;
+  e->field_idx = NULL;
+  e->vflags = NULL;
+  if (e->failed || f->kind != IR_FUNC_KERNEL) return;
   /* the kernel's annotations */
   ClBuf fnref = {0};
   cl_buf_puts(&fnref, "void (");

@@ -8,7 +8,10 @@
  *    gives (add, sub, mul, div, fma of f32/f64 and f16 through double, which is
  *    wide enough to round once); math functions are never folded;
  *  - identities are exact ones: x + 0, x * 1, x & -1, x - x (integers), and
- *    x + -0.0, x * 1.0 (floats; x + 0.0 is not exact: -0.0 + 0.0 = +0.0).
+ *    x + -0.0, x * 1.0 (floats; x + 0.0 is not exact: -0.0 + 0.0 = +0.0);
+ *  - integer chains with constants reassociate, exactly because integers wrap:
+ *    (x + c1) + c2 is x + (c1 + c2), x - c is x + -c (likewise *, &, |, ^), so
+ *    unrolled address arithmetic from one base stays one add per address.
  * CSE reuses an identical pure op only where it is visible: defined in a region
  * that is still open, i.e. one that dominates the cursor.
  *
@@ -511,6 +514,26 @@ int ir_fold(IrFunc *f, IrRef v, IrFoldResult *r) {
           return res_const(r, ir_int_wrap(bits, (int64_t)o));
         }
         default: return 0;
+      }
+    }
+    if (n == 2 && c1) { /* reassociation: (x op c1) op c2 -> x op (c1 op c2); x - c -> x + -c */
+      const IrInst *inner = &f->insts[a[0]];
+      int64_t kin;
+      int assoc = op == IR_OP_ADD || op == IR_OP_MUL || op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR;
+      if (assoc && inner->op == op && inner->nargs == 2 && is_const(f, ir_args(f, inner)[1], &kin) &&
+          !is_const(f, ir_args(f, inner)[0], &kin)) {
+        int64_t out;
+        is_const(f, ir_args(f, inner)[1], &kin);
+        if (fold_int_bin(op, bits, kin, k1, &out)) {
+          r->rewrite_op = op;
+          r->rewrite_a = ir_args(f, inner)[0];
+          return res_const(r, out);
+        }
+      }
+      if (op == IR_OP_SUB && k1 != 0) {
+        r->rewrite_op = IR_OP_ADD;
+        r->rewrite_a = a[0];
+        return res_const(r, ir_int_wrap(bits, (int64_t)(0 - (uint64_t)k1)));
       }
     }
     if (n == 2) { /* identities with one constant (constants are second after ir_canon) */

@@ -249,6 +249,8 @@ typedef struct IrFoldResult {
   IrRef ref;       /* an existing value equals the op */
   int is_const;    /* or a constant of the op's type with this payload */
   int64_t bits;
+  int rewrite_op;  /* or the op rewrite_op(rewrite_a, constant bits): (x + c1) + c2 -> x + (c1 + c2) */
+  IrRef rewrite_a;
 } IrFoldResult;
 int ir_fold(IrFunc *f, IrRef v, IrFoldResult *out);
 /* Canonical operand order for commutative ops (constants second). */

@@ -15,8 +15,9 @@ declare float @llvm.fabs.f32(float)
 declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fma.f64(double, double, double)
 declare double @llvm.nvvm.fmax.d(double, double)
+declare <2 x float> @llvm.fma.v2f32(<2 x float>, <2 x float>, <2 x float>)
 
-define void @arith(i32 %v1, i32 %v2, float %v3, float %v4, double %v5, half %v6, i64 %v7, i32 addrspace(1)* %v8, float addrspace(1)* %v9, double addrspace(1)* %v10, half addrspace(1)* %v11, i64 addrspace(1)* %v12, <4 x i32> addrspace(1)* %v13) {
+define void @arith(i32 %v1, i32 %v2, float %v3, float %v4, double %v5, half %v6, i64 %v7, i32 addrspace(1)* %v8, float addrspace(1)* %v9, double addrspace(1)* %v10, half addrspace(1)* %v11, i64 addrspace(1)* %v12, <4 x i32> addrspace(1)* %v13, <2 x float> addrspace(1)* %v214) {
 entry:
   %v14 = add i32 %v1, %v2
   store i32 %v14, i32 addrspace(1)* %v8, align 4
@@ -184,14 +185,30 @@ entry:
   %v210 = select <4 x i1> %v208, <4 x i32> %v207, <4 x i32> %v209
   %v212 = getelementptr <4 x i32>, <4 x i32> addrspace(1)* %v13, i32 46
   store <4 x i32> %v210, <4 x i32> addrspace(1)* %v212, align 16
+  %t14 = insertelement <2 x float> undef, float %v3, i32 0
+  %v215 = insertelement <2 x float> %t14, float %v4, i32 1
+  %t15 = insertelement <2 x float> undef, float %v4, i32 0
+  %v216 = insertelement <2 x float> %t15, float %v3, i32 1
+  %v217 = fsub <2 x float> <float 0x8000000000000000, float 0x8000000000000000>, %v215
+  %v218 = call <2 x float> @llvm.fma.v2f32(<2 x float> %v215, <2 x float> %v216, <2 x float> %v217)
+  %v219 = fcmp ogt <2 x float> %v218, %v216
+  %v220 = fdiv <2 x float> %v215, %v216
+  %v221 = select <2 x i1> %v219, <2 x float> %v218, <2 x float> %v220
+  %v222 = fsub <2 x float> %v221, %v215
+  store <2 x float> %v222, <2 x float> addrspace(1)* %v214, align 8
+  %t16 = insertelement <2 x half> undef, half %v6, i32 0
+  %v224 = insertelement <2 x half> %t16, half %v6, i32 1
+  %v225 = bitcast half addrspace(1)* %v11 to <2 x half> addrspace(1)*
+  %v226 = fmul <2 x half> %v224, %v224
+  store <2 x half> %v226, <2 x half> addrspace(1)* %v225, align 4
   ret void
 }
 
 !nvvm.annotations = !{!1, !2, !3, !4}
 !nvvmir.version = !{!5}
 
-!1 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*)* @arith, !"kernel", i32 1}
-!2 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*)* @arith, !"maxntidx", i32 128}
-!3 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*)* @arith, !"maxntidy", i32 1}
-!4 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*)* @arith, !"maxntidz", i32 1}
+!1 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*, <2 x float> addrspace(1)*)* @arith, !"kernel", i32 1}
+!2 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*, <2 x float> addrspace(1)*)* @arith, !"maxntidx", i32 128}
+!3 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*, <2 x float> addrspace(1)*)* @arith, !"maxntidy", i32 1}
+!4 = !{void (i32, i32, float, float, double, half, i64, i32 addrspace(1)*, float addrspace(1)*, double addrspace(1)*, half addrspace(1)*, i64 addrspace(1)*, <4 x i32> addrspace(1)*, <2 x float> addrspace(1)*)* @arith, !"maxntidz", i32 1}
 !5 = !{i32 2, i32 0, i32 3, i32 1}

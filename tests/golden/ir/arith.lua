@@ -4,7 +4,7 @@ return {
   sm = 80,
   ptx = { "mul.hi.s32", "mul.hi.u32", "popc.b32", "clz.b32", "brev.b32", "prmt.b32", "fma.rn.f32", "min.f32",
     "max.s32", "min.u32", "abs.s32", "selp", "shr.s32", "shr.u32", "fma.rn.f64", "add.f16", "div.s32", "div.u32",
-    "mul.hi.u64" },
+    "mul.hi.u64", "mul.f16x2" },
   build = function(_, m)
     m:set_loc("arith.lua", 1, "arith")
     local k = m:kernel("arith", { maxntid = 128 })
@@ -55,5 +55,14 @@ return {
     s = k:op("smin", nil, s, k:op("not", nil, vb))
     s = k:op("select", nil, k:op("icmp", nil, s, va, { "sgt" }), s, k:op("neg", nil, va))
     sink(ov, s)
+    -- float vectors: arithmetic, fma, negation, compares and select lane by lane
+    local ofv = k:param("ptr<<2 x f32>, global, 8>")
+    local fa = k:op("pack", "<2 x f32>", x, y)
+    local fb = k:op("pack", "<2 x f32>", y, x)
+    local fs = k:op("fma", nil, fa, fb, k:op("neg", nil, fa))
+    fs = k:op("select", nil, k:op("fcmp", nil, fs, fb, { "ogt" }), fs, k:op("fdiv", nil, fa, fb))
+    k:op("store", nil, ofv, k:op("sub", nil, fs, fa))
+    local hv = k:op("pack", "<2 x f16>", h, h)
+    k:op("store", nil, k:op("ptrcast", "ptr<<2 x f16>, global, 4>", oh), k:op("mul", nil, hv, hv))
   end,
 }

@@ -45,75 +45,32 @@ entry:
   %v48 = getelementptr i8, i8 addrspace(3)* %v44, i32 %v47
   %t2 = ptrtoint i8 addrspace(3)* %v48 to i32
   %v49 = call {i32, i32, i32, i32} asm sideeffect "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,r,~{memory}"(i32 %t2) #0
+  %v49.0 = extractvalue {i32, i32, i32, i32} %v49, 0
+  %v49.1 = extractvalue {i32, i32, i32, i32} %v49, 1
+  %v49.2 = extractvalue {i32, i32, i32, i32} %v49, 2
+  %v49.3 = extractvalue {i32, i32, i32, i32} %v49, 3
   %v51 = getelementptr i8, i8 addrspace(3)* %v48, i32 1024
   %t3 = ptrtoint i8 addrspace(3)* %v51 to i32
-  %t4 = extractvalue {i32, i32, i32, i32} %v49, 0
-  %t5 = extractvalue {i32, i32, i32, i32} %v49, 1
-  %t6 = extractvalue {i32, i32, i32, i32} %v49, 2
-  %t7 = extractvalue {i32, i32, i32, i32} %v49, 3
-  call void asm sideeffect "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}"(i32 %t3, i32 %t4, i32 %t5, i32 %t6, i32 %t7) #0
-  %v53 = extractvalue {i32, i32, i32, i32} %v49, 0
-  %v54 = extractvalue {i32, i32, i32, i32} %v49, 1
-  %t8 = insertvalue {i32, i32} undef, i32 %v53, 0
-  %v55 = insertvalue {i32, i32} %t8, i32 %v54, 1
-  %t9 = insertvalue {float, float, float, float} undef, float 0x0000000000000000, 0
-  %t10 = insertvalue {float, float, float, float} %t9, float 0x0000000000000000, 1
-  %t11 = insertvalue {float, float, float, float} %t10, float 0x0000000000000000, 2
-  %v57 = insertvalue {float, float, float, float} %t11, float 0x0000000000000000, 3
-  %t12 = extractvalue {i32, i32, i32, i32} %v49, 0
-  %t13 = extractvalue {i32, i32, i32, i32} %v49, 1
-  %t14 = extractvalue {i32, i32, i32, i32} %v49, 2
-  %t15 = extractvalue {i32, i32, i32, i32} %v49, 3
-  %t16 = extractvalue {i32, i32} %v55, 0
-  %t17 = extractvalue {i32, i32} %v55, 1
-  %t18 = extractvalue {float, float, float, float} %v57, 0
-  %t19 = extractvalue {float, float, float, float} %v57, 1
-  %t20 = extractvalue {float, float, float, float} %v57, 2
-  %t21 = extractvalue {float, float, float, float} %v57, 3
-  %v58 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %t12, i32 %t13, i32 %t14, i32 %t15, i32 %t16, i32 %t17, float %t18, float %t19, float %t20, float %t21) #0
-  %v59 = extractvalue {float, float, float, float} %v58, 0
-  %v60 = extractvalue {float, float, float, float} %v58, 1
-  %v61 = extractvalue {float, float, float, float} %v58, 2
-  %v62 = extractvalue {float, float, float, float} %v58, 3
+  call void asm sideeffect "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}"(i32 %t3, i32 %v49.0, i32 %v49.1, i32 %v49.2, i32 %v49.3) #0
+  %v58 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v49.0, i32 %v49.1, i32 %v49.2, i32 %v49.3, i32 %v49.0, i32 %v49.1, float 0x0000000000000000, float 0x0000000000000000, float 0x0000000000000000, float 0x0000000000000000) #0
+  %v58.0 = extractvalue {float, float, float, float} %v58, 0
+  %v58.1 = extractvalue {float, float, float, float} %v58, 1
+  %v58.2 = extractvalue {float, float, float, float} %v58, 2
+  %v58.3 = extractvalue {float, float, float, float} %v58, 3
   %v63 = bitcast float addrspace(1)* %v3 to <4 x float> addrspace(1)*
   %v64 = getelementptr <4 x float>, <4 x float> addrspace(1)* %v63, i32 %v45
-  %t22 = insertelement <4 x float> undef, float %v59, i32 0
-  %t23 = insertelement <4 x float> %t22, float %v60, i32 1
-  %t24 = insertelement <4 x float> %t23, float %v61, i32 2
-  %v65 = insertelement <4 x float> %t24, float %v62, i32 3
+  %t4 = insertelement <4 x float> undef, float %v58.0, i32 0
+  %t5 = insertelement <4 x float> %t4, float %v58.1, i32 1
+  %t6 = insertelement <4 x float> %t5, float %v58.2, i32 2
+  %v65 = insertelement <4 x float> %t6, float %v58.3, i32 3
   store <4 x float> %v65, <4 x float> addrspace(1)* %v64, align 16
-  %v67 = fpext float %v59 to double
-  %t25 = insertvalue {double, double, double, double, double, double, double, double} undef, double %v67, 0
-  %t26 = insertvalue {double, double, double, double, double, double, double, double} %t25, double %v67, 1
-  %t27 = insertvalue {double, double, double, double, double, double, double, double} %t26, double %v67, 2
-  %t28 = insertvalue {double, double, double, double, double, double, double, double} %t27, double %v67, 3
-  %t29 = insertvalue {double, double, double, double, double, double, double, double} %t28, double %v67, 4
-  %t30 = insertvalue {double, double, double, double, double, double, double, double} %t29, double %v67, 5
-  %t31 = insertvalue {double, double, double, double, double, double, double, double} %t30, double %v67, 6
-  %v68 = insertvalue {double, double, double, double, double, double, double, double} %t31, double %v67, 7
-  %t32 = insertvalue {double, double, double, double} undef, double %v67, 0
-  %t33 = insertvalue {double, double, double, double} %t32, double %v67, 1
-  %t34 = insertvalue {double, double, double, double} %t33, double %v67, 2
-  %v69 = insertvalue {double, double, double, double} %t34, double %v67, 3
-  %t35 = extractvalue {double, double, double, double, double, double, double, double} %v68, 0
-  %t36 = extractvalue {double, double, double, double, double, double, double, double} %v68, 1
-  %t37 = extractvalue {double, double, double, double, double, double, double, double} %v68, 2
-  %t38 = extractvalue {double, double, double, double, double, double, double, double} %v68, 3
-  %t39 = extractvalue {double, double, double, double, double, double, double, double} %v68, 4
-  %t40 = extractvalue {double, double, double, double, double, double, double, double} %v68, 5
-  %t41 = extractvalue {double, double, double, double, double, double, double, double} %v68, 6
-  %t42 = extractvalue {double, double, double, double, double, double, double, double} %v68, 7
-  %t43 = extractvalue {double, double, double, double} %v69, 0
-  %t44 = extractvalue {double, double, double, double} %v69, 1
-  %t45 = extractvalue {double, double, double, double} %v69, 2
-  %t46 = extractvalue {double, double, double, double} %v69, 3
-  %t47 = extractvalue {double, double, double, double} %v69, 0
-  %t48 = extractvalue {double, double, double, double} %v69, 1
-  %t49 = extractvalue {double, double, double, double} %v69, 2
-  %t50 = extractvalue {double, double, double, double} %v69, 3
-  %v70 = call {double, double, double, double} asm "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {$0, $1, $2, $3}, {$4, $5, $6, $7, $8, $9, $10, $11}, {$12, $13, $14, $15}, {$16, $17, $18, $19};", "=d,=d,=d,=d,d,d,d,d,d,d,d,d,d,d,d,d,d,d,d,d"(double %t35, double %t36, double %t37, double %t38, double %t39, double %t40, double %t41, double %t42, double %t43, double %t44, double %t45, double %t46, double %t47, double %t48, double %t49, double %t50) #0
-  %v71 = extractvalue {double, double, double, double} %v70, 3
-  %v72 = fptosi double %v71 to i32
+  %v67 = fpext float %v58.0 to double
+  %v70 = call {double, double, double, double} asm "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {$0, $1, $2, $3}, {$4, $5, $6, $7, $8, $9, $10, $11}, {$12, $13, $14, $15}, {$16, $17, $18, $19};", "=d,=d,=d,=d,d,d,d,d,d,d,d,d,d,d,d,d,d,d,d,d"(double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67, double %v67) #0
+  %v70.0 = extractvalue {double, double, double, double} %v70, 0
+  %v70.1 = extractvalue {double, double, double, double} %v70, 1
+  %v70.2 = extractvalue {double, double, double, double} %v70, 2
+  %v70.3 = extractvalue {double, double, double, double} %v70, 3
+  %v72 = fptosi double %v70.3 to i32
   %v74 = getelementptr i32, i32 addrspace(1)* %v1, i32 8
   store i32 %v72, i32 addrspace(1)* %v74, align 16
   ret void

@@ -7,6 +7,26 @@ target triple = "nvptx64-nvidia-cuda"
 declare i32 @llvm.nvvm.read.ptx.sreg.laneid()
 declare void @llvm.nvvm.barrier0()
 
+define internal {float, float, float, float} @mma_step({i32, i32, i32, i32} %v1, {i32, i32} %v2, {float, float, float, float} %v3) {
+entry:
+  %t0 = extractvalue {i32, i32, i32, i32} %v1, 0
+  %t1 = extractvalue {i32, i32, i32, i32} %v1, 1
+  %t2 = extractvalue {i32, i32, i32, i32} %v1, 2
+  %t3 = extractvalue {i32, i32, i32, i32} %v1, 3
+  %t4 = extractvalue {i32, i32} %v2, 0
+  %t5 = extractvalue {i32, i32} %v2, 1
+  %t6 = extractvalue {float, float, float, float} %v3, 0
+  %t7 = extractvalue {float, float, float, float} %v3, 1
+  %t8 = extractvalue {float, float, float, float} %v3, 2
+  %t9 = extractvalue {float, float, float, float} %v3, 3
+  %v4 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %t0, i32 %t1, i32 %t2, i32 %t3, i32 %t4, i32 %t5, float %t6, float %t7, float %t8, float %t9) #0
+  %v4.0 = extractvalue {float, float, float, float} %v4, 0
+  %v4.1 = extractvalue {float, float, float, float} %v4, 1
+  %v4.2 = extractvalue {float, float, float, float} %v4, 2
+  %v4.3 = extractvalue {float, float, float, float} %v4, 3
+  ret {float, float, float, float} %v4
+}
+
 define void @tensor(i8 addrspace(1)* %v1, float addrspace(1)* %v2, i32 addrspace(1)* %v3, double addrspace(1)* %v4) {
 entry:
   %v6 = bitcast [8192 x i8] addrspace(3)* @tensor.smem6 to i8 addrspace(3)*
@@ -34,9 +54,15 @@ entry:
   call void @llvm.nvvm.barrier0() #0
   %t6 = ptrtoint i8 addrspace(3)* %v9 to i32
   %v26 = call {i32, i32, i32, i32} asm sideeffect "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,r,~{memory}"(i32 %t6) #0
+  %v26.0 = extractvalue {i32, i32, i32, i32} %v26, 0
+  %v26.1 = extractvalue {i32, i32, i32, i32} %v26, 1
+  %v26.2 = extractvalue {i32, i32, i32, i32} %v26, 2
+  %v26.3 = extractvalue {i32, i32, i32, i32} %v26, 3
   %v28 = getelementptr i8, i8 addrspace(3)* %v9, i32 2048
   %t7 = ptrtoint i8 addrspace(3)* %v28 to i32
   %v29 = call {i32, i32} asm sideeffect "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {$0, $1}, [$2];", "=r,=r,r,~{memory}"(i32 %t7) #0
+  %v29.0 = extractvalue {i32, i32} %v29, 0
+  %v29.1 = extractvalue {i32, i32} %v29, 1
   %v31 = getelementptr i8, i8 addrspace(3)* %v9, i32 4096
   %t8 = ptrtoint i8 addrspace(3)* %v31 to i32
   %v32 = call i32 asm sideeffect "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {$0}, [$1];", "=r,r,~{memory}"(i32 %t8) #0
@@ -44,193 +70,118 @@ entry:
   %t10 = insertvalue {float, float, float, float} %t9, float 0x0000000000000000, 1
   %t11 = insertvalue {float, float, float, float} %t10, float 0x0000000000000000, 2
   %v34 = insertvalue {float, float, float, float} %t11, float 0x0000000000000000, 3
-  %t12 = extractvalue {i32, i32, i32, i32} %v26, 0
-  %t13 = extractvalue {i32, i32, i32, i32} %v26, 1
-  %t14 = extractvalue {i32, i32, i32, i32} %v26, 2
-  %t15 = extractvalue {i32, i32, i32, i32} %v26, 3
-  %t16 = extractvalue {i32, i32} %v29, 0
-  %t17 = extractvalue {i32, i32} %v29, 1
-  %t18 = extractvalue {float, float, float, float} %v34, 0
-  %t19 = extractvalue {float, float, float, float} %v34, 1
-  %t20 = extractvalue {float, float, float, float} %v34, 2
-  %t21 = extractvalue {float, float, float, float} %v34, 3
-  %v35 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %t12, i32 %t13, i32 %t14, i32 %t15, i32 %t16, i32 %t17, float %t18, float %t19, float %t20, float %t21) #0
+  %v35 = call {float, float, float, float} @mma_step({i32, i32, i32, i32} %v26, {i32, i32} %v29, {float, float, float, float} %v34)
   %v36 = extractvalue {float, float, float, float} %v35, 0
   %v37 = extractvalue {float, float, float, float} %v35, 1
   %v38 = extractvalue {float, float, float, float} %v35, 2
   %v39 = extractvalue {float, float, float, float} %v35, 3
-  %t22 = insertelement <4 x float> undef, float %v36, i32 0
-  %t23 = insertelement <4 x float> %t22, float %v37, i32 1
-  %t24 = insertelement <4 x float> %t23, float %v38, i32 2
-  %v41 = insertelement <4 x float> %t24, float %v39, i32 3
-  %t25 = bitcast float addrspace(1)* %v2 to <4 x float> addrspace(1)*
-  store <4 x float> %v41, <4 x float> addrspace(1)* %t25, align 16
-  %v43 = extractvalue {i32, i32, i32, i32} %v26, 0
-  %v44 = extractvalue {i32, i32, i32, i32} %v26, 1
-  %t26 = insertvalue {i32, i32} undef, i32 %v43, 0
-  %v45 = insertvalue {i32, i32} %t26, i32 %v44, 1
-  %t27 = insertvalue {i32, i32} undef, i32 %v43, 0
-  %v46 = insertvalue {i32, i32} %t27, i32 %v43, 1
-  %t28 = extractvalue {i32, i32} %v45, 0
-  %t29 = extractvalue {i32, i32} %v45, 1
-  %t30 = extractvalue {i32, i32} %v46, 0
-  %t31 = extractvalue {i32, i32} %v46, 1
-  %v47 = call {i32, i32} asm "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {$0, $1}, {$2, $3}, {$4}, {$5, $6};", "=r,=r,r,r,r,r,r"(i32 %t28, i32 %t29, i32 %v32, i32 %t30, i32 %t31) #0
-  %v48 = extractvalue {i32, i32} %v47, 0
-  %v49 = extractvalue {i32, i32} %v47, 1
+  %t12 = insertelement <4 x float> undef, float %v36, i32 0
+  %t13 = insertelement <4 x float> %t12, float %v37, i32 1
+  %t14 = insertelement <4 x float> %t13, float %v38, i32 2
+  %v41 = insertelement <4 x float> %t14, float %v39, i32 3
+  %t15 = bitcast float addrspace(1)* %v2 to <4 x float> addrspace(1)*
+  store <4 x float> %v41, <4 x float> addrspace(1)* %t15, align 16
+  %v47 = call {i32, i32} asm "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {$0, $1}, {$2, $3}, {$4}, {$5, $6};", "=r,=r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v32, i32 %v26.0, i32 %v26.0) #0
+  %v47.0 = extractvalue {i32, i32} %v47, 0
+  %v47.1 = extractvalue {i32, i32} %v47, 1
   %v50 = getelementptr i32, i32 addrspace(1)* %v3, i32 4
-  %t32 = insertelement <2 x i32> undef, i32 %v48, i32 0
-  %v51 = insertelement <2 x i32> %t32, i32 %v49, i32 1
-  %t33 = bitcast i32 addrspace(1)* %v50 to <2 x i32> addrspace(1)*
-  store <2 x i32> %v51, <2 x i32> addrspace(1)* %t33, align 16
-  %t34 = extractvalue {i32, i32, i32, i32} %v26, 0
-  %t35 = extractvalue {i32, i32, i32, i32} %v26, 1
-  %t36 = extractvalue {i32, i32, i32, i32} %v26, 2
-  %t37 = extractvalue {i32, i32, i32, i32} %v26, 3
-  %t38 = extractvalue {i32, i32} %v29, 0
-  %t39 = extractvalue {i32, i32} %v29, 1
-  %t40 = extractvalue {float, float, float, float} %v35, 0
-  %t41 = extractvalue {float, float, float, float} %v35, 1
-  %t42 = extractvalue {float, float, float, float} %v35, 2
-  %t43 = extractvalue {float, float, float, float} %v35, 3
-  %v53 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %t34, i32 %t35, i32 %t36, i32 %t37, i32 %t38, i32 %t39, float %t40, float %t41, float %t42, float %t43) #0
-  %v54 = extractvalue {float, float, float, float} %v53, 0
-  %v55 = extractvalue {float, float, float, float} %v53, 1
-  %v56 = extractvalue {float, float, float, float} %v53, 2
-  %v57 = extractvalue {float, float, float, float} %v53, 3
+  %t16 = insertelement <2 x i32> undef, i32 %v47.0, i32 0
+  %v51 = insertelement <2 x i32> %t16, i32 %v47.1, i32 1
+  %t17 = bitcast i32 addrspace(1)* %v50 to <2 x i32> addrspace(1)*
+  store <2 x i32> %v51, <2 x i32> addrspace(1)* %t17, align 16
+  %t18 = extractvalue {float, float, float, float} %v35, 0
+  %t19 = extractvalue {float, float, float, float} %v35, 1
+  %t20 = extractvalue {float, float, float, float} %v35, 2
+  %t21 = extractvalue {float, float, float, float} %v35, 3
+  %v53 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, float %t18, float %t19, float %t20, float %t21) #0
+  %v53.0 = extractvalue {float, float, float, float} %v53, 0
+  %v53.1 = extractvalue {float, float, float, float} %v53, 1
+  %v53.2 = extractvalue {float, float, float, float} %v53, 2
+  %v53.3 = extractvalue {float, float, float, float} %v53, 3
   %v59 = getelementptr float, float addrspace(1)* %v2, i32 8
-  %t44 = insertelement <4 x float> undef, float %v54, i32 0
-  %t45 = insertelement <4 x float> %t44, float %v55, i32 1
-  %t46 = insertelement <4 x float> %t45, float %v56, i32 2
-  %v60 = insertelement <4 x float> %t46, float %v57, i32 3
-  %t47 = bitcast float addrspace(1)* %v59 to <4 x float> addrspace(1)*
-  store <4 x float> %v60, <4 x float> addrspace(1)* %t47, align 16
-  %t48 = extractvalue {i32, i32, i32, i32} %v26, 0
-  %t49 = extractvalue {i32, i32, i32, i32} %v26, 1
-  %t50 = extractvalue {i32, i32, i32, i32} %v26, 2
-  %t51 = extractvalue {i32, i32, i32, i32} %v26, 3
-  %t52 = extractvalue {i32, i32} %v29, 0
-  %t53 = extractvalue {i32, i32} %v29, 1
-  %t54 = extractvalue {float, float, float, float} %v35, 0
-  %t55 = extractvalue {float, float, float, float} %v35, 1
-  %t56 = extractvalue {float, float, float, float} %v35, 2
-  %t57 = extractvalue {float, float, float, float} %v35, 3
-  %v62 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %t48, i32 %t49, i32 %t50, i32 %t51, i32 %t52, i32 %t53, float %t54, float %t55, float %t56, float %t57) #0
-  %v63 = extractvalue {float, float, float, float} %v62, 0
-  %v64 = extractvalue {float, float, float, float} %v62, 1
-  %v65 = extractvalue {float, float, float, float} %v62, 2
-  %v66 = extractvalue {float, float, float, float} %v62, 3
+  %t22 = insertelement <4 x float> undef, float %v53.0, i32 0
+  %t23 = insertelement <4 x float> %t22, float %v53.1, i32 1
+  %t24 = insertelement <4 x float> %t23, float %v53.2, i32 2
+  %v60 = insertelement <4 x float> %t24, float %v53.3, i32 3
+  %t25 = bitcast float addrspace(1)* %v59 to <4 x float> addrspace(1)*
+  store <4 x float> %v60, <4 x float> addrspace(1)* %t25, align 16
+  %t26 = extractvalue {float, float, float, float} %v35, 0
+  %t27 = extractvalue {float, float, float, float} %v35, 1
+  %t28 = extractvalue {float, float, float, float} %v35, 2
+  %t29 = extractvalue {float, float, float, float} %v35, 3
+  %v62 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, float %t26, float %t27, float %t28, float %t29) #0
+  %v62.0 = extractvalue {float, float, float, float} %v62, 0
+  %v62.1 = extractvalue {float, float, float, float} %v62, 1
+  %v62.2 = extractvalue {float, float, float, float} %v62, 2
+  %v62.3 = extractvalue {float, float, float, float} %v62, 3
   %v68 = getelementptr float, float addrspace(1)* %v2, i32 12
-  %t58 = insertelement <4 x float> undef, float %v63, i32 0
-  %t59 = insertelement <4 x float> %t58, float %v64, i32 1
-  %t60 = insertelement <4 x float> %t59, float %v65, i32 2
-  %v69 = insertelement <4 x float> %t60, float %v66, i32 3
-  %t61 = bitcast float addrspace(1)* %v68 to <4 x float> addrspace(1)*
-  store <4 x float> %v69, <4 x float> addrspace(1)* %t61, align 16
-  %v71 = extractvalue {i32, i32, i32, i32} %v26, 2
-  %t62 = insertvalue {i32, i32} undef, i32 %v44, 0
-  %v72 = insertvalue {i32, i32} %t62, i32 %v71, 1
-  %t63 = extractvalue {i32, i32} %v72, 0
-  %t64 = extractvalue {i32, i32} %v72, 1
-  %t65 = extractvalue {float, float, float, float} %v35, 0
-  %t66 = extractvalue {float, float, float, float} %v35, 1
-  %t67 = extractvalue {float, float, float, float} %v35, 2
-  %t68 = extractvalue {float, float, float, float} %v35, 3
-  %v73 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5}, {$6}, {$7, $8, $9, $10};", "=f,=f,=f,=f,r,r,r,f,f,f,f"(i32 %t63, i32 %t64, i32 %v32, float %t65, float %t66, float %t67, float %t68) #0
-  %v74 = extractvalue {float, float, float, float} %v73, 0
-  %v75 = extractvalue {float, float, float, float} %v73, 1
-  %v76 = extractvalue {float, float, float, float} %v73, 2
-  %v77 = extractvalue {float, float, float, float} %v73, 3
+  %t30 = insertelement <4 x float> undef, float %v62.0, i32 0
+  %t31 = insertelement <4 x float> %t30, float %v62.1, i32 1
+  %t32 = insertelement <4 x float> %t31, float %v62.2, i32 2
+  %v69 = insertelement <4 x float> %t32, float %v62.3, i32 3
+  %t33 = bitcast float addrspace(1)* %v68 to <4 x float> addrspace(1)*
+  store <4 x float> %v69, <4 x float> addrspace(1)* %t33, align 16
+  %t34 = extractvalue {float, float, float, float} %v35, 0
+  %t35 = extractvalue {float, float, float, float} %v35, 1
+  %t36 = extractvalue {float, float, float, float} %v35, 2
+  %t37 = extractvalue {float, float, float, float} %v35, 3
+  %v73 = call {float, float, float, float} asm "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5}, {$6}, {$7, $8, $9, $10};", "=f,=f,=f,=f,r,r,r,f,f,f,f"(i32 %v26.1, i32 %v26.2, i32 %v32, float %t34, float %t35, float %t36, float %t37) #0
+  %v73.0 = extractvalue {float, float, float, float} %v73, 0
+  %v73.1 = extractvalue {float, float, float, float} %v73, 1
+  %v73.2 = extractvalue {float, float, float, float} %v73, 2
+  %v73.3 = extractvalue {float, float, float, float} %v73, 3
   %v78 = getelementptr float, float addrspace(1)* %v2, i32 16
-  %t69 = insertelement <4 x float> undef, float %v74, i32 0
-  %t70 = insertelement <4 x float> %t69, float %v75, i32 1
-  %t71 = insertelement <4 x float> %t70, float %v76, i32 2
-  %v79 = insertelement <4 x float> %t71, float %v77, i32 3
-  %t72 = bitcast float addrspace(1)* %v78 to <4 x float> addrspace(1)*
-  store <4 x float> %v79, <4 x float> addrspace(1)* %t72, align 16
-  %t73 = insertvalue {i32, i32, i32, i32} undef, i32 %v43, 0
-  %t74 = insertvalue {i32, i32, i32, i32} %t73, i32 %v43, 1
-  %t75 = insertvalue {i32, i32, i32, i32} %t74, i32 %v43, 2
-  %v81 = insertvalue {i32, i32, i32, i32} %t75, i32 %v43, 3
-  %t76 = extractvalue {i32, i32, i32, i32} %v26, 0
-  %t77 = extractvalue {i32, i32, i32, i32} %v26, 1
-  %t78 = extractvalue {i32, i32, i32, i32} %v26, 2
-  %t79 = extractvalue {i32, i32, i32, i32} %v26, 3
-  %t80 = extractvalue {i32, i32} %v29, 0
-  %t81 = extractvalue {i32, i32} %v29, 1
-  %t82 = extractvalue {i32, i32, i32, i32} %v81, 0
-  %t83 = extractvalue {i32, i32, i32, i32} %v81, 1
-  %t84 = extractvalue {i32, i32, i32, i32} %v81, 2
-  %t85 = extractvalue {i32, i32, i32, i32} %v81, 3
-  %v82 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %t76, i32 %t77, i32 %t78, i32 %t79, i32 %t80, i32 %t81, i32 %t82, i32 %t83, i32 %t84, i32 %t85) #0
-  %v83 = extractvalue {i32, i32, i32, i32} %v82, 0
-  %v84 = extractvalue {i32, i32, i32, i32} %v82, 1
-  %v85 = extractvalue {i32, i32, i32, i32} %v82, 2
-  %v86 = extractvalue {i32, i32, i32, i32} %v82, 3
+  %t38 = insertelement <4 x float> undef, float %v73.0, i32 0
+  %t39 = insertelement <4 x float> %t38, float %v73.1, i32 1
+  %t40 = insertelement <4 x float> %t39, float %v73.2, i32 2
+  %v79 = insertelement <4 x float> %t40, float %v73.3, i32 3
+  %t41 = bitcast float addrspace(1)* %v78 to <4 x float> addrspace(1)*
+  store <4 x float> %v79, <4 x float> addrspace(1)* %t41, align 16
+  %v82 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, i32 %v26.0, i32 %v26.0, i32 %v26.0, i32 %v26.0) #0
+  %v82.0 = extractvalue {i32, i32, i32, i32} %v82, 0
+  %v82.1 = extractvalue {i32, i32, i32, i32} %v82, 1
+  %v82.2 = extractvalue {i32, i32, i32, i32} %v82, 2
+  %v82.3 = extractvalue {i32, i32, i32, i32} %v82, 3
   %v88 = getelementptr i32, i32 addrspace(1)* %v3, i32 20
-  %t86 = insertelement <4 x i32> undef, i32 %v83, i32 0
-  %t87 = insertelement <4 x i32> %t86, i32 %v84, i32 1
-  %t88 = insertelement <4 x i32> %t87, i32 %v85, i32 2
-  %v89 = insertelement <4 x i32> %t88, i32 %v86, i32 3
-  %t89 = bitcast i32 addrspace(1)* %v88 to <4 x i32> addrspace(1)*
-  store <4 x i32> %v89, <4 x i32> addrspace(1)* %t89, align 16
-  %t90 = extractvalue {i32, i32, i32, i32} %v26, 0
-  %t91 = extractvalue {i32, i32, i32, i32} %v26, 1
-  %t92 = extractvalue {i32, i32, i32, i32} %v26, 2
-  %t93 = extractvalue {i32, i32, i32, i32} %v26, 3
-  %t94 = extractvalue {i32, i32} %v29, 0
-  %t95 = extractvalue {i32, i32} %v29, 1
-  %t96 = extractvalue {i32, i32, i32, i32} %v81, 0
-  %t97 = extractvalue {i32, i32, i32, i32} %v81, 1
-  %t98 = extractvalue {i32, i32, i32, i32} %v81, 2
-  %t99 = extractvalue {i32, i32, i32, i32} %v81, 3
-  %v91 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %t90, i32 %t91, i32 %t92, i32 %t93, i32 %t94, i32 %t95, i32 %t96, i32 %t97, i32 %t98, i32 %t99) #0
-  %v92 = extractvalue {i32, i32, i32, i32} %v91, 0
-  %v93 = extractvalue {i32, i32, i32, i32} %v91, 1
-  %v94 = extractvalue {i32, i32, i32, i32} %v91, 2
-  %v95 = extractvalue {i32, i32, i32, i32} %v91, 3
+  %t42 = insertelement <4 x i32> undef, i32 %v82.0, i32 0
+  %t43 = insertelement <4 x i32> %t42, i32 %v82.1, i32 1
+  %t44 = insertelement <4 x i32> %t43, i32 %v82.2, i32 2
+  %v89 = insertelement <4 x i32> %t44, i32 %v82.3, i32 3
+  %t45 = bitcast i32 addrspace(1)* %v88 to <4 x i32> addrspace(1)*
+  store <4 x i32> %v89, <4 x i32> addrspace(1)* %t45, align 16
+  %v91 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k64.row.col.s32.u4.u4.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, i32 %v26.0, i32 %v26.0, i32 %v26.0, i32 %v26.0) #0
+  %v91.0 = extractvalue {i32, i32, i32, i32} %v91, 0
+  %v91.1 = extractvalue {i32, i32, i32, i32} %v91, 1
+  %v91.2 = extractvalue {i32, i32, i32, i32} %v91, 2
+  %v91.3 = extractvalue {i32, i32, i32, i32} %v91, 3
   %v97 = getelementptr i32, i32 addrspace(1)* %v3, i32 24
-  %t100 = insertelement <4 x i32> undef, i32 %v92, i32 0
-  %t101 = insertelement <4 x i32> %t100, i32 %v93, i32 1
-  %t102 = insertelement <4 x i32> %t101, i32 %v94, i32 2
-  %v98 = insertelement <4 x i32> %t102, i32 %v95, i32 3
-  %t103 = bitcast i32 addrspace(1)* %v97 to <4 x i32> addrspace(1)*
-  store <4 x i32> %v98, <4 x i32> addrspace(1)* %t103, align 16
-  %t104 = extractvalue {i32, i32, i32, i32} %v26, 0
-  %t105 = extractvalue {i32, i32, i32, i32} %v26, 1
-  %t106 = extractvalue {i32, i32, i32, i32} %v26, 2
-  %t107 = extractvalue {i32, i32, i32, i32} %v26, 3
-  %t108 = extractvalue {i32, i32} %v29, 0
-  %t109 = extractvalue {i32, i32} %v29, 1
-  %t110 = extractvalue {i32, i32, i32, i32} %v81, 0
-  %t111 = extractvalue {i32, i32, i32, i32} %v81, 1
-  %t112 = extractvalue {i32, i32, i32, i32} %v81, 2
-  %t113 = extractvalue {i32, i32, i32, i32} %v81, 3
-  %v100 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %t104, i32 %t105, i32 %t106, i32 %t107, i32 %t108, i32 %t109, i32 %t110, i32 %t111, i32 %t112, i32 %t113) #0
-  %v101 = extractvalue {i32, i32, i32, i32} %v100, 0
-  %v102 = extractvalue {i32, i32, i32, i32} %v100, 1
-  %v103 = extractvalue {i32, i32, i32, i32} %v100, 2
-  %v104 = extractvalue {i32, i32, i32, i32} %v100, 3
+  %t46 = insertelement <4 x i32> undef, i32 %v91.0, i32 0
+  %t47 = insertelement <4 x i32> %t46, i32 %v91.1, i32 1
+  %t48 = insertelement <4 x i32> %t47, i32 %v91.2, i32 2
+  %v98 = insertelement <4 x i32> %t48, i32 %v91.3, i32 3
+  %t49 = bitcast i32 addrspace(1)* %v97 to <4 x i32> addrspace(1)*
+  store <4 x i32> %v98, <4 x i32> addrspace(1)* %t49, align 16
+  %v100 = call {i32, i32, i32, i32} asm "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"(i32 %v26.0, i32 %v26.1, i32 %v26.2, i32 %v26.3, i32 %v29.0, i32 %v29.1, i32 %v26.0, i32 %v26.0, i32 %v26.0, i32 %v26.0) #0
+  %v100.0 = extractvalue {i32, i32, i32, i32} %v100, 0
+  %v100.1 = extractvalue {i32, i32, i32, i32} %v100, 1
+  %v100.2 = extractvalue {i32, i32, i32, i32} %v100, 2
+  %v100.3 = extractvalue {i32, i32, i32, i32} %v100, 3
   %v106 = getelementptr i32, i32 addrspace(1)* %v3, i32 28
-  %t114 = insertelement <4 x i32> undef, i32 %v101, i32 0
-  %t115 = insertelement <4 x i32> %t114, i32 %v102, i32 1
-  %t116 = insertelement <4 x i32> %t115, i32 %v103, i32 2
-  %v107 = insertelement <4 x i32> %t116, i32 %v104, i32 3
-  %t117 = bitcast i32 addrspace(1)* %v106 to <4 x i32> addrspace(1)*
-  store <4 x i32> %v107, <4 x i32> addrspace(1)* %t117, align 16
-  %v109 = bitcast i32 %v43 to float
+  %t50 = insertelement <4 x i32> undef, i32 %v100.0, i32 0
+  %t51 = insertelement <4 x i32> %t50, i32 %v100.1, i32 1
+  %t52 = insertelement <4 x i32> %t51, i32 %v100.2, i32 2
+  %v107 = insertelement <4 x i32> %t52, i32 %v100.3, i32 3
+  %t53 = bitcast i32 addrspace(1)* %v106 to <4 x i32> addrspace(1)*
+  store <4 x i32> %v107, <4 x i32> addrspace(1)* %t53, align 16
+  %v109 = bitcast i32 %v26.0 to float
   %v110 = fpext float %v109 to double
-  %t118 = insertvalue {double, double} undef, double %v110, 0
-  %v111 = insertvalue {double, double} %t118, double %v110, 1
-  %t119 = extractvalue {double, double} %v111, 0
-  %t120 = extractvalue {double, double} %v111, 1
-  %v112 = call {double, double} asm "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {$0, $1}, {$2}, {$3}, {$4, $5};", "=d,=d,d,d,d,d"(double %v110, double %v110, double %t119, double %t120) #0
+  %v112 = call {double, double} asm "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {$0, $1}, {$2}, {$3}, {$4, $5};", "=d,=d,d,d,d,d"(double %v110, double %v110, double %v110, double %v110) #0
+  %v112.0 = extractvalue {double, double} %v112, 0
+  %v112.1 = extractvalue {double, double} %v112, 1
   %v113 = bitcast double addrspace(1)* %v4 to <2 x double> addrspace(1)*
   %v114 = getelementptr <2 x double>, <2 x double> addrspace(1)* %v113, i32 %v5
-  %v115 = extractvalue {double, double} %v112, 0
-  %v116 = extractvalue {double, double} %v112, 1
-  %t121 = insertelement <2 x double> undef, double %v115, i32 0
-  %v117 = insertelement <2 x double> %t121, double %v116, i32 1
+  %t54 = insertelement <2 x double> undef, double %v112.0, i32 0
+  %v117 = insertelement <2 x double> %t54, double %v112.1, i32 1
   store <2 x double> %v117, <2 x double> addrspace(1)* %v114, align 16
   ret void
 }

@@ -13,6 +13,10 @@ return {
     "cp.async.wait_group 0", "st.global.v4.f32" },
   build = function(_, m)
     m:set_loc("tensor.lua", 1, "tensor")
+    -- a device function that takes and returns whole fragments
+    local step = m:func("mma_step", "{4 x f32}")
+    local fa, fb, fc = step:param("{4 x i32}"), step:param("{2 x i32}"), step:param("{4 x f32}")
+    step:ret(step:op("mma", nil, fa, fb, fc, { "m16n8k16", "f16", "f16", "f32", "f32" }))
     local k = m:kernel("tensor", { maxntid = 128 })
     local g = k:param("ptr<i8, global, 16>")
     local out = k:param("ptr<f32, global, 16>")
@@ -58,7 +62,7 @@ return {
       k:op("store", nil, k:op("gep", nil, ptr, k:const("i32", n * 4)), k:op("pack", vt, unpack(regs)))
       n = n + 1
     end
-    local d = k:op("mma", nil, a4, b2, c4, { "m16n8k16", "f16", "f16", "f32", "f32" })
+    local d = k:call(step, a4, b2, c4)
     sink(out, d, "f32", 4)
     local h0 = k:op("extract", nil, a4, { 0 })
     local dh = k:op("mma", nil, part(a4, 0, 2), x1, k:op("pack", "{2 x i32}", h0, h0), { "m16n8k8", "f16", "f16", "f16",

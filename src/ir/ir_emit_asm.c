@@ -1,0 +1,206 @@
+/* ir_emit_asm.c: the NVVM emitter's shared helpers: temporaries and names,
+ * declarations, splats, inline PTX assembly (operands, constraints, escaping,
+ * registers of each IR type) and register fragments (see ir_emit.h).
+ *
+ * Inline PTX is built in an IrAsm: the text with $N operands, the constraint
+ * list (outputs first) and the typed argument list; ir_asm_call writes the call,
+ * with sideeffect, a memory clobber and the convergent attribute as asked. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir_emit.h"
+
+/* "%tN" in a rotating buffer */
+const char *ir_e_tname(IrEmit *e, int n) {
+  char *s = e->vbuf[e->vnext++ & 7];
+  snprintf(s, sizeof e->vbuf[0], "%%t%d", n);
+  return s;
+}
+const char *ir_e_tmp(IrEmit *e) { return ir_e_tname(e, ir_ll_tmp(e)); }
+/* "%vN" of the op being lowered */
+const char *ir_e_def(IrEmit *e, IrRef v) {
+  char *s = e->vbuf[e->vnext++ & 7];
+  snprintf(s, sizeof e->vbuf[0], "%%v%u", v);
+  return s;
+}
+char *ir_e_keep(char *buf, size_t n, const char *s) {
+  snprintf(buf, n, "%s", s);
+  return buf;
+}
+
+/* An all-ones / zero / minus-zero value of a (vector) type. */
+void ir_e_splat(IrEmit *e, IrType t, const char *scalar, char *out, size_t n) {
+  const IrTypeRec *r = REC(e, t);
+  if (r->kind != IR_TK_VEC) {
+    snprintf(out, n, "%s", scalar);
+    return;
+  }
+  size_t len = (size_t)snprintf(out, n, "<");
+  for (uint32_t i = 0; i < r->len && len < n; i++)
+    len += (size_t)snprintf(out + len, n - len, "%s%s %s", i ? ", " : "", LT(e, r->elem), scalar);
+  if (len < n) snprintf(out + len, n - len, ">");
+}
+
+const char *ir_e_declare(IrEmit *e, const char *name, const char *ret, const char *params) {
+  char decl[512];
+  snprintf(decl, sizeof decl, "declare %s @%s(%s)", ret, name, params);
+  ir_ll_declare(e, name, decl);
+  return name;
+}
+
+/* --- inline PTX ----------------------------------------------------------------------------------------------- */
+void ir_asm_text(IrAsm *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t len = strlen(a->text);
+  vsnprintf(a->text + len, sizeof a->text - len, fmt, ap);
+  va_end(ap);
+}
+
+void ir_asm_cons(IrAsm *a, const char *c) {
+  size_t len = strlen(a->cons);
+  snprintf(a->cons + len, sizeof a->cons - len, "%s%s", len ? "," : "", c);
+}
+
+void ir_asm_out(IrAsm *a, char letter) {
+  char c[4] = {'=', letter, 0, 0};
+  ir_asm_cons(a, c);
+  a->nout++;
+}
+
+void ir_asm_in(IrEmit *e, IrAsm *a, char letter, const char *ll_type, const char *val) {
+  (void)e;
+  char c[2] = {letter, 0};
+  ir_asm_cons(a, c);
+  size_t len = strlen(a->args);
+  snprintf(a->args + len, sizeof a->args - len, "%s%s %s", a->nin ? ", " : "", ll_type, val);
+  a->nin++;
+}
+
+/* Writes the call; dst NULL for a void result. flags: 1 sideeffect, 2 convergent, 4 memory clobber. */
+void ir_asm_call(IrEmit *e, IrAsm *a, const char *dst, const char *ret, int flags) {
+  if (flags & 4) ir_asm_cons(a, "~{memory}");
+  ClBuf esc = {0};
+  const char *text = a->text;
+  int plain = 1; /* the usual case: nothing to escape, no copy */
+  for (const unsigned char *p = (const unsigned char *)text; *p && plain; p++)
+    plain = !(*p == '"' || *p == '\\' || *p < 32 || *p >= 127);
+  if (!plain) {
+    for (const char *p = a->text; *p; p++) {
+      unsigned char ch = (unsigned char)*p;
+      if (ch == '"' || ch == '\\' || ch < 32 || ch >= 127) cl_buf_printf(&esc, "\\%02X", ch);
+      else cl_buf_putc(&esc, (char)ch);
+    }
+    text = cl_buf_str(&esc);
+  }
+  if (flags & 2) e->uses_convergent = 1;
+  ir_ll_ins(e, "%s%scall %s asm %s\"%s\", \"%s\"(%s)%s", dst ? dst : "", dst ? " = " : "", ret,
+            (flags & 1) ? "sideeffect " : "", text, a->cons, a->args, (flags & 2) ? " #0" : "");
+  cl_buf_free(&esc);
+}
+
+/* How a value of type t sits in a PTX register (IrReg, ir_emit.h). */
+IrReg ir_asm_reg(IrEmit *e, IrType t) {
+  switch (t) {
+    case IR_T_I1: case IR_T_I8: case IR_T_E4M3: case IR_T_E5M2: return (IrReg){'h', "i16", "b8", 1};
+    case IR_T_I16: case IR_T_BF16: return (IrReg){'h', "i16", "b16", 0};
+    case IR_T_F16: return (IrReg){'h', "i16", "b16", 2};
+    case IR_T_I32: case IR_T_TF32: return (IrReg){'r', "i32", "b32", 0};
+    case IR_T_F32: return (IrReg){'f', "float", "f32", 0};
+    case IR_T_I64: return (IrReg){'l', "i64", "b64", 0};
+    case IR_T_F64: return (IrReg){'d', "double", "f64", 0};
+    default: break;
+  }
+  if (REC(e, t)->kind == IR_TK_PTR) {
+    if (REC(e, t)->space == IR_SPACE_SHARED_CLUSTER) return (IrReg){'r', "i32", "b32", 0};
+    return (IrReg){'l', "i64", "b64", 3};
+  }
+  return (IrReg){'r', "i32", "b32", 0};
+}
+
+/* A value as its asm register operand (conversion emitted if needed). */
+const char *ir_asm_to_reg(IrEmit *e, IrReg r, IrType t, const char *val) {
+  if (!r.conv) return val;
+  const char *tmp = ir_e_tmp(e);
+  if (r.conv == 1) ir_ll_ins(e, "%s = zext %s %s to i16", tmp, LT(e, t), val);
+  else if (r.conv == 2) ir_ll_ins(e, "%s = bitcast half %s to i16", tmp, val);
+  else ir_ll_ins(e, "%s = ptrtoint %s %s to i64", tmp, LT(e, t), val);
+  return tmp;
+}
+
+/* An asm register result into dst as type t. */
+void ir_asm_from_reg(IrEmit *e, IrReg r, IrType t, const char *regval, const char *dst) {
+  switch (r.conv) {
+    case 0: ir_ll_ins(e, "%s = bitcast %s %s to %s", dst, r.ll, regval, LT(e, t)); break;
+    case 1: ir_ll_ins(e, "%s = trunc i16 %s to %s", dst, regval, LT(e, t)); break;
+    case 2: ir_ll_ins(e, "%s = bitcast i16 %s to half", dst, regval); break;
+    default: ir_ll_ins(e, "%s = inttoptr i64 %s to %s", dst, regval, LT(e, t)); break;
+  }
+}
+
+const char *ir_ptx_space(int space) {
+  switch (space) {
+    case IR_SPACE_GLOBAL: return ".global";
+    case IR_SPACE_SHARED: return ".shared";
+    case IR_SPACE_SHARED_CLUSTER: return ".shared::cluster";
+    case IR_SPACE_LOCAL: return ".local";
+    case IR_SPACE_CONST: return ".const";
+    default: return "";
+  }
+}
+
+/* The address operand of a pointer: 32-bit for shared spaces, else 64-bit. */
+void ir_asm_addr(IrEmit *e, IrAsm *a, IrRef p) {
+  IrType pt = TY(e, p);
+  int space = REC(e, pt)->space;
+  if (space == IR_SPACE_SHARED_CLUSTER) {
+    ir_asm_in(e, a, 'r', "i32", VAL(e, p));
+    return;
+  }
+  const char *tmp = ir_e_tmp(e);
+  int narrow = space == IR_SPACE_SHARED;
+  ir_ll_ins(e, "%s = ptrtoint %s %s to %s", tmp, LT(e, pt), VAL(e, p), narrow ? "i32" : "i64");
+  ir_asm_in(e, a, narrow ? 'r' : 'l', narrow ? "i32" : "i64", tmp);
+}
+
+/* "{$0, $1}" for n registers from $first; a single one bare ("$0") unless
+   braced (mma and ldmatrix operands are vectors even of one register). */
+void ir_asm_regs(IrAsm *a, int first, int n, int braced) {
+  if (n == 1 && !braced) {
+    ir_asm_text(a, "$%d", first);
+    return;
+  }
+  ir_asm_text(a, "{");
+  for (int i = 0; i < n; i++) ir_asm_text(a, "%s$%d", i ? ", " : "", first + i);
+  ir_asm_text(a, "}");
+}
+
+IrRef ir_e_resolve(IrEmit *e, IrRef v) {
+  while (e->alias[v]) v = e->alias[v];
+  return v;
+}
+
+/* Splits a struct result into %vN.0, %vN.1, ... (see ir_emit.h). */
+void ir_e_split(IrEmit *e, IrRef v) {
+  const IrTypeRec *r = REC(e, TY(e, v));
+  if (r->kind != IR_TK_STRUCT) return;
+  for (uint32_t i = 0; i < r->len; i++)
+    ir_ll_ins(e, "%%v%u.%u = extractvalue %s %%v%u, %u", v, i, LT(e, TY(e, v)), v, i);
+  e->vflags[v] |= IR_EV_SPLIT;
+}
+
+/* The i-th register of a fragment (a struct, or the value itself when n == 1). */
+const char *ir_e_frag_reg(IrEmit *e, IrRef v, int i, int n) {
+  if (n == 1) return VAL(e, v);
+  v = ir_e_resolve(e, v);
+  if (I(e, v)->op == IR_OP_PACK) return VAL(e, A(e, v)[i]);
+  if (e->vflags[v] & IR_EV_SPLIT) {
+    char *s = e->vbuf[e->vnext++ & 7];
+    snprintf(s, sizeof e->vbuf[0], "%%v%u.%d", v, i);
+    return s;
+  }
+  const char *tmp = ir_e_tmp(e);
+  ir_ll_ins(e, "%s = extractvalue %s %s, %d", tmp, LT(e, TY(e, v)), VAL(e, v), i);
+  return tmp;
+}
