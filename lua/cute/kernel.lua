@@ -138,16 +138,23 @@ local function tensor_spec(t, static_all)
   local cosize = L.cosize(layout)
   local idx64 = cosize >= 2 ^ 31
   local skey = map_leaves(L.shape(layout), function(v) return static_all and tostring(v) or "?" end)
+  -- run-time strides are specialised on the power of two dividing them (up to
+  -- 16 elements): addresses computed from them keep a known alignment, so
+  -- rows of a row-major matrix can be moved with 16-byte vectors
+  local divs = {}
   local dkey = map_leaves(L.stride(layout), function(v)
     if static_all or v == 0 or v == 1 then return tostring(v) end
-    return "?"
+    local d = 0
+    while d < 4 and v % (2 ^ (d + 1)) == 0 do d = d + 1 end
+    divs[#divs + 1] = d
+    return d > 0 and ("?" .. 2 ^ d) or "?"
   end)
   local align = t:alignment()
   local spec = {
     kind = "tensor", dtype = t.dtype, static = static_all, idx64 = idx64, align = align,
     key = string.format("T%s%s:%s:%s:a%d%s", t.dtype.name, static_all and "!" or "", skey, dkey, align,
       idx64 and ":64" or ""),
-    layout = layout,
+    layout = layout, stride_divs = divs,
   }
   rawset(t, field, spec)
   return spec
@@ -218,11 +225,13 @@ local function make_params(trace, specs)
           shape_v[j] = core.value(ir.param(trace.f, core.irtype(it_t)), it_t)
           params[#params + 1] = { ctype = ctype, arg = i, what = "shape", leaf = j }
         end
+        local dyn = 0
         for j = 1, #dl do
           if dl[j] == 0 or dl[j] == 1 then
             stride_v[j] = dl[j]
           else
-            stride_v[j] = core.value(ir.param(trace.f, core.irtype(it_t)), it_t)
+            dyn = dyn + 1
+            stride_v[j] = core.value(ir.param(trace.f, core.irtype(it_t)), it_t, s.stride_divs[dyn])
             params[#params + 1] = { ctype = ctype, arg = i, what = "stride", leaf = j }
           end
         end

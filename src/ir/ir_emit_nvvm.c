@@ -499,6 +499,9 @@ static void emit_function(IrEmit *e, ClBuf *annots) {
   cl_buf_printf(o, "define %s%s @%s(", f->kind == IR_FUNC_KERNEL ? "" : "internal ", ir_ll_type(e, f->ret), name);
   param_list(e, o, 1);
   cl_buf_puts(o, ")");
+  /* A device function is a real function (cute.func asks for one): the
+   * optimiser must not inline it away. */
+  if (f->kind != IR_FUNC_KERNEL) cl_buf_puts(o, " noinline");
   if (e->line_info) cl_buf_printf(o, " !dbg !%d", e->sp_md);
   cl_buf_puts(o, " {\nentry:\n");
   cl_buf_add(o, e->entry.data ? e->entry.data : "", e->entry.len);

@@ -8,7 +8,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 declare i32 @vprintf(i8*, i8*)
 declare void @llvm.trap()
 
-define internal i32 @clamp(i32 %v1, i32 %v2, i32 %v3) {
+define internal i32 @clamp(i32 %v1, i32 %v2, i32 %v3) noinline {
 entry:
   %v4 = icmp slt i32 %v1, %v2
   br i1 %v4, label %if0.then, label %if0.else

@@ -7,7 +7,7 @@ target triple = "nvptx64-nvidia-cuda"
 declare i32 @llvm.nvvm.read.ptx.sreg.laneid()
 declare void @llvm.nvvm.barrier0()
 
-define internal {float, float, float, float} @mma_step({i32, i32, i32, i32} %v1, {i32, i32} %v2, {float, float, float, float} %v3) {
+define internal {float, float, float, float} @mma_step({i32, i32, i32, i32} %v1, {i32, i32} %v2, {float, float, float, float} %v3) noinline {
 entry:
   %t0 = extractvalue {i32, i32, i32, i32} %v1, 0
   %t1 = extractvalue {i32, i32, i32, i32} %v1, 1

@@ -10,6 +10,10 @@ describe("cute.func", function()
     end, { H.f32(), cute.f32(3) })
     assert.matches("func @square_%d+%(%%1: f32%) %-> f32", ir)
     assert.equal(2, H.count(ir, "call @square"))
+    -- a real function in the PTX too (noinline), called twice
+    local ptx = H.ptx(function(a, v) a[0] = sq(v) + sq(v * 2) end, { H.f32(), cute.f32(3) })
+    assert.matches("%.func%s+%(%.param %.b32 func_retval0%) square_%d+", ptx)
+    assert.equal(2, H.count(ptx, "call.uni"))
   end)
 
   it("specialises on compile-time arguments", function()
