@@ -416,6 +416,29 @@ end
 -- ---------------------------------------------------------------------------
 -- Shared memory
 
+-- The elements a layout's storage spans: its cosize; for a ComposedLayout
+-- (swizzle o offset o layout), the outer layout's cosize plus the offset,
+-- rounded up to the swizzle's span so every swizzled offset stays inside.
+local function storage_size(layout, what)
+  local n
+  if L.is_layout(layout) then
+    n = L.cosize(layout)
+  else
+    n = L.cosize(layout.outer)
+    if type(n) == "number" and type(layout.offset) == "number" then n = n + layout.offset end
+    local sw = layout.inner
+    if type(sw) == "table" and sw.bits then
+      local span = 2 ^ (sw.bits + sw.base + math.abs(sw.shift))
+      if type(n) == "number" then n = math.ceil(n / span) * span end
+    elseif L.is_layout(sw) then
+      n = L.cosize(sw)
+    end
+  end
+  if type(n) ~= "number" then err.raise("%s needs a static layout, got %s", what, tostring(layout)) end
+  return n
+end
+M._storage_size = storage_size
+
 --- A static shared-memory tensor of dtype dt with a layout (or a
 -- ComposedLayout carrying a swizzle), aligned to `align` bytes (default 128).
 function M.make_smem_tensor(dt, layout, align)
@@ -423,8 +446,7 @@ function M.make_smem_tensor(dt, layout, align)
   if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
   dt = dtype.get(dt)
   if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
-  local n = L.cosize(layout)
-  if type(n) ~= "number" then err.raise("shared memory tensors need a static layout, got %s", tostring(layout)) end
+  local n = storage_size(layout, "a shared memory tensor")
   align = align or 128
   local pt = core.ptr(core.scalar(dt), "shared", align)
   local p = emit("smem", pt, nil, nil, nil, n * dt.bytes, align)
@@ -444,8 +466,7 @@ function M.smem_allocator()
   function a.tensor(self, dt, layout, align)
     dt = dtype.get(dt)
     if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
-    local n = L.cosize(layout)
-    if type(n) ~= "number" then err.raise("shared memory tensors need a static layout, got %s", tostring(layout)) end
+    local n = storage_size(layout, "a shared memory tensor")
     align = align or 128
     self.offset = math.ceil(self.offset / align) * align
     if not self.base then
