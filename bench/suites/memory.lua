@@ -170,17 +170,20 @@ return function(h)
     }
   end
 
-  -- transpose 8192 x 8192 f32 through swizzled shared memory
-  do
+  -- transpose 8192 x 8192 f32 through swizzled shared memory: 32 x 32 tiles
+  -- with scalar accesses, 64 x 64 tiles with 16-byte ones
+  local variants = { { "transpose (swizzled smem)", tr.transpose }, { "transpose, 64x64 tiles", tr.transpose64 } }
+  for _, variant in ipairs(variants) do
     local Mr, N = h:size(8192, 1000), h:size(8192, 777)
+    local run = variant[2]
     h:case {
-      name = "transpose (swizzled smem)", shape = Mr .. "x" .. N, dtype = "f32", bytes = 2 * Mr * N * 4,
+      name = variant[1], shape = Mr .. "x" .. N, dtype = "f32", bytes = 2 * Mr * N * 4,
       peer = "copy", goal = 0.85,
       setup = function()
         return { a = cute.tensor(cute.f32, { Mr, N }, "row"):uniform(-1, 1, next_seed()),
           b = poison(cute.tensor(cute.f32, { N, Mr }, "row")) }
       end,
-      run = function(s) tr.transpose(s.a, s.b) end,
+      run = function(s) run(s.a, s.b) end,
       check = function(s)
         local ok, msg, hb = written(s.b)
         if not ok then return false, msg end

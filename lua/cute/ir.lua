@@ -352,6 +352,15 @@ function Func:var_load(var, i)
   return check(self, C.var_load(fh(self), var, i or 0), "var.load")
 end
 
+--- count consecutive elements from static index i, as a vector value.
+function Func:var_loadv(var, i, count) return check(self, C.var_loadv(fh(self), var, i, count), "var.loadv") end
+
+--- An optimisation barrier on a variable (values computed from it before are recomputed after).
+function Func:var_opaque(var) return check(self, C.var_opaque(fh(self), var) + 1, "var.opaque") end
+
+--- A vector value into consecutive elements from static index i.
+function Func:var_storev(var, i, v) return check(self, C.var_storev(fh(self), var, i, v) + 1, "var.storev") end
+
 function Func:var_store(var, i, v)
   local d = dyn_index(i)
   if d then return check(self, C.var_storex(fh(self), var, d, v) + 1, "var.storex") end

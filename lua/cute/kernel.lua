@@ -164,7 +164,8 @@ local function classify(arg, ann, name, i)
   local what = string.format("argument %s (#%d)", name and ("'" .. name .. "'") or "", i)
   local mt = type(arg) == "table" and getmetatable(arg)
   if ann == M.constexpr or mt == Constexpr then
-    local v = mt == Constexpr and arg.value or arg
+    local v = arg -- (not `mt == Constexpr and arg.value or arg`: the value may be false)
+    if mt == Constexpr then v = arg.value end
     return { kind = "const", value = v, key = "C" .. serialize(v) }
   end
   if mt == StaticMark then return tensor_spec(arg.tensor, true) end
@@ -398,8 +399,9 @@ local function trace(k, specs, opts)
   core.finish()
   -- kernel attributes
   local f = T.f
-  if opts.max_threads then ir.func_attr(f, 0, opts.max_threads, 1, 1) end
-  if opts.min_blocks then ir.func_attr(f, 2, opts.min_blocks, 0, 0) end
+  local max_threads, min_blocks = T.max_threads or opts.max_threads, T.min_blocks or opts.min_blocks
+  if max_threads then ir.func_attr(f, 0, max_threads, 1, 1) end
+  if min_blocks then ir.func_attr(f, 2, min_blocks, 0, 0) end
   if opts.cluster then
     local cx = type(opts.cluster) == "table" and opts.cluster or { opts.cluster }
     ir.func_attr(f, 3, cx[1] or 1, cx[2] or 1, cx[3] or 1)
@@ -601,7 +603,24 @@ function Kernel:__call(cfg)
   return function(...) return k:launch(cfg, ...) end
 end
 
-M._exports = { "constexpr", "static" }
+--- Inside a kernel being traced: its launch bounds, for when they depend on
+-- what is traced (a block size passed as cute.constexpr): at most
+-- max_threads threads a block, and (optional) at least min_blocks blocks
+-- resident an SM. They override the kernel's max_threads/min_blocks options.
+function M.launch_bounds(max_threads, min_blocks)
+  local T = core.current()
+  if not T or T.kind ~= "kernel" then err.raise("cute.launch_bounds: only inside a kernel being traced") end
+  if type(max_threads) ~= "number" or max_threads < 1 or max_threads > 1024 or max_threads % 1 ~= 0 then
+    err.raise("cute.launch_bounds: max_threads must be a whole number of threads in 1..1024, got %s",
+      tostring(max_threads))
+  end
+  if min_blocks ~= nil and (type(min_blocks) ~= "number" or min_blocks < 1 or min_blocks % 1 ~= 0) then
+    err.raise("cute.launch_bounds: min_blocks must be a positive whole number, got %s", tostring(min_blocks))
+  end
+  T.max_threads, T.min_blocks = max_threads, min_blocks
+end
+
+M._exports = { "constexpr", "static", "launch_bounds" }
 
 -- cute.kernel(...) is M.kernel; the module stays reachable as cute.kernel.*
 return setmetatable(M, { __call = function(_, ...) return M.kernel(...) end })

@@ -65,6 +65,89 @@ local function leaves(x, out)
   return out
 end
 
+-- ---------------------------------------------------------------------------
+-- Host arrays and layout walks
+
+pcall(ffi.cdef, "void *malloc(size_t); void free(void *);")
+
+-- A host array of n elements of a C type (a string), zero-initialised only
+-- when small: LuaJIT's own arrays stop below 2 GiB, so large ones come from
+-- malloc (freed by the GC).
+local function host_array(ctype, n)
+  n = math.max(n, 1)
+  local bytes = n * ffi.sizeof(ctype)
+  if bytes < 2 ^ 28 then return ffi.new(ctype .. "[?]", n) end
+  local p = ffi.C.malloc(bytes)
+  if p == nil then err.raise("out of host memory allocating %.0f MiB", bytes / 2 ^ 20) end
+  return ffi.gc(ffi.cast(ctype .. "*", p), ffi.C.free)
+end
+M._host_array = host_array
+
+-- The layout's leaves without the modes of size 1: shapes and strides.
+local function live_modes(layout)
+  local s, d = leaves(L.shape(layout)), leaves(L.stride(layout))
+  local ls, ld = {}, {}
+  for i = 1, #s do
+    if s[i] ~= 1 then ls[#ls + 1], ld[#ld + 1] = s[i], d[i] end
+  end
+  return ls, ld
+end
+
+-- Whether the layout maps index i to offset i (column-major and compact, as
+-- a 1-D array): then coordinate order is memory order.
+local function is_identity(layout)
+  local s, d = live_modes(layout)
+  local want = 1
+  for i = 1, #s do
+    if d[i] ~= want then return false end
+    want = want * s[i]
+  end
+  return true
+end
+
+-- Whether the layout is a permutation of 0..size-1 (every element of the
+-- span used exactly once, in some order): fills that do not care about order
+-- may then treat the span as a flat array.
+local function is_dense(layout)
+  local s, d = live_modes(layout)
+  local order = {}
+  for i = 1, #s do order[i] = i end
+  table.sort(order, function(a, b) return d[a] < d[b] end)
+  local want = 1
+  for _, i in ipairs(order) do
+    if d[i] ~= want then return false end
+    want = want * s[i]
+  end
+  return true
+end
+
+-- Calls fn(i, offset) for every index i in coordinate order with the memory
+-- offset of element i (an odometer over the layout's leaves: no layout
+-- evaluation per element).
+local function each_offset(layout, fn)
+  local s, d = live_modes(layout)
+  local r, n = #s, L.size(layout)
+  local idx = {}
+  for k = 1, r do idx[k] = 0 end
+  local off = 0
+  for i = 0, n - 1 do
+    fn(i, off)
+    local k = 1
+    while k <= r do
+      local c = idx[k] + 1
+      off = off + d[k]
+      if c < s[k] then
+        idx[k] = c
+        break
+      end
+      idx[k] = 0
+      off = off - d[k] * s[k]
+      k = k + 1
+    end
+  end
+end
+M._each_offset = each_offset
+
 -- The largest power of two (up to 16) dividing an address.
 local function pow2_align(p)
   local a = 16
@@ -180,12 +263,15 @@ end
 --- All elements as doubles (an FFI array of size(), coordinate order).
 function host_methods:doubles()
   local n = L.size(self.layout)
-  local out = ffi.new("double[?]", n)
-  local compact = L.cosize(self.layout) == n
-  if compact and self.layout(n - 1) == n - 1 then
+  local out = host_array("double", n)
+  if is_identity(self.layout) then
     rt.to_doubles(out, self.data, self.dtype.code, n)
   else
-    for i = 0, n - 1 do out[i] = decode(self.dtype, self.data, self.layout(i)) end
+    -- convert the span in bulk, then gather in coordinate order
+    local cosize = L.cosize(self.layout)
+    local span = host_array("double", cosize)
+    rt.to_doubles(span, self.data, self.dtype.code, cosize)
+    each_offset(self.layout, function(i, off) out[i] = span[off] end)
   end
   return out
 end
@@ -193,7 +279,7 @@ end
 --- Copies the device tensor's memory into a host tensor.
 function methods:to_host()
   local cosize = L.cosize(self.layout)
-  local data = ffi.new(self.dtype.storage_array, math.max(cosize, 1))
+  local data = host_array(self.dtype.storage, cosize)
   self.buffer:copy_to_host(data, cosize * self.dtype.bytes, self.offset)
   return setmetatable({ data = data, dtype = self.dtype, layout = self.layout }, HostTensor)
 end
@@ -203,20 +289,16 @@ function methods:to_table() return self:to_host():to_table() end
 -- ---------------------------------------------------------------------------
 -- Writing from the host
 
-local function is_compact_identity(layout, n)
-  return L.cosize(layout) == n and layout(n - 1) == n - 1
-end
-
 -- Stages n values (a function i -> number for i in 0..n-1) and uploads them
 -- to the elements of the tensor (through a read-modify-write of the span when
 -- the layout has holes).
 local function upload(t, n, value_at)
   local dt = t.dtype
   local cosize = L.cosize(t.layout)
-  local staging = ffi.new(dt.storage_array, math.max(cosize, 1))
-  local compact = is_compact_identity(t.layout, n)
-  if not compact then t.buffer:copy_to_host(staging, cosize * dt.bytes, t.offset) end
-  local vals = ffi.new("double[?]", math.max(n, 1))
+  local staging = host_array(dt.storage, cosize)
+  local compact = is_identity(t.layout)
+  if not compact and not is_dense(t.layout) then t.buffer:copy_to_host(staging, cosize * dt.bytes, t.offset) end
+  local vals = host_array("double", n)
   for i = 0, n - 1 do vals[i] = value_at(i) end
   if compact then
     local bad = rt.from_doubles(staging, dt.code, vals, n)
@@ -225,10 +307,10 @@ local function upload(t, n, value_at)
         dt.name)
     end
   else
-    for i = 0, n - 1 do
-      local bad = rt.from_doubles(staging + t.layout(i), dt.code, vals + i, 1)
+    each_offset(t.layout, function(i, off)
+      local bad = rt.from_doubles(staging + off, dt.code, vals + i, 1)
       if bad ~= 0 then err.raise("the value %s at index %d does not fit %s", tostring(vals[i]), i, dt.name) end
-    end
+    end)
   end
   t.buffer:copy_from_host(staging, cosize * dt.bytes, t.offset)
 end
@@ -289,7 +371,7 @@ end
 --- Sets every element to v.
 function methods:fill(v)
   local n = L.size(self.layout)
-  if is_compact_identity(self.layout, n) then
+  if L.cosize(self.layout) == n and is_dense(self.layout) then
     local cell = ffi.new(self.dtype.storage_array, 1)
     local bad = rt.from_doubles(cell, self.dtype.code, ffi.new("double[1]", v), 1)
     if bad ~= 0 then err.raise("fill: %s does not fit %s", tostring(v), self.dtype.name) end
@@ -319,13 +401,14 @@ end
 local function random_fill(t, normal, a, b, seed)
   local n = L.size(t.layout)
   local dt = t.dtype
-  if is_compact_identity(t.layout, n) then
-    local staging = ffi.new(dt.storage_array, math.max(n, 1))
+  if L.cosize(t.layout) == n and is_dense(t.layout) then
+    -- the order of random values does not matter: fill the span directly
+    local staging = host_array(dt.storage, n)
     rt.host_random(staging, dt.code, n, normal and 1 or 0, a, b, next_seed(seed))
     t.buffer:copy_from_host(staging, n * dt.bytes, t.offset)
     return t
   end
-  local vals = ffi.new("double[?]", math.max(n, 1))
+  local vals = host_array("double", n)
   rt.host_random(vals, dtype.f64.code, n, normal and 1 or 0, a, b, next_seed(seed))
   upload(t, n, function(i) return vals[i] end)
   return t
@@ -355,7 +438,7 @@ end
 function methods:write_file(path)
   local f, e = io.open(path, "wb")
   if not f then err.raise("write_file: %s", e) end
-  local data = ffi.new(self.dtype.storage_array, math.max(self:cosize(), 1))
+  local data = host_array(self.dtype.storage, self:cosize())
   self:copy_to(data)
   f:write(ffi.string(data, self:nbytes()))
   f:close()

@@ -253,6 +253,11 @@ IrRef ir_var_load(IrFunc *f, uint32_t var, int index);
 IrRef ir_var_loadx(IrFunc *f, uint32_t var, IrRef index);
 int ir_var_store(IrFunc *f, uint32_t var, int index, IrRef value);
 int ir_var_storex(IrFunc *f, uint32_t var, IrRef index, IrRef value);
+/* count consecutive elements from index as a vector <count x T>, and back */
+IrRef ir_var_loadv(IrFunc *f, uint32_t var, int index, int count);
+int ir_var_storev(IrFunc *f, uint32_t var, int index, IrRef value);
+/* an optimisation barrier: what was computed from the variable is recomputed after it, not held */
+int ir_var_opaque(IrFunc *f, uint32_t var);
 int ir_var_count(const IrFunc *f);
 
 /* --- op table queries (for Lua and docs) ------------------------------------------------------------------ */

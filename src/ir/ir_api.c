@@ -125,6 +125,9 @@ static const CLIrApi ir_api = {
     .emit_nvvm = api_emit_nvvm,
     .sample_saxpy = ir_sample_saxpy,
     .sample_mma_unrolled = ir_sample_mma_unrolled,
+    .var_loadv = ir_var_loadv,
+    .var_storev = ir_var_storev,
+    .var_opaque = ir_var_opaque,
 };
 
 const void *cl_ir_api(void) { return &ir_api; }

@@ -590,6 +590,24 @@ IrRef ir_var_loadx(IrFunc *f, uint32_t var, IrRef index) {
 int ir_var_store(IrFunc *f, uint32_t var, int index, IrRef value) {
   return (f && var_op(f, IR_OP_VSTORE, &value, 1, var, index)) ? 0 : -1;
 }
+IrRef ir_var_loadv(IrFunc *f, uint32_t var, int index, int count) {
+  if (!f || !cursor_ok(f, "var.loadv")) return IR_NONE;
+  if (var == 0 || var >= f->nvar || count < 1) {
+    ir_error(f, 0, "var.loadv: no variable $%u or a count of %d", var, count);
+    return IR_NONE;
+  }
+  IrType t = ir_type_vec(f->m, f->vars[var].type, count);
+  if (!t) return IR_NONE;
+  int64_t imms[2] = {var, index};
+  IrRef v = ir_append(f, IR_OP_VLOADV, t, NULL, 0, imms);
+  return v ? finish(f, v) : IR_NONE;
+}
+int ir_var_opaque(IrFunc *f, uint32_t var) {
+  return (f && var_op(f, IR_OP_VOPAQUE, NULL, 0, var, 0)) ? 0 : -1;
+}
+int ir_var_storev(IrFunc *f, uint32_t var, int index, IrRef value) {
+  return (f && var_op(f, IR_OP_VSTOREV, &value, 1, var, index)) ? 0 : -1;
+}
 int ir_var_storex(IrFunc *f, uint32_t var, IrRef index, IrRef value) {
   IrRef args[2] = {index, value};
   return (f && var_op(f, IR_OP_VSTOREX, args, 2, var, 0)) ? 0 : -1;

@@ -604,6 +604,18 @@ static void check_family(Ck *c, IrType *rt) {
       if (var <= 0 || (uint64_t)var >= c->f->nvar) break; /* reported with the immediates */
       const IrVarInfo *vi = &c->f->vars[var];
       int op = in->op;
+      if (op == IR_OP_VOPAQUE) break;
+      if (op == IR_OP_VLOADV || op == IR_OP_VSTOREV) {
+        IrType vt = op == IR_OP_VLOADV ? in->type : T(c, 0);
+        const IrTypeRec *r = ir_trec(c->f->m, vt);
+        if (!r || r->kind != IR_TK_VEC || r->elem != vi->type)
+          fail(c, "%s %s: expected a vector of $%lld's %s", op == IR_OP_VLOADV ? "loading" : "storing", TN(c, vt),
+               (long long)var, TN(c, vi->type));
+        else if (c->imm[1] < 0 || c->imm[1] + (int64_t)r->len > vi->count)
+          fail(c, "elements %lld..%lld of $%lld, which has %d element%s", (long long)c->imm[1],
+               (long long)(c->imm[1] + r->len - 1), (long long)var, vi->count, vi->count == 1 ? "" : "s");
+        break;
+      }
       if (op == IR_OP_VLOAD || op == IR_OP_VSTORE) {
         if (c->imm[1] < 0 || c->imm[1] >= vi->count)
           fail(c, "index %lld of $%lld, which has %d element%s", (long long)c->imm[1], (long long)var, vi->count,

@@ -87,6 +87,7 @@ static inline const IrTypeRec *REC(IrEmit *e, IrType t) { return ir_trec(e->m, t
    buffers: copy one (ir_e_keep) before asking for more than a few. */
 const char *ir_e_tname(IrEmit *e, int n);       /* "%tN" */
 const char *ir_e_tmp(IrEmit *e);                /* a new "%tN" */
+int ir_var_paired(IrEmit *e, uint32_t var);      /* a 16-bit variable kept as <2 x T> pairs */
 const char *ir_e_def(IrEmit *e, IrRef v);       /* "%vN" */
 char *ir_e_keep(char *buf, size_t n, const char *s);
 void ir_e_splat(IrEmit *e, IrType t, const char *scalar, char *out, size_t n); /* scalar or <...> splat */
@@ -118,6 +119,8 @@ void ir_asm_in(IrEmit *e, IrAsm *a, char letter, const char *ll_type, const char
 void ir_asm_call(IrEmit *e, IrAsm *a, const char *dst, const char *ret, int flags);
 void ir_asm_regs(IrAsm *a, int first, int n, int braced); /* "$0" or "{$0, $1}" */
 void ir_asm_addr(IrEmit *e, IrAsm *a, IrRef p);           /* a pointer operand: r (shared) or l */
+long long ir_asm_addr_split(IrEmit *e, IrAsm *a, IrRef p); /* same, a constant byte offset split off */
+long long ir_index_split(IrEmit *e, IrRef idx, char *out, size_t n); /* index = out + constant (returned) */
 IrReg ir_asm_reg(IrEmit *e, IrType t);
 const char *ir_asm_to_reg(IrEmit *e, IrReg r, IrType t, const char *val);
 void ir_asm_from_reg(IrEmit *e, IrReg r, IrType t, const char *regval, const char *dst);

@@ -164,6 +164,74 @@ void ir_asm_addr(IrEmit *e, IrAsm *a, IrRef p) {
   ir_asm_in(e, a, narrow ? 'r' : 'l', narrow ? "i32" : "i64", tmp);
 }
 
+static int const_int(IrEmit *e, IrRef v, long long *k) {
+  if (I(e, v)->op != IR_OP_CONST) return 0;
+  *k = (long long)IM(e, v)[0];
+  return 1;
+}
+
+/* Splits an integer index into t + c, c a constant: x + c, (x + c1) * c2
+ * (emitting x * c2: c is c1 * c2), (x + c1) << c2, and nestings of these.
+ * t is written to `out` (LLVM text); 0 when there is no constant part (out
+ * is then the index itself). The split is exact in wrapping arithmetic. */
+long long ir_index_split(IrEmit *e, IrRef idx, char *out, size_t n) {
+  const IrInst *in = I(e, idx);
+  long long k, c;
+  char t[80];
+  if (in->nargs == 2 && (in->op == IR_OP_ADD || in->op == IR_OP_MUL || in->op == IR_OP_SHL)) {
+    const IrRef *a = A(e, idx);
+    int ki = const_int(e, a[1], &k) ? 1 : (in->op != IR_OP_SHL && const_int(e, a[0], &k)) ? 0 : -1;
+    if (ki >= 0) {
+      c = ir_index_split(e, a[1 - ki], t, sizeof t);
+      if (in->op == IR_OP_ADD) {
+        snprintf(out, n, "%s", t);
+        return c + k;
+      }
+      if (c != 0 && (in->op == IR_OP_MUL || (k >= 0 && k < 63))) {
+        const char *ty = LT(e, in->type);
+        snprintf(out, n, "%s", ir_e_tmp(e));
+        ir_ll_ins(e, "%s = %s %s %s, %lld", out, in->op == IR_OP_MUL ? "mul" : "shl", ty, t, k);
+        return in->op == IR_OP_MUL ? (long long)((unsigned long long)c * (unsigned long long)k)
+                                   : (long long)((unsigned long long)c << k);
+      }
+    }
+  }
+  ir_e_keep(out, n, VAL(e, idx));
+  return 0;
+}
+
+/* ir_asm_addr for p = (ptrcasts of) gep(base, i) where i = t + c (c a
+ * constant, ir_index_split): the operand is base + t and c, in bytes, is
+ * returned for the caller to write as the instruction's immediate offset
+ * ("[$n+c]"), so that accesses at constant distances from one base share its
+ * register. 0 (and the plain operand) otherwise. */
+long long ir_asm_addr_split(IrEmit *e, IrAsm *a, IrRef p) {
+  IrRef q = p;
+  while (I(e, q)->op == IR_OP_PTRCAST) q = A(e, q)[0];
+  int space = REC(e, TY(e, p))->space;
+  if (I(e, q)->op == IR_OP_GEP && space != IR_SPACE_SHARED_CLUSTER) {
+    IrRef idx = A(e, q)[1];
+    IrType qt = TY(e, q);
+    long long bytes = (long long)REC(e, REC(e, qt)->elem)->size;
+    char x[80];
+    long long c = ir_index_split(e, idx, x, sizeof x) * bytes;
+    if (c != 0 && c > -(1LL << 31) && c < (1LL << 31)) {
+      char base[80], g[32];
+      ir_e_keep(base, sizeof base, VAL(e, A(e, q)[0]));
+      snprintf(g, sizeof g, "%s", ir_e_tmp(e));
+      ir_ll_ins(e, "%s = getelementptr %s, %s %s, %s %s", g, LT(e, REC(e, qt)->elem), LT(e, qt), base,
+                LT(e, TY(e, idx)), x);
+      const char *tmp = ir_e_tmp(e);
+      int narrow = space == IR_SPACE_SHARED;
+      ir_ll_ins(e, "%s = ptrtoint %s %s to %s", tmp, LT(e, qt), g, narrow ? "i32" : "i64");
+      ir_asm_in(e, a, narrow ? 'r' : 'l', narrow ? "i32" : "i64", tmp);
+      return c;
+    }
+  }
+  ir_asm_addr(e, a, p);
+  return 0;
+}
+
 /* "{$0, $1}" for n registers from $first; a single one bare ("$0") unless
    braced (mma and ldmatrix operands are vectors even of one register). */
 void ir_asm_regs(IrAsm *a, int first, int n, int braced) {

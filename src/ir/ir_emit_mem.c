@@ -98,6 +98,20 @@ static void mem_asm(IrEmit *e, IrRef v, int store, IrRef p, IrType t, IrRef val)
   }
 }
 
+/* Vectors of 8- or 16-bit elements move as 32-bit words (<W x i32>): NVPTX
+ * would otherwise split a 16-byte <8 x i16> access into two 8-byte ones, and
+ * the words are what registers hold (two 16-bit elements each). 0 when the
+ * type moves as it is. */
+static IrType word_type(IrEmit *e, IrType t) {
+  const IrTypeRec *r = REC(e, t);
+  if (r->kind != IR_TK_VEC) return 0;
+  const IrTypeRec *el = REC(e, r->elem);
+  if ((el->kind != IR_TK_INT && el->kind != IR_TK_FLOAT) || el->bits >= 32 || el->bits < 8) return 0;
+  int bits = (int)(el->bits * r->len);
+  if (bits % 32 != 0 || bits == 32) return 0; /* one word: LLVM handles it */
+  return ir_type_vec(e->m, IR_T_I32, bits / 32);
+}
+
 static void emit_load(IrEmit *e, IrRef v) {
   IrRef p = A(e, v)[0];
   IrType t = TY(e, v);
@@ -108,8 +122,39 @@ static void emit_load(IrEmit *e, IrRef v) {
     return;
   }
   char pt[256], ps[80];
-  ptr_type_text(e, t, space, pt, sizeof pt);
+  IrType w = word_type(e, t);
+  ptr_type_text(e, w ? w : t, space, pt, sizeof pt);
   ir_e_keep(ps, sizeof ps, ptr_as(e, p, pt));
+  if (w && imm[0] == IR_ORDER_WEAK && (space == IR_SPACE_GLOBAL || space == IR_SPACE_SHARED)) {
+    /* through PTX, so that LLVM cannot fold the words back into a split access */
+    int n = REC(e, w)->kind == IR_TK_VEC ? (int)REC(e, w)->len : 1;
+    IrAsm as = {{0}, {0}, {0}, 0, 0};
+    ir_asm_text(&as, "ld%s%s.b32 ", ir_ptx_space(space), n > 1 ? (n == 2 ? ".v2" : ".v4") : "");
+    ir_asm_regs(&as, 0, n, 0);
+    for (int i = 0; i < n; i++) ir_asm_out(&as, 'r');
+    long long off = ir_asm_addr_split(e, &as, p);
+    if (off) ir_asm_text(&as, ", [$%d+%lld];", n, off);
+    else ir_asm_text(&as, ", [$%d];", n);
+    char res[32], ret[128], acc[32] = "undef";
+    ir_e_keep(res, sizeof res, ir_e_tmp(e));
+    if (n == 1) {
+      ir_asm_call(e, &as, res, "i32", 1);
+      ir_ll_ins(e, "%s = bitcast i32 %s to %s", ir_e_def(e, v), res, LT(e, t));
+      return;
+    }
+    snprintf(ret, sizeof ret, n == 2 ? "{i32, i32}" : "{i32, i32, i32, i32}");
+    ir_asm_call(e, &as, res, ret, 1);
+    for (int i = 0; i < n; i++) {
+      char x[32], d[32];
+      ir_e_keep(x, sizeof x, ir_e_tmp(e));
+      ir_ll_ins(e, "%s = extractvalue %s %s, %d", x, ret, res, i);
+      ir_e_keep(d, sizeof d, ir_e_tmp(e));
+      ir_ll_ins(e, "%s = insertelement %s %s, i32 %s, i32 %d", d, LT(e, w), acc, x, i);
+      ir_e_keep(acc, sizeof acc, d);
+    }
+    ir_ll_ins(e, "%s = bitcast %s %s to %s", ir_e_def(e, v), LT(e, w), acc, LT(e, t));
+    return;
+  }
   ir_ll_ins(e, "%s = load %s%s, %s %s, align %u", ir_e_def(e, v), imm[0] == IR_ORDER_VOLATILE ? "volatile " : "",
             LT(e, t), pt, ps, REC(e, TY(e, p))->align);
 }
@@ -123,11 +168,38 @@ static void emit_store(IrEmit *e, IrRef v) {
     mem_asm(e, v, 1, p, t, x);
     return;
   }
-  char pt[256], ps[80];
-  ptr_type_text(e, t, space, pt, sizeof pt);
+  char pt[256], ps[80], val[80];
+  IrType w = word_type(e, t);
+  ptr_type_text(e, w ? w : t, space, pt, sizeof pt);
   ir_e_keep(ps, sizeof ps, ptr_as(e, p, pt));
-  ir_ll_ins(e, "store %s%s %s, %s %s, align %u", imm[0] == IR_ORDER_VOLATILE ? "volatile " : "", LT(e, t),
-            VAL(e, x), pt, ps, REC(e, TY(e, p))->align);
+  ir_e_keep(val, sizeof val, VAL(e, x));
+  if (w && imm[0] == IR_ORDER_WEAK && (space == IR_SPACE_GLOBAL || space == IR_SPACE_SHARED)) {
+    /* through PTX, as loads are (emit_load) */
+    int n = REC(e, w)->kind == IR_TK_VEC ? (int)REC(e, w)->len : 1;
+    char words[32];
+    ir_e_keep(words, sizeof words, ir_e_tmp(e));
+    ir_ll_ins(e, "%s = bitcast %s %s to %s", words, LT(e, t), val, LT(e, w));
+    IrAsm as = {{0}, {0}, {0}, 0, 0};
+    long long off = ir_asm_addr_split(e, &as, p);
+    if (off) ir_asm_text(&as, "st%s%s.b32 [$0+%lld], ", ir_ptx_space(space), n > 1 ? (n == 2 ? ".v2" : ".v4") : "", off);
+    else ir_asm_text(&as, "st%s%s.b32 [$0], ", ir_ptx_space(space), n > 1 ? (n == 2 ? ".v2" : ".v4") : "");
+    ir_asm_regs(&as, 1, n, 0);
+    ir_asm_text(&as, ";");
+    for (int i = 0; i < n; i++) {
+      char wi[32];
+      if (n > 1) {
+        ir_e_keep(wi, sizeof wi, ir_e_tmp(e));
+        ir_ll_ins(e, "%s = extractelement %s %s, i32 %d", wi, LT(e, w), words, i);
+      } else {
+        ir_e_keep(wi, sizeof wi, words);
+      }
+      ir_asm_in(e, &as, 'r', "i32", wi);
+    }
+    ir_asm_call(e, &as, NULL, "void", 1);
+    return;
+  }
+  ir_ll_ins(e, "store %s%s %s, %s %s, align %u", imm[0] == IR_ORDER_VOLATILE ? "volatile " : "", LT(e, t), val, pt,
+            ps, REC(e, TY(e, p))->align);
 }
 
 static void emit_gep(IrEmit *e, IrRef v) {
@@ -140,21 +212,224 @@ static void emit_gep(IrEmit *e, IrRef v) {
   }
   char p[80];
   ir_e_keep(p, sizeof p, VAL(e, a[0]));
-  ir_ll_ins(e, "%s = getelementptr %s, %s %s, %s %s", ir_e_def(e, v), LT(e, REC(e, pt)->elem), lp, p, LT(e, TY(e, a[1])),
-            VAL(e, a[1]));
+  const char *et = LT(e, REC(e, pt)->elem), *it = LT(e, TY(e, a[1]));
+  /* An index t + c (c a constant, ir_index_split) is split: p + t, then + c.
+   * LLVM cannot do it itself (the i32 arithmetic may wrap; an address
+   * computed from a wrapped index is meaningless anyway), and the constant
+   * then lands in the instruction's immediate offset: accesses at constant
+   * distances from one base cost no register each. */
+  char x[80];
+  long long c = ir_index_split(e, a[1], x, sizeof x);
+  if (c != 0) {
+    char q[32];
+    snprintf(q, sizeof q, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = getelementptr %s, %s %s, %s %s", q, et, lp, p, it, x);
+    ir_ll_ins(e, "%s = getelementptr %s, %s %s, %s %lld", ir_e_def(e, v), et, lp, q, it, c);
+    return;
+  }
+  ir_ll_ins(e, "%s = getelementptr %s, %s %s, %s %s", ir_e_def(e, v), et, lp, p, it, VAL(e, a[1]));
+}
+
+/* Whether a variable of 16-bit elements is kept as pairs in 32-bit words
+ * (one register each once promoted): an even count of more than one. LLVM
+ * then holds two elements a register where it would otherwise spend a
+ * register on each (a row of bf16 in registers, for instance). */
+int ir_var_paired(IrEmit *e, uint32_t var) {
+  const IrVarInfo *vi = &e->f->vars[var];
+  const IrTypeRec *r = ir_trec(e->m, vi->type);
+  return vi->count > 1 && vi->count % 2 == 0 && (r->kind == IR_TK_INT || r->kind == IR_TK_FLOAT) && r->bits == 16;
 }
 
 /* The address of element idx (text, with its LLVM type) of a variable. */
-static void var_slot(IrEmit *e, uint32_t var, const char *idx_type, const char *idx, char *out, size_t n) {
+static void var_slot(IrEmit *e, uint32_t var, const char *idx_type, const char *idx, int64_t cidx, char *out,
+                     size_t n) {
   const IrVarInfo *vi = &e->f->vars[var];
   if (vi->count == 1) { /* a scalar alloca: any valid index is 0 */
     snprintf(out, n, "%%var%u", var);
     return;
   }
+  const char *T = LT(e, vi->type);
+  if (ir_var_paired(e, var)) {
+    const char *t = ir_e_tmp(e);
+    snprintf(out, n, "%s", t);
+    (void)cidx; /* constant indexes are handled by emit_var */
+    char flat[32];
+    snprintf(flat, sizeof flat, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = bitcast [%d x i32]* %%var%u to [%d x %s]*", flat, vi->count / 2, var, vi->count, T);
+    ir_ll_ins(e, "%s = getelementptr [%d x %s], [%d x %s]* %s, i32 0, %s %s", out, vi->count, T, vi->count, T, flat,
+              idx_type, idx);
+    return;
+  }
   const char *t = ir_e_tmp(e);
   snprintf(out, n, "%s", t);
-  ir_ll_ins(e, "%s = getelementptr [%d x %s], [%d x %s]* %%var%u, i32 0, %s %s", out, vi->count, LT(e, vi->type),
-            vi->count, LT(e, vi->type), var, idx_type, idx);
+  ir_ll_ins(e, "%s = getelementptr [%d x %s], [%d x %s]* %%var%u, i32 0, %s %s", out, vi->count, T, vi->count, T, var,
+            idx_type, idx);
+}
+
+/* The address of word w of a paired variable. */
+static void var_word(IrEmit *e, uint32_t var, long long w, char *out, size_t n) {
+  int words = e->f->vars[var].count / 2;
+  snprintf(out, n, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = getelementptr [%d x i32], [%d x i32]* %%var%u, i32 0, i32 %lld", out, words, words, var, w);
+}
+
+/* Element idx (static) of a variable into `dst` (a name). Paired variables
+ * are read a whole word at a time, so that LLVM keeps each word in one
+ * register. */
+static void var_elem_load(IrEmit *e, uint32_t var, long long idx, const char *dst) {
+  const IrVarInfo *vi = &e->f->vars[var];
+  const char *T = LT(e, vi->type);
+  char slot[64];
+  if (ir_var_paired(e, var)) {
+    int is_i16 = strcmp(T, "i16") == 0;
+    char p[32], word[32], x[32], h[32];
+    var_word(e, var, idx / 2, p, sizeof p);
+    snprintf(word, sizeof word, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = load i32, i32* %s, align 4", word, p);
+    snprintf(x, sizeof x, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = lshr i32 %s, %d", x, word, (int)(idx % 2) * 16);
+    snprintf(h, sizeof h, "%s", is_i16 ? dst : ir_e_tmp(e));
+    ir_ll_ins(e, "%s = trunc i32 %s to i16", h, x);
+    if (!is_i16) ir_ll_ins(e, "%s = bitcast i16 %s to %s", dst, h, T);
+    return;
+  }
+  char idxs[32];
+  snprintf(idxs, sizeof idxs, "%lld", idx);
+  var_slot(e, var, "i32", idxs, idx, slot, sizeof slot);
+  ir_ll_ins(e, "%s = load %s, %s* %s, align %u", dst, T, T, slot, REC(e, vi->type)->natural);
+}
+
+/* `val` (text) into element idx (static) of a variable; paired variables: a
+ * read-modify-write of the word. */
+static void var_elem_store(IrEmit *e, uint32_t var, long long idx, const char *val) {
+  const IrVarInfo *vi = &e->f->vars[var];
+  const char *T = LT(e, vi->type);
+  char slot[64];
+  if (ir_var_paired(e, var)) {
+    int sh = (int)(idx % 2) * 16;
+    char p[32], word[32], x[80], h[32], z[32], m[32], o[32];
+    var_word(e, var, idx / 2, p, sizeof p);
+    snprintf(word, sizeof word, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = load i32, i32* %s, align 4", word, p);
+    snprintf(x, sizeof x, "%s", val);
+    if (strcmp(T, "i16") != 0) {
+      snprintf(h, sizeof h, "%s", ir_e_tmp(e));
+      ir_ll_ins(e, "%s = bitcast %s %s to i16", h, T, x);
+      snprintf(x, sizeof x, "%s", h);
+    }
+    snprintf(z, sizeof z, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = zext i16 %s to i32", z, x);
+    if (sh) {
+      snprintf(h, sizeof h, "%s", ir_e_tmp(e));
+      ir_ll_ins(e, "%s = shl i32 %s, 16", h, z);
+      snprintf(z, sizeof z, "%s", h);
+    }
+    snprintf(m, sizeof m, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = and i32 %s, %s", m, word, sh ? "65535" : "-65536");
+    snprintf(o, sizeof o, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = or i32 %s, %s", o, m, z);
+    ir_ll_ins(e, "store i32 %s, i32* %s, align 4", o, p);
+    return;
+  }
+  char idxs[32];
+  snprintf(idxs, sizeof idxs, "%lld", idx);
+  var_slot(e, var, "i32", idxs, idx, slot, sizeof slot);
+  ir_ll_ins(e, "store %s %s, %s* %s, align %u", T, val, T, slot, REC(e, vi->type)->natural);
+}
+
+/* var.loadv / var.storev: whole words where the vector covers them (a paired
+ * variable, an even first index and length), element by element otherwise. */
+static void emit_var_vec(IrEmit *e, IrRef v) {
+  const IrInst *in = I(e, v);
+  const int64_t *imm = IM(e, v);
+  uint32_t var = (uint32_t)imm[0];
+  long long first = (long long)imm[1];
+  int load = in->op == IR_OP_VLOADV;
+  IrType vt = load ? TY(e, v) : TY(e, A(e, v)[0]);
+  int len = (int)REC(e, vt)->len;
+  const char *VT = LT(e, vt), *T = LT(e, e->f->vars[var].type);
+  char acc[80], x[80];
+  if (ir_var_paired(e, var) && first % 2 == 0 && len % 2 == 0) {
+    int words = len / 2;
+    char WT[32], p[32];
+    snprintf(WT, sizeof WT, "<%d x i32>", words);
+    if (load) {
+      snprintf(acc, sizeof acc, "undef");
+      for (int i = 0; i < words; i++) {
+        char w[32], d[32];
+        var_word(e, var, first / 2 + i, p, sizeof p);
+        snprintf(w, sizeof w, "%s", ir_e_tmp(e));
+        ir_ll_ins(e, "%s = load i32, i32* %s, align 4", w, p);
+        snprintf(d, sizeof d, "%s", ir_e_tmp(e));
+        ir_ll_ins(e, "%s = insertelement %s %s, i32 %s, i32 %d", d, WT, acc, w, i);
+        snprintf(acc, sizeof acc, "%s", d);
+      }
+      ir_ll_ins(e, "%s = bitcast %s %s to %s", ir_e_def(e, v), WT, acc, VT);
+      return;
+    }
+    char ws[32];
+    snprintf(ws, sizeof ws, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = bitcast %s %s to %s", ws, VT, VAL(e, A(e, v)[0]), WT);
+    for (int i = 0; i < words; i++) {
+      var_word(e, var, first / 2 + i, p, sizeof p);
+      snprintf(x, sizeof x, "%s", ir_e_tmp(e));
+      ir_ll_ins(e, "%s = extractelement %s %s, i32 %d", x, WT, ws, i);
+      ir_ll_ins(e, "store i32 %s, i32* %s, align 4", x, p);
+    }
+    return;
+  }
+  if (load) {
+    snprintf(acc, sizeof acc, "undef");
+    for (int i = 0; i < len; i++) {
+      char d[32];
+      snprintf(x, sizeof x, "%s", ir_e_tmp(e));
+      var_elem_load(e, var, first + i, x);
+      snprintf(d, sizeof d, "%s", i == len - 1 ? ir_e_def(e, v) : ir_e_tmp(e));
+      ir_ll_ins(e, "%s = insertelement %s %s, %s %s, i32 %d", d, VT, acc, T, x, i);
+      snprintf(acc, sizeof acc, "%s", d);
+    }
+    return;
+  }
+  char val[80];
+  ir_e_keep(val, sizeof val, VAL(e, A(e, v)[0]));
+  for (int i = 0; i < len; i++) {
+    snprintf(x, sizeof x, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = extractelement %s %s, i32 %d", x, VT, val, i);
+    var_elem_store(e, var, first + i, x);
+  }
+}
+
+/* var.opaque: every word (paired) or element passes through an empty asm
+ * with side effects, so LLVM sees new values: what it computed from the old
+ * ones is recomputed from these rather than kept live across. Elements PTX
+ * has no register for (i1, structs, vectors) are left as they are. */
+static void emit_var_opaque(IrEmit *e, uint32_t var) {
+  const IrVarInfo *vi = &e->f->vars[var];
+  int paired = ir_var_paired(e, var);
+  int n = paired ? vi->count / 2 : vi->count;
+  const IrTypeRec *r = REC(e, vi->type);
+  if (!paired && ((r->kind != IR_TK_INT && r->kind != IR_TK_FLOAT) || r->bits < 16)) return;
+  char letter = 'r';
+  const char *T = paired ? "i32" : LT(e, vi->type);
+  if (!paired) {
+    IrReg reg = ir_asm_reg(e, vi->type);
+    letter = reg.letter;
+    if (strcmp(reg.ll, T) != 0) return; /* would need conversions: leave it */
+  }
+  for (int i = 0; i < n; i++) {
+    char p[64], x[32], y[32];
+    if (paired) var_word(e, var, i, p, sizeof p);
+    else {
+      char idxs[16];
+      snprintf(idxs, sizeof idxs, "%d", i);
+      var_slot(e, var, "i32", idxs, i, p, sizeof p);
+    }
+    snprintf(x, sizeof x, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = load %s, %s* %s", x, T, T, p);
+    snprintf(y, sizeof y, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = call %s asm sideeffect \"\", \"=%c,0\"(%s %s)", y, T, letter, T, x);
+    ir_ll_ins(e, "store %s %s, %s* %s", T, y, T, p);
+  }
 }
 
 static void emit_var(IrEmit *e, IrRef v) {
@@ -162,21 +437,35 @@ static void emit_var(IrEmit *e, IrRef v) {
   const int64_t *imm = IM(e, v);
   const IrRef *a = A(e, v);
   uint32_t var = (uint32_t)imm[0];
+  if (in->op == IR_OP_VOPAQUE) {
+    emit_var_opaque(e, var);
+    return;
+  }
+  if (in->op == IR_OP_VLOADV || in->op == IR_OP_VSTOREV) {
+    emit_var_vec(e, v);
+    return;
+  }
+  if (in->op == IR_OP_VLOAD) {
+    char dst[32];
+    snprintf(dst, sizeof dst, "%s", ir_e_def(e, v));
+    var_elem_load(e, var, (long long)imm[1], dst);
+    return;
+  }
+  if (in->op == IR_OP_VSTORE) {
+    char val[80];
+    ir_e_keep(val, sizeof val, VAL(e, a[0]));
+    var_elem_store(e, var, (long long)imm[1], val);
+    return;
+  }
+  /* run-time indexes: through memory */
   const IrVarInfo *vi = &e->f->vars[var];
   const char *T = LT(e, vi->type);
   unsigned al = REC(e, vi->type)->natural;
   char slot[64], idx[80];
-  int dyn = in->op == IR_OP_VLOADX || in->op == IR_OP_VSTOREX;
-  if (dyn) {
-    ir_e_keep(idx, sizeof idx, VAL(e, a[0]));
-    var_slot(e, var, LT(e, TY(e, a[0])), idx, slot, sizeof slot);
-  } else {
-    snprintf(idx, sizeof idx, "%lld", (long long)imm[1]);
-    var_slot(e, var, "i32", idx, slot, sizeof slot);
-  }
-  if (in->op == IR_OP_VLOAD || in->op == IR_OP_VLOADX)
-    ir_ll_ins(e, "%s = load %s, %s* %s, align %u", ir_e_def(e, v), T, T, slot, al);
-  else ir_ll_ins(e, "store %s %s, %s* %s, align %u", T, VAL(e, a[in->nargs - 1]), T, slot, al);
+  ir_e_keep(idx, sizeof idx, VAL(e, a[0]));
+  var_slot(e, var, LT(e, TY(e, a[0])), idx, -1, slot, sizeof slot);
+  if (in->op == IR_OP_VLOADX) ir_ll_ins(e, "%s = load %s, %s* %s, align %u", ir_e_def(e, v), T, T, slot, al);
+  else ir_ll_ins(e, "store %s %s, %s* %s, align %u", T, VAL(e, a[1]), T, slot, al);
 }
 
 static const char *atom_type(IrType t, int op) {

@@ -112,6 +112,9 @@ X(VLOAD,     "var.load",        0, 0,   "vn",     VAR,      VAR,       MEM|INTER
 X(VSTORE,    "var.store",       1, 1,   "vn",     NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "v into a local variable; imms: variable, static index") \
 X(VLOADX,    "var.loadx",       1, 1,   "v",      VAR,      VAR,       MEM|INTERNAL,              0,  VAR,      "",  "element i (an operand) of a local variable; imm: variable") \
 X(VSTOREX,   "var.storex",      2, 2,   "v",      NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "v into element i (operands i, v) of a local variable; imm: variable") \
+X(VLOADV,    "var.loadv",       0, 0,   "vn",     GIVEN,    VAR,       MEM|INTERNAL,              0,  VAR,      "",  "consecutive elements of a local variable as a vector <n x T>; imms: variable, first index") \
+X(VOPAQUE,   "var.opaque",      0, 0,   "v",      NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "an optimisation barrier on a local variable: values computed from it before are not reused after (they are recomputed); imm: variable") \
+X(VSTOREV,   "var.storev",      1, 1,   "vn",     NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "a vector <n x T> into consecutive elements of a local variable; imms: variable, first index") \
 X(ATOM,      "atom",            2, 2,   "AOS",    ARG1,     ATOM,      MEM|SIDE,                  0,  ATOM,     "",  "old = *p; *p = old OP v; imms: op, order (relaxed acquire release acq_rel), scope") \
 X(CAS,       "atom.cas",        3, 3,   "OS",     ARG1,     CAS,       MEM|SIDE,                  0,  CAS,      "",  "old = *p; if old == c then *p = v; operands p, c, v; imms: order, scope") \
 /* --- special registers, timers ----------------------------------------------------------------------------- */ \

@@ -149,11 +149,14 @@ void ir_print_inst_text(const IrFunc *f, IrRef v, ClBuf *out) {
       if (imm[1]) cl_buf_printf(out, " byval %lld", (long long)imm[1]);
       cl_buf_printf(out, " : %s", ir_type_name(f->m, in->type));
       return;
+    case IR_OP_VOPAQUE: cl_buf_printf(out, "var.opaque $%lld", (long long)imm[0]); return;
     case IR_OP_VLOAD:
     case IR_OP_VLOADX:
     case IR_OP_VSTORE:
+    case IR_OP_VLOADV:
+    case IR_OP_VSTOREV:
     case IR_OP_VSTOREX: { /* $1[2], $1[%5] */
-      int load = in->op == IR_OP_VLOAD || in->op == IR_OP_VLOADX;
+      int load = in->op == IR_OP_VLOAD || in->op == IR_OP_VLOADX || in->op == IR_OP_VLOADV;
       int dyn = in->op == IR_OP_VLOADX || in->op == IR_OP_VSTOREX;
       if (load) cl_buf_printf(out, "%%%u = ", v);
       cl_buf_printf(out, "%s $%lld[", ir_op_info[in->op].name, (long long)imm[0]);

@@ -90,11 +90,11 @@ end
 M.kernels = { copy = copy_k, axpb = axpb_k }
 
 --- c[i, j] = a[i, j] + b[j]: a and c row-major M x N, b a vector of N.
--- One block per row chunk of 4096 elements (for f32); b is broadcast
--- through a stride-0 layout.
+-- One block per row chunk of 4096 elements (for f32): rows on grid x (up to
+-- 2^31 - 1 of them), chunks of a row on grid y.
 local add_bcast_k = cute.kernel("add_broadcast", function(a, b, c)
   local N = cute.size(b)
-  local row, chunk = cute.block_idx().y, cute.block_idx().x
+  local row, chunk = cute.block_idx().x, cute.block_idx().y
   local arow, crow = a[{ row, cute._ }], c[{ row, cute._ }]
   local vec = 16 / a.dtype.bytes
   local tid = cute.thread_idx().x
@@ -119,7 +119,7 @@ M.kernels.add_broadcast = add_bcast_k
 
 function M.add_broadcast(a, b, c)
   local m, n = a.layout.shape[1], a.layout.shape[2]
-  add_bcast_k { grid = { math.ceil(n / (16 / a.dtype.bytes * THREADS * UNROLL)), m }, block = THREADS }(a, b, c)
+  add_bcast_k { grid = { m, math.ceil(n / (16 / a.dtype.bytes * THREADS * UNROLL)) }, block = THREADS }(a, b, c)
 end
 
 return M

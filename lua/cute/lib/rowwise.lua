@@ -16,130 +16,205 @@ local M = {}
 
 local LOG2E = 1.4426950408889634
 
---- Threads and 16-byte chunks per thread for rows of n elements of dtype dt.
+--- Threads and 16-byte chunks per thread for rows of n elements of dtype dt:
+-- four 16-byte chunks a thread (for bf16, 32 elements: 16 registers a
+-- tensor, the elements stay packed in their dtype) with 128 to 512 threads a
+-- row, then up to eight chunks, then 1024 threads. 512 threads rather than
+-- 1024 for long rows: two blocks fit an SM, so one streams while the other
+-- reduces.
+-- Rows that the threads' chunks do not cover exactly take a kernel with
+-- predicated edges, which needs more registers: for those, at most four
+-- chunks (1024 threads beyond 512 x 4).
 function M.config(n, dt)
   local vec = 16 / dt.bytes
   local threads = 128
-  while threads < 1024 and n > threads * vec * 4 do threads = threads * 2 end
-  return threads, math.max(1, math.ceil(n / (threads * vec))), vec
+  while threads < 512 and n > threads * vec * 4 do threads = threads * 2 end
+  local chunks = math.ceil(n / (threads * vec))
+  local exact = n == threads * vec * chunks
+  if chunks > (exact and 8 or 4) then threads = 1024 end
+  chunks = math.max(1, math.ceil(n / (threads * vec)))
+  return { threads = threads, chunks = chunks, exact = n == threads * vec * chunks }, vec
 end
 
--- Reads row `row` of x into an f32 fragment of chunks * vec values; elements
--- past the end of the row get `fill`. Returns the fragment and a function
--- writing a fragment back (into the same positions of another row-major tensor).
-local function load_row(x, row, threads, chunks, fill)
-  local N = x.layout.shape[2]
-  local tid = cute.thread_idx().x
-  local vec = 16 / x.dtype.bytes
-  local xr = x[{ row, cute._ }]
-  local frag = cute.make_rmem_tensor({ vec * chunks }, cute.f32)
-  for c = 0, chunks - 1 do
-    local slice, first = common.thread_slice_1d(xr, c, tid, vec, threads, 1)
-    cute.if_((first + vec):le(N), function()
-      local f = slice:load()
-      for i = 0, vec - 1 do frag[c * vec + i] = f[i]:to(cute.f32) end
+-- Launch bounds: a thread may use 64 registers (2048 threads an SM).
+local function bounds(threads) cute.launch_bounds(threads, math.max(1, math.floor(1024 / threads))) end
+
+-- A row of a row-major tensor and where this thread's chunks of it lie:
+-- chunk c of the thread is the vec elements from (c * threads + tid) * vec.
+-- `full` (uniform over the grid) says every chunk of every thread is inside
+-- the row: then all chunks move as 16-byte vectors in one straight block of
+-- code (all loads in flight together); otherwise a chunk at a time, element
+-- by element at the end of the row.
+local function row_io(N, tid, vec, cfg)
+  local threads, chunks = cfg.threads, cfg.chunks
+  -- exact (known when compiling): every row is covered; no predicated code
+  local io = { full = cfg.exact or N:ge(threads * vec * chunks) }
+  local n = vec * chunks
+
+  --- Reads the thread's elements of row `row` of each tensor of `list` (a
+  -- row-major matrix, or a vector shared by all rows when row is nil) into
+  -- fragments of their own dtypes; elements past the end get fill[i].
+  function io.load(list, rows, fills)
+    local frags = {}
+    for i, t in ipairs(list) do frags[i] = cute.make_rmem_tensor({ n }, t.dtype) end
+    local rowt = {}
+    for i, t in ipairs(list) do rowt[i] = rows[i] and t[{ rows[i], cute._ }] or t end
+    cute.if_(io.full, function()
+      for i = 1, #list do
+        for c = 0, chunks - 1 do
+          cute.copy(cute.local_tile(rowt[i], { vec }, { tid + c * threads }), cute.local_tile(frags[i], { vec }, { c }))
+        end
+      end
     end, function()
+      -- a chunk at a time: a vector where the chunk is inside the row, else
+      -- element by element (fewer registers than all elements at once)
+      for c = 0, chunks - 1 do
+        local first = (tid + c * threads) * vec
+        cute.if_((first + vec):le(N), function()
+          for i = 1, #list do
+            local src = cute.local_tile(rowt[i], { vec }, { tid + c * threads })
+            cute.copy(src, cute.local_tile(frags[i], { vec }, { c }))
+          end
+        end, function()
+          for i = 1, #list do
+            for v = 0, vec - 1 do
+              local j = first + v
+              frags[i][c * vec + v] = cute.where(j:lt(N), rowt[i][cute.min(j, N - 1)], fills[i])
+            end
+          end
+        end)
+      end
+    end)
+    return frags
+  end
+
+  --- Writes value(k, p) (f32) for the thread's elements k = 0 .. n-1 into
+  -- row `row` of y. vectors: tensors of N elements shared by all rows
+  -- (weights, biases), read chunk by chunk as they are needed (from L2)
+  -- rather than held through the kernel; p[i] is element k of vectors[i]
+  -- (f32).
+  function io.store(y, row, value, vectors)
+    vectors = vectors or {}
+    local yr = y[{ row, cute._ }]
+    local function store_chunk(c)
+      local start = tid + c * threads
+      local parts = {}
+      for i, t in ipairs(vectors) do parts[i] = cute.local_tile(t, { vec }, { start }):load() end
+      local out = cute.make_rmem_tensor({ vec }, y.dtype)
       for v = 0, vec - 1 do
-        local j = first + v
-        frag[c * vec + v] = cute.where(j:lt(N), xr[cute.min(j, N - 1)]:to(cute.f32), fill)
+        local p = {}
+        for i = 1, #vectors do p[i] = parts[i][v]:to(cute.f32) end
+        out[v] = value(c * vec + v, p):to(y.dtype)
+      end
+      cute.copy(out, cute.local_tile(yr, { vec }, { start }))
+    end
+    cute.if_(io.full, function()
+      for c = 0, chunks - 1 do store_chunk(c) end -- a chunk at a time: what it needed dies before the next
+    end, function()
+      for c = 0, chunks - 1 do
+        local first = (tid + c * threads) * vec
+        cute.if_((first + vec):le(N), function() store_chunk(c) end, function()
+          for v = 0, vec - 1 do
+            local j = first + v
+            cute.if_(j:lt(N), function()
+              local p = {}
+              for i, t in ipairs(vectors) do p[i] = t[j]:to(cute.f32) end
+              yr[j] = value(c * vec + v, p):to(y.dtype)
+            end)
+          end
+        end)
       end
     end)
   end
-  local function store(y, values)
-    local yr = y[{ row, cute._ }]
+
+  --- How many of the thread's n elements lie past the end of the row.
+  function io.padding()
+    local pad = 0
     for c = 0, chunks - 1 do
-      local slice, first = common.thread_slice_1d(yr, c, tid, vec, threads, 1)
-      cute.if_((first + vec):le(N), function()
-        local out = cute.make_fragment_like(slice, y.dtype)
-        for i = 0, vec - 1 do out[i] = values[c * vec + i]:to(y.dtype) end
-        slice:store(out)
-      end, function()
-        for v = 0, vec - 1 do
-          local j = first + v
-          cute.if_(j:lt(N), function() yr[j] = values[c * vec + v]:to(y.dtype) end)
-        end
-      end)
+      local left = N - (tid + c * threads) * vec -- elements of the row from this chunk on
+      pad = pad + (vec - cute.max(cute.min(left, vec), 0))
     end
+    return pad
   end
-  -- a vector (N) read at the thread's positions (weights, biases)
-  local function load_vec(w)
-    local out = cute.make_rmem_tensor({ vec * chunks }, cute.f32)
-    for c = 0, chunks - 1 do
-      local slice, first = common.thread_slice_1d(w, c, tid, vec, threads, 1)
-      cute.if_((first + vec):le(N), function()
-        local f = slice:load()
-        for i = 0, vec - 1 do out[c * vec + i] = f[i]:to(cute.f32) end
-      end, function()
-        for v = 0, vec - 1 do out[c * vec + v] = w[cute.min(first + v, N - 1)]:to(cute.f32) end
-      end)
-    end
-    return out
-  end
-  return frag, store, load_vec
+  return io
 end
 
-local softmax_k = cute.kernel("softmax_rows", function(x, y, threads, chunks)
-  local row = cute.block_idx().x
+local function f32(v) return v:to(cute.f32) end
+
+-- Weights and biases are read as the output is written, not with the row:
+-- they are in L2 (every row reads them), and holding them through the
+-- reductions would cost the registers that keep 2048 threads an SM.
+
+-- softmax: the row stays in registers in x's dtype; exp is computed twice
+-- (for the sum and for the output) rather than kept in f32 registers, so
+-- that long rows fit with several blocks an SM.
+local softmax_k = cute.kernel("softmax_rows", function(x, y, cfg)
+  local threads, chunks = cfg.threads, cfg.chunks
+  bounds(threads)
+  local row, tid = cute.block_idx().x, cute.thread_idx().x
   local vec = 16 / x.dtype.bytes
   local n = vec * chunks
-  local frag, store = load_row(x, row, threads, chunks, -math.huge)
-  local m = frag[0]
-  for i = 1, n - 1 do m = cute.max(m, frag[i]) end
+  local io = row_io(x.layout.shape[2], tid, vec, cfg)
+  local xf = io.load({ x }, { row }, { -math.huge })[1]
+  local m = f32(xf[0])
+  for i = 1, n - 1 do m = cute.max(m, f32(xf[i])) end
   m = common.block_reduce(m, cute.max, -math.huge, threads)
-  local e = cute.make_rmem_tensor({ n }, cute.f32)
-  local s = 0
+  cute.opaque(xf)
   local mscaled = m * LOG2E
-  for i = 0, n - 1 do
-    e[i] = cute.exp2(cute.fma(frag[i], LOG2E, -mscaled), { fast = true })
-    s = e[i] + s
-  end
-  s = common.block_reduce(s, common.add, 0, threads)
-  local inv = cute.rcp(s, { fast = true })
-  for i = 0, n - 1 do e[i] = e[i] * inv end
-  store(y, e)
-end)
-
-local rms_k = cute.kernel("rmsnorm_rows", function(x, w, y, eps, threads, chunks)
-  local row = cute.block_idx().x
-  local N = x.layout.shape[2]
-  local vec = 16 / x.dtype.bytes
-  local n = vec * chunks
-  local frag, store, load_vec = load_row(x, row, threads, chunks, 0)
-  local ss = 0
-  for i = 0, n - 1 do ss = cute.fma(frag[i], frag[i], ss) end
-  ss = common.block_reduce(ss, common.add, 0, threads)
-  local scale = cute.rsqrt(ss / N:to(cute.f32) + eps)
-  local wf = load_vec(w)
-  for i = 0, n - 1 do frag[i] = frag[i] * scale * wf[i] end
-  store(y, frag)
-end)
-
-local ln_k = cute.kernel("layernorm_rows", function(x, w, b, y, eps, threads, chunks)
-  local row = cute.block_idx().x
-  local N = x.layout.shape[2]
-  local vec = 16 / x.dtype.bytes
-  local n = vec * chunks
-  local frag, store, load_vec = load_row(x, row, threads, chunks, 0)
+  local function e(i) return cute.exp2(cute.fma(f32(xf[i]), LOG2E, -mscaled), { fast = true }) end
   local s = 0
-  for i = 0, n - 1 do s = frag[i] + s end
+  for i = 0, n - 1 do s = e(i) + s end
+  s = common.block_reduce(s, common.add, 0, threads)
+  cute.opaque(xf) -- recompute exp below rather than hold n f32 values through the reduction
+  -- x_i - m - log(s) in base 2: one exp a value, no division
+  local shift = mscaled + cute.log2(s, { fast = true })
+  io.store(y, row, function(i) return cute.exp2(cute.fma(f32(xf[i]), LOG2E, -shift), { fast = true }) end)
+end)
+
+local rms_k = cute.kernel("rmsnorm_rows", function(x, w, y, eps, cfg)
+  local threads, chunks = cfg.threads, cfg.chunks
+  bounds(threads)
+  local row, tid = cute.block_idx().x, cute.thread_idx().x
+  local N = x.layout.shape[2]
+  local vec = 16 / x.dtype.bytes
+  local n = vec * chunks
+  local io = row_io(N, tid, vec, cfg)
+  local xf = io.load({ x }, { row }, { 0 })[1]
+  local ss = 0
+  for i = 0, n - 1 do ss = cute.fma(f32(xf[i]), f32(xf[i]), ss) end
+  ss = common.block_reduce(ss, common.add, 0, threads)
+  cute.opaque(xf)
+  local scale = cute.rsqrt(ss / N:to(cute.f32) + eps)
+  io.store(y, row, function(i, p) return f32(xf[i]) * scale * p[1] end, { w })
+end)
+
+local ln_k = cute.kernel("layernorm_rows", function(x, w, b, y, eps, cfg)
+  local threads, chunks = cfg.threads, cfg.chunks
+  bounds(threads)
+  local row, tid = cute.block_idx().x, cute.thread_idx().x
+  local N = x.layout.shape[2]
+  local vec = 16 / x.dtype.bytes
+  local n = vec * chunks
+  local io = row_io(N, tid, vec, cfg)
+  local xf = io.load({ x }, { row }, { 0 })[1]
+  local s = 0
+  for i = 0, n - 1 do s = f32(xf[i]) + s end
   local nf = N:to(cute.f32)
   local mean = common.block_reduce(s, common.add, 0, threads) / nf
-  -- the variance from centred values (two passes over registers: exact enough
-  -- for long rows, unlike E[x^2] - E[x]^2); padding elements excluded
-  local tid = cute.thread_idx().x
+  cute.opaque(xf)
+  -- the variance from centred values (a second pass over registers: exact
+  -- enough for long rows, unlike E[x^2] - E[x]^2); padding excluded
   local v = 0
-  for c = 0, chunks - 1 do
-    for i = 0, vec - 1 do
-      local j = (c * threads + tid) * vec + i
-      local d = cute.where(j:lt(N), frag[c * vec + i] - mean, 0)
-      v = cute.fma(d, d, v)
-    end
+  for i = 0, n - 1 do
+    local d = f32(xf[i]) - mean
+    v = cute.fma(d, d, v)
   end
+  -- padding elements (0) each added mean^2: take them out
+  v = v - io.padding():to(cute.f32) * mean * mean
   local var = common.block_reduce(v, common.add, 0, threads) / nf
+  cute.opaque(xf)
   local rstd = cute.rsqrt(var + eps)
-  local wf, bf = load_vec(w), load_vec(b)
-  for i = 0, n - 1 do frag[i] = cute.fma((frag[i] - mean) * rstd, wf[i], bf[i]) end
-  store(y, frag)
+  io.store(y, row, function(i, p) return cute.fma((f32(xf[i]) - mean) * rstd, p[1], p[2]) end, { w, b })
 end)
 
 M.kernels = { softmax = softmax_k, rmsnorm = rms_k, layernorm = ln_k }
@@ -149,23 +224,22 @@ local function rows(x) return x.layout.shape[1], x.layout.shape[2] end
 --- y = softmax over each row of x (row-major M x N).
 function M.softmax(x, y)
   local m, n = rows(x)
-  local threads, chunks = M.config(n, x.dtype)
-  softmax_k { grid = m, block = threads }(x, y, cute.constexpr(threads), cute.constexpr(chunks))
+  local cfg = M.config(n, x.dtype)
+  softmax_k { grid = m, block = cfg.threads }(x, y, cute.constexpr(cfg))
 end
 
 --- y = x / sqrt(mean(x^2) + eps) * w over each row (w: a vector of N).
 function M.rmsnorm(x, w, y, eps)
   local m, n = rows(x)
-  local threads, chunks = M.config(n, x.dtype)
-  rms_k { grid = m, block = threads }(x, w, y, cute.f32(eps or 1e-6), cute.constexpr(threads), cute.constexpr(chunks))
+  local cfg = M.config(n, x.dtype)
+  rms_k { grid = m, block = cfg.threads }(x, w, y, cute.f32(eps or 1e-6), cute.constexpr(cfg))
 end
 
 --- y = (x - mean) / sqrt(var + eps) * w + b over each row.
 function M.layernorm(x, w, b, y, eps)
   local m, n = rows(x)
-  local threads, chunks = M.config(n, x.dtype)
-  ln_k { grid = m, block = threads }(x, w, b, y, cute.f32(eps or 1e-5), cute.constexpr(threads),
-    cute.constexpr(chunks))
+  local cfg = M.config(n, x.dtype)
+  ln_k { grid = m, block = cfg.threads }(x, w, b, y, cute.f32(eps or 1e-5), cute.constexpr(cfg))
 end
 
 return M

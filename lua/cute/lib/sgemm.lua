@@ -18,7 +18,7 @@ local M = {}
 local BM, BN, BK = 128, 128, 8
 local THREADS = 256
 
-local k = cute.kernel("sgemm", function(A, B, C, alpha, beta)
+local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
   local Mr, K = A.layout.shape[1], A.layout.shape[2]
   local N = B.layout.shape[2]
   local tid = cute.thread_idx().x
@@ -108,14 +108,20 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta)
         local n0 = bn * BN + half_n * 64 + tx * 4
         local cv = cute.local_tile(crow, { 4 }, { n0 / 4 })
         cute.if_(full, function()
-          local old = cv:load()
           local out = cute.make_rmem_tensor({ 4 }, cute.f32)
-          for j = 0, 3 do out[j] = cute.fma(alpha, acc[{ half_m * 4 + i, half_n * 4 + j }], beta * old[j]) end
+          if read_c then
+            local old = cv:load()
+            for j = 0, 3 do out[j] = cute.fma(alpha, acc[{ half_m * 4 + i, half_n * 4 + j }], beta * old[j]) end
+          else
+            for j = 0, 3 do out[j] = alpha * acc[{ half_m * 4 + i, half_n * 4 + j }] end
+          end
           cv:store(out)
         end, function()
           for j = 0, 3 do
             cute.if_(cute.and_(m:lt(Mr), (n0 + j):lt(N)), function()
-              crow[n0 + j] = cute.fma(alpha, acc[{ half_m * 4 + i, half_n * 4 + j }], beta * crow[n0 + j])
+              local v = alpha * acc[{ half_m * 4 + i, half_n * 4 + j }]
+              if read_c then v = cute.fma(beta, crow[n0 + j], v) end
+              crow[n0 + j] = v
             end)
           end
         end)
@@ -129,10 +135,14 @@ M.kernel = k
 --- The grid for an M x N result.
 function M.grid(m, n) return { math.ceil(n / BN), math.ceil(m / BM) } end
 
---- C = alpha * A @ B + beta * C (f32, row-major).
+--- C = alpha * A @ B + beta * C (f32, row-major). With beta = 0 (the
+-- default) C is not read, as in BLAS: whatever it held (NaN included) is
+-- overwritten.
 function M.gemm(A, B, C, alpha, beta)
   local m, n = A.layout.shape[1], B.layout.shape[2]
-  k { grid = M.grid(m, n), block = THREADS }(A, B, C, cute.f32(alpha or 1), cute.f32(beta or 0))
+  beta = beta or 0
+  k { grid = M.grid(m, n), block = THREADS }(A, B, C, cute.f32(alpha or 1), cute.f32(beta),
+    cute.constexpr(beta ~= 0))
 end
 
 return M

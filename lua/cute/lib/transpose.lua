@@ -40,6 +40,58 @@ local k = cute.kernel("transpose", function(a, b)
 end)
 M.kernel = k
 
+-- The wide variant: a 64 x 64 tile, 16 x 16 threads, 16-byte accesses to
+-- global memory on both sides. Thread (tx, ty) reads 4 elements of input rows
+-- ty + 16 j (j = 0..3) as one vector each, and writes 4 elements of output
+-- rows ty + 16 j, gathered from a column of the shared tile. The shared
+-- layout is Swizzle(3, 2, 6) o (64, 64):(64, 1): groups of 4 columns stay
+-- contiguous (vector writes), and the group index is XORed with bits 2..4 of
+-- the row, so that the column reads of a warp spread over 16 banks.
+local W, WT = 64, 16
+local kw = cute.kernel("transpose64", function(a, b)
+  local Mr, Nc = a.layout.shape[1], a.layout.shape[2]
+  local smem_layout = cute.make_composed_layout(cute.Swizzle(3, 2, 6), 0, cute.make_layout({ W, W }, { W, 1 }))
+  local s = cute.make_smem_tensor(a.dtype, smem_layout, 128)
+  local tx, ty = cute.thread_idx().x, cute.thread_idx().y
+  local bx, by = cute.block_idx().x, cute.block_idx().y
+  local r0, c0 = by * W, bx * W
+  local full = cute.and_((r0 + W):le(Mr), (c0 + W):le(Nc))
+  local ta = cute.local_tile(a, { W, W }, { by, bx })
+  local tb = cute.local_tile(b, { W, W }, { bx, by })
+  cute.if_(full, function()
+    local frags = {}
+    for j = 0, 3 do frags[j] = cute.local_tile(ta[{ ty + WT * j, cute._ }], { 4 }, { tx }):load() end
+    for j = 0, 3 do cute.copy(frags[j], cute.local_tile(s[{ ty + WT * j, cute._ }], { 4 }, { tx })) end
+    cute.sync_threads()
+    for j = 0, 3 do
+      local out = cute.make_rmem_tensor({ 4 }, a.dtype)
+      for e = 0, 3 do out[e] = s[{ tx * 4 + e, ty + WT * j }] end
+      cute.local_tile(tb[{ ty + WT * j, cute._ }], { 4 }, { tx }):store(out)
+    end
+  end, function()
+    for j = 0, 3 do
+      for e = 0, 3 do
+        local r, c = ty + WT * j, tx * 4 + e
+        cute.if_(cute.and_((r0 + r):lt(Mr), (c0 + c):lt(Nc)), function() s[{ r, c }] = ta[{ r, c }] end)
+      end
+    end
+    cute.sync_threads()
+    for j = 0, 3 do
+      for e = 0, 3 do
+        local r, c = ty + WT * j, tx * 4 + e -- b's row r (a's column c0 + r), b's column c (a's row r0 + c)
+        cute.if_(cute.and_((c0 + r):lt(Nc), (r0 + c):lt(Mr)), function() tb[{ r, c }] = s[{ c, r }] end)
+      end
+    end
+  end)
+end)
+M.kernel64 = kw
+
+--- b = a^T with the wide variant (64 x 64 tiles, 16-byte accesses).
+function M.transpose64(a, b)
+  local m, n = a.layout.shape[1], a.layout.shape[2]
+  kw { grid = { math.ceil(n / W), math.ceil(m / W) }, block = { WT, WT } }(a, b)
+end
+
 --- b = a^T: a row-major M x N, b row-major N x M (same dtype).
 function M.transpose(a, b)
   local m, n = a.layout.shape[1], a.layout.shape[2]

@@ -340,6 +340,30 @@ local function vector_width(src, dst, n)
 end
 M._vector_width = vector_width
 
+-- Elements base .. base + w - 1 of a register fragment as one vector (or,
+-- given vec, written from one): when they are consecutive elements of its
+-- variable, a single var.loadv / var.storev, which keeps 16-bit elements in
+-- whole 32-bit words. nil when they are not.
+local function var_vector(t, base, w, vec)
+  if t.engine ~= "rmem" then return nil end
+  local first = coord_offset(t, base)
+  if type(first) ~= "number" then return nil end
+  for j = 1, w - 1 do
+    if coord_offset(t, base + j) ~= first + j then return nil end
+  end
+  local T = core.current()
+  if T.fid ~= t.fid then err.raise("a register fragment is used outside the kernel that made it") end
+  core.update_loc()
+  local ir = core.ir()
+  if vec then
+    if ir.var_storev(T.f, t.var, first + t.base, core.use(vec)) ~= 0 then core.ir_error("fragment write") end
+    return true
+  end
+  local ref = ir.var_loadv(T.f, t.var, first + t.base, w)
+  if ref == 0 then core.ir_error("fragment read") end
+  return core.value(ref, core.vec(t.dtype, w))
+end
+
 --- Copies src into dst elementwise (same size, statically known), with vector
 -- accesses of up to 16 bytes where both layouts are contiguous and aligned.
 -- pred: optional bool-valued tensor or function(i) -> bool value selecting the
@@ -383,11 +407,12 @@ function M.copy(src, dst, pred)
       local vec = emit("load", vt, emit("ptrcast", core.ptr(vt, src.space, vbytes), p), nil, nil, 0, 0, 0)
       if dst.engine == "ptr" then
         vals = vec
-      else
+      elseif not var_vector(dst, base, w, vec) then
         for j = 0, w - 1 do dst[base + j] = emit("extract", et, vec, nil, nil, j) end
       end
     end
     if dst.engine == "ptr" then
+      if not vals then vals = var_vector(src, base, w) end
       if not vals then
         local list = {}
         for j = 0, w - 1 do list[j + 1] = src[base + j] end
@@ -483,9 +508,25 @@ function M.smem_allocator()
   return a
 end
 
-M._exports = { "make_tensor", "make_rmem_tensor", "make_fragment", "make_fragment_like", "make_rmem_tensor_like",
-  "make_identity_tensor", "make_smem_tensor", "smem_allocator", "local_tile", "local_partition", "logical_divide",
-  "zipped_divide", "tiled_divide", "flat_divide", "composition", "size", "rank", "depth", "shape", "stride", "cosize",
-  "copy" }
+--- An optimisation barrier on a register fragment: what was computed from
+-- its elements before this point is recomputed from them after it, rather
+-- than kept live across (LLVM would otherwise reuse, say, the f32 values of a
+-- bf16 row converted before a block reduction, and hold 32 registers where
+-- the packed row needs 16). Values are unchanged; no instruction results.
+function M.opaque(t)
+  if not is_tensor(t) or t.engine ~= "rmem" then
+    err.raise("cute.opaque: expected a register fragment, got %s", core.describe(t))
+  end
+  local T = core.current()
+  if not T or T.fid ~= t.fid then err.raise("cute.opaque: the fragment belongs to another kernel or function") end
+  core.update_loc()
+  if core.ir().var_opaque(T.f, t.var) ~= 0 then core.ir_error("cute.opaque") end
+  return t
+end
+
+M._exports = { "opaque", "make_tensor", "make_rmem_tensor", "make_fragment", "make_fragment_like",
+  "make_rmem_tensor_like", "make_identity_tensor", "make_smem_tensor", "smem_allocator", "local_tile",
+  "local_partition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition", "size",
+  "rank", "depth", "shape", "stride", "cosize", "copy" }
 
 return M

@@ -13,6 +13,7 @@ define void @memory(float addrspace(1)* %v1, i32 addrspace(1)* %v2, i64 addrspac
 entry:
   %var1 = alloca [4 x float], align 4
   %var2 = alloca [8 x i32], align 4
+  %var3 = alloca [4 x i32], align 4
   %v38 = bitcast [4096 x i8] addrspace(3)* @memory.smem38 to float addrspace(3)*
   %v39 = bitcast [0 x i8] addrspace(3)* @__cl_dsmem to float addrspace(3)*
   %v73 = bitcast [64 x i8] addrspace(3)* @memory.smem73 to i32 addrspace(3)*
@@ -143,6 +144,80 @@ entry:
   %v88 = call i32 asm sideeffect "atom.global.xor.b32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t58, i32 %v87)
   %v90 = getelementptr i32, i32 addrspace(1)* %v2, i32 5
   store i32 %v88, i32 addrspace(1)* %v90, align 4
+  %v92 = bitcast float addrspace(1)* %v1 to i16 addrspace(1)*
+  %v93 = bitcast i16 addrspace(1)* %v92 to <8 x i16> addrspace(1)*
+  %t59 = bitcast <8 x i16> addrspace(1)* %v93 to <4 x i32> addrspace(1)*
+  %t60 = ptrtoint <8 x i16> addrspace(1)* %v93 to i64
+  %t61 = call {i32, i32, i32, i32} asm sideeffect "ld.global.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l"(i64 %t60)
+  %t62 = extractvalue {i32, i32, i32, i32} %t61, 0
+  %t63 = insertelement <4 x i32> undef, i32 %t62, i32 0
+  %t64 = extractvalue {i32, i32, i32, i32} %t61, 1
+  %t65 = insertelement <4 x i32> %t63, i32 %t64, i32 1
+  %t66 = extractvalue {i32, i32, i32, i32} %t61, 2
+  %t67 = insertelement <4 x i32> %t65, i32 %t66, i32 2
+  %t68 = extractvalue {i32, i32, i32, i32} %t61, 3
+  %t69 = insertelement <4 x i32> %t67, i32 %t68, i32 3
+  %v94 = bitcast <4 x i32> %t69 to <8 x i16>
+  %t70 = bitcast <8 x i16> %v94 to <4 x i32>
+  %t71 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 0
+  %t72 = extractelement <4 x i32> %t70, i32 0
+  store i32 %t72, i32* %t71, align 4
+  %t73 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
+  %t74 = extractelement <4 x i32> %t70, i32 1
+  store i32 %t74, i32* %t73, align 4
+  %t75 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 2
+  %t76 = extractelement <4 x i32> %t70, i32 2
+  store i32 %t76, i32* %t75, align 4
+  %t77 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 3
+  %t78 = extractelement <4 x i32> %t70, i32 3
+  store i32 %t78, i32* %t77, align 4
+  %t79 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 3
+  %t80 = load i32, i32* %t79, align 4
+  %t81 = lshr i32 %t80, 0
+  %v96 = trunc i32 %t81 to i16
+  %t82 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
+  %t83 = load i32, i32* %t82, align 4
+  %t84 = zext i16 %v96 to i32
+  %t85 = shl i32 %t84, 16
+  %t86 = and i32 %t83, 65535
+  %t87 = or i32 %t86, %t85
+  store i32 %t87, i32* %t82, align 4
+  %t88 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 0
+  %t89 = load i32, i32* %t88, align 4
+  %t90 = insertelement <4 x i32> undef, i32 %t89, i32 0
+  %t91 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
+  %t92 = load i32, i32* %t91, align 4
+  %t93 = insertelement <4 x i32> %t90, i32 %t92, i32 1
+  %t94 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 2
+  %t95 = load i32, i32* %t94, align 4
+  %t96 = insertelement <4 x i32> %t93, i32 %t95, i32 2
+  %t97 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 3
+  %t98 = load i32, i32* %t97, align 4
+  %t99 = insertelement <4 x i32> %t96, i32 %t98, i32 3
+  %v98 = bitcast <4 x i32> %t99 to <8 x i16>
+  %v100 = getelementptr i16, i16 addrspace(1)* %v92, i32 64
+  %v101 = bitcast i16 addrspace(1)* %v100 to <8 x i16> addrspace(1)*
+  %t100 = bitcast <8 x i16> addrspace(1)* %v101 to <4 x i32> addrspace(1)*
+  %t101 = bitcast <8 x i16> %v98 to <4 x i32>
+  %t102 = ptrtoint <8 x i16> addrspace(1)* %v101 to i64
+  %t103 = extractelement <4 x i32> %t101, i32 0
+  %t104 = extractelement <4 x i32> %t101, i32 1
+  %t105 = extractelement <4 x i32> %t101, i32 2
+  %t106 = extractelement <4 x i32> %t101, i32 3
+  call void asm sideeffect "st.global.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r"(i64 %t102, i32 %t103, i32 %t104, i32 %t105, i32 %t106)
+  %t108 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
+  %t109 = load i32, i32* %t108, align 4
+  %t110 = lshr i32 %t109, 16
+  %t107 = trunc i32 %t110 to i16
+  %t111 = insertelement <2 x i16> undef, i16 %t107, i32 0
+  %t113 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 2
+  %t114 = load i32, i32* %t113, align 4
+  %t115 = lshr i32 %t114, 0
+  %t112 = trunc i32 %t115 to i16
+  %v103 = insertelement <2 x i16> %t111, i16 %t112, i32 1
+  %v105 = getelementptr i16, i16 addrspace(1)* %v92, i32 80
+  %v106 = bitcast i16 addrspace(1)* %v105 to <2 x i16> addrspace(1)*
+  store <2 x i16> %v103, <2 x i16> addrspace(1)* %v106, align 4
   ret void
 }
 

@@ -8,7 +8,7 @@ return {
     "st.global.cs.f32", "ld.global.cs.v2.f32", "st.global.wt.v4.f32", "ld.shared.v2.f32", "st.shared.f32",
     "atom.global.add.f32", "atom.acq_rel.gpu.global.add.u32", "atom.shared.max.s32", "atom.global.inc.u32",
     "atom.relaxed.cta.global.exch.b64", "atom.global.cas.b32", "atom.global.add.f64", "ld.local", "st.local",
-    "__cl_dsmem" },
+    "__cl_dsmem", "ld.global.v4.b32", "st.global.v4.b32" },
   build = function(_, m)
     m:set_loc("memory.lua", 1, "memory")
     local k = m:kernel("memory", { maxntid = 256 })
@@ -69,5 +69,18 @@ return {
       old = k:op("atom", nil, q, old, { op })
     end
     k:op("store", nil, k:op("gep", nil, q, k:const("i32", 5)), old)
+    m:set_loc("memory.lua", 7, "memory")
+    -- 16-bit data: a 16-byte bf16 vector moves as four words (ld/st.v4.b32),
+    -- into a paired variable whole (var.storev) and out of it by element and
+    -- as a vector (var.loadv)
+    local hp = k:op("ptrcast", "ptr<bf16, global, 16>", p)
+    local h8 = k:op("load", "<8 x bf16>", k:op("ptrcast", "ptr<<8 x bf16>, global, 16>", hp))
+    local hv = k:var("bf16", 8)
+    k:var_storev(hv, 0, h8)
+    k:var_store(hv, 3, k:var_load(hv, 6))
+    local back = k:var_loadv(hv, 0, 8)
+    k:op("store", nil, k:op("ptrcast", "ptr<<8 x bf16>, global, 16>", k:op("gep", nil, hp, k:const("i32", 64))), back)
+    local odd = k:var_loadv(hv, 3, 2)
+    k:op("store", nil, k:op("ptrcast", "ptr<<2 x bf16>, global, 4>", k:op("gep", nil, hp, k:const("i32", 80))), odd)
   end,
 }

@@ -15,6 +15,20 @@ describe("cute.kernel", function()
     assert.equal(2, k.nspecs)
   end)
 
+  it("passes compile-time false and nil as themselves", function()
+    local seen = {}
+    local k = cute.kernel("flags", function(a, f, g)
+      seen[#seen + 1] = { f, g }
+      a[0] = 1
+    end)
+    k:compile(H.f32(), cute.constexpr(false), cute.constexpr(nil))
+    k:compile(H.f32(), cute.constexpr(true), cute.constexpr(0))
+    assert.equal(false, seen[1][1])
+    assert.is_nil(seen[1][2])
+    assert.equal(true, seen[2][1])
+    assert.equal(0, seen[2][2])
+  end)
+
   it("asks how to take a plain Lua number", function()
     local k = cute.kernel(function(a, n) a[0] = n end)
     local msg = H.error_of(function() k:compile(H.f32(), 5) end)
@@ -52,6 +66,23 @@ describe("cute.kernel", function()
       .. "\nreport:\n" .. h:report())
     assert.is_true(r[1].registers > 0)
     assert.matches("^k%d+$", r[1].name)
+  end)
+
+  it("sets launch bounds from inside the kernel (cute.launch_bounds), after its options", function()
+    local k = cute.kernel("bounded", function(a, threads)
+      cute.launch_bounds(threads, 2)
+      a[cute.thread_idx().x] = 1
+    end, { max_threads = 1024 })
+    local h = k:compile(H.f32({ 1024 }), cute.constexpr(384))
+    assert.matches("maxntid%(384, 1, 1%)", h:ir())
+    assert.matches("%.maxntid 384, 1, 1", h:ptx())
+    assert.matches("%.minnctapersm 2", h:ptx())
+    assert.matches("maxntid%(1024, 1, 1%)", cute.kernel("opt", function(a) a[0] = 1 end, { max_threads = 1024 })
+      :compile(H.f32()):ir())
+    assert.matches("only inside a kernel", H.error_of(function() cute.launch_bounds(128) end))
+    local bad = cute.kernel("bad_bounds", function(a) cute.launch_bounds(2048); a[0] = 1 end)
+    assert.matches("kernel_spec%.lua:%d+: cute.launch_bounds: max_threads must be .* 1..1024, got 2048",
+      H.error_of(function() bad:compile(H.f32()) end))
   end)
 
   it("refuses arguments it cannot take", function()
