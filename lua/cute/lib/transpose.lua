@@ -1,8 +1,9 @@
 --- cute.lib.transpose: out = in^T through swizzled shared memory.
 --
 --   cute.lib.transpose.transpose(a, b)     b (N x M) = a (M x N)^T, both row-major
+--   cute.lib.transpose.transpose32(a, b)   the same with the simple 32 x 32 kernel
 --
--- A block moves a 32 x 32 tile: 32 x 8 threads read it row by row (each warp
+-- transpose32: a block moves a 32 x 32 tile: 32 x 8 threads read it row by row (each warp
 -- one 128-byte row: coalesced) into shared memory, and write it out column by
 -- column, which is again 128 contiguous bytes of b. The shared tile's layout
 -- is composed with Swizzle(5, 0, 5): element (r, c) sits at r * 32 + (c xor r),
@@ -38,7 +39,7 @@ local k = cute.kernel("transpose", function(a, b)
     end
   end)
 end)
-M.kernel = k
+M.kernel32 = k
 
 -- The wide variant: a 64 x 64 tile, 16 x 16 threads, 16-byte accesses to
 -- global memory on both sides. Thread (tx, ty) reads 4 elements of input rows
@@ -84,16 +85,18 @@ local kw = cute.kernel("transpose64", function(a, b)
     end
   end)
 end)
-M.kernel64 = kw
+M.kernel = kw
 
---- b = a^T with the wide variant (64 x 64 tiles, 16-byte accesses).
-function M.transpose64(a, b)
+--- b = a^T: a row-major M x N, b row-major N x M (same dtype); 64 x 64
+-- tiles, 16-byte accesses (0.93 of the copy bandwidth on an H200, against
+-- 0.84 for transpose32).
+function M.transpose(a, b)
   local m, n = a.layout.shape[1], a.layout.shape[2]
   kw { grid = { math.ceil(n / W), math.ceil(m / W) }, block = { WT, WT } }(a, b)
 end
 
---- b = a^T: a row-major M x N, b row-major N x M (same dtype).
-function M.transpose(a, b)
+--- b = a^T with 32 x 32 tiles and scalar accesses (the simple variant).
+function M.transpose32(a, b)
   local m, n = a.layout.shape[1], a.layout.shape[2]
   k { grid = { math.ceil(n / TILE), math.ceil(m / TILE) }, block = { TILE, ROWS } }(a, b)
 end
