@@ -243,6 +243,12 @@ static int link_options(const NvOptions *o, int lto, char store[][96], int cap, 
   ADD("-O%d", o->opt_level ? 3 : 0);
   if (o->opt_level != 3) ADD("-Xptxas=-O%d", (int)o->opt_level);
   ADD("-Xptxas=-v"); /* the resource report, in the info log */
+  /* Once the process has loaded the CUDA driver, nvJitLink answers from the
+   * driver's compute cache (~/.nv/ComputeCache) when it can, and a cached
+   * answer comes with an empty info log: no resource report, no spill
+   * warning. cutelua caches compiles itself (nv_cache.c). Measured on the GPU
+   * machine (nvJitLink 13.0.88, driver 580). */
+  ADD("-no-cache");
   if (o->lineinfo) ADD("-lineinfo");
   if (o->max_registers > 0) ADD("-maxrregcount=%d", (int)o->max_registers);
   if (lto) {
