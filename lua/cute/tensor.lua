@@ -384,9 +384,29 @@ function methods:fill(v)
   return self
 end
 
+-- Fills of many elements run on the device (cute.lib.fill): the same values
+-- as the host's generator, element i of the coordinate order a function of
+-- (seed, i), without staging the tensor through host memory. Small tensors,
+-- layouts that are not a permutation of their span, and bool stay on the host.
+local DEVICE_FILL_MIN = 65536
+
+local function device_fill(t)
+  local n = L.size(t.layout)
+  return n >= DEVICE_FILL_MIN and t.dtype.name ~= "bool" and L.cosize(t.layout) == n and is_dense(t.layout)
+end
+
+local function flat_view(t)
+  if is_identity(t.layout) then return new(t.buffer, t.offset, t.dtype, L.make_layout(L.size(t.layout))) end
+  return t
+end
+
 --- Element i (coordinate order) = start + i * step.
 function methods:iota(start, step)
   start, step = start or 0, step or 1
+  if device_fill(self) then
+    require("cute.lib.fill").launch(flat_view(self), "iota", start, step)
+    return self
+  end
   upload(self, L.size(self.layout), function(i) return start + i * step end)
   return self
 end
@@ -401,16 +421,21 @@ end
 local function random_fill(t, normal, a, b, seed)
   local n = L.size(t.layout)
   local dt = t.dtype
-  if L.cosize(t.layout) == n and is_dense(t.layout) then
-    -- the order of random values does not matter: fill the span directly
+  seed = next_seed(seed)
+  if device_fill(t) then
+    require("cute.lib.fill").launch(flat_view(t), normal and "normal" or "uniform", a, b, seed)
+    return t
+  end
+  if is_identity(t.layout) then
     local staging = host_array(dt.storage, n)
-    rt.host_random(staging, dt.code, n, normal and 1 or 0, a, b, next_seed(seed))
+    rt.host_random(staging, dt.code, n, normal and 1 or 0, a, b, seed)
     t.buffer:copy_from_host(staging, n * dt.bytes, t.offset)
     return t
   end
   local vals = host_array("double", n)
-  rt.host_random(vals, dtype.f64.code, n, normal and 1 or 0, a, b, next_seed(seed))
-  upload(t, n, function(i) return vals[i] end)
+  rt.host_random(vals, dtype.f64.code, n, normal and 1 or 0, a, b, seed)
+  local floor = dt.is_integer and not normal -- integers uniform in [a, b), as the direct path
+  upload(t, n, function(i) return floor and math.floor(vals[i]) or vals[i] end)
   return t
 end
 

@@ -346,6 +346,10 @@ function M.common_type(a, b, opname)
   end
   local t = types[(av and a or b).ty]
   local n = av and b or a
+  if type(n) == "cdata" and (t.kind == "int" or t.kind == "uint") and
+      (ffi.istype("uint64_t", n) or ffi.istype("int64_t", n)) then
+    return t -- a 64-bit integer literal (0x...ULL): its bits, as the value's type
+  end
   if type(n) ~= "number" then
     if type(n) == "boolean" and t.kind == "bool" then return t end
     err.raise("%s of a %s value and %s", opname, t.name, describe(n))
@@ -371,6 +375,11 @@ function M.coerce(x, t, what)
     return x
   end
   if type(x) == "number" or type(x) == "boolean" then return M.const(t, x) end
+  -- 64-bit integer constants beyond 2^53: LuaJIT's 0x...ULL / LL literals
+  if type(x) == "cdata" and (t.kind == "int" or t.kind == "uint") and
+      (ffi.istype("uint64_t", x) or ffi.istype("int64_t", x)) then
+    return M.const(t, ffi.cast("int64_t", x))
+  end
   err.raise("%s: expected a %s value or a Lua number, got %s", what or "operand", t.name, describe(x))
 end
 

@@ -88,3 +88,77 @@ describe("cute.tensor on the GPU", function()
     end
   end)
 end)
+
+describe("fills on the device", function()
+  local rt = require("cute._c").rt
+  local ffi = require "ffi"
+
+  -- the host generator's values for n elements, encoded to dt and back
+  local function host_values(dt, n, normal, a, b, seed)
+    local vals = ffi.new("double[?]", n)
+    rt.host_random(vals, cute.f64.code, n, normal and 1 or 0, a, b, seed)
+    if dt.is_integer and not normal then
+      for i = 0, n - 1 do vals[i] = math.floor(vals[i]) end
+    end
+    local cell = ffi.new(dt.storage_array, n)
+    rt.from_doubles(cell, dt.code, vals, n)
+    local out = ffi.new("double[?]", n)
+    rt.to_doubles(out, cell, dt.code, n)
+    return out
+  end
+
+  it("give the host generator's values, in coordinate order, for every layout kind and dtype #gpu", function()
+    local layouts = { cute.make_layout(70001), cute.make_layout({ 300, 250 }, { 250, 1 }) }
+    for _, dt in ipairs { cute.f32, cute.bf16, cute.f16, cute.f64, cute.i32, cute.u8 } do
+      for _, l in ipairs(layouts) do
+        local n = cute.size(l)
+        local t = cute.tensor(dt, l)
+        local lo, hi = -3, 5
+        if dt == cute.u8 then lo, hi = 0, 200 end
+        -- uniform: exactly the host's values (one rounding from f64)
+        t:fill(0)
+        t:uniform(lo, hi, 1234)
+        local got, want = t:to_host():doubles(), host_values(dt, n, false, lo, hi, 1234)
+        for i = 0, n - 1 do
+          if got[i] ~= want[i] then
+            error(string.format("%s %s uniform element %d: %.17g, host %.17g", dt.name, tostring(l), i, got[i],
+              want[i]))
+          end
+          assert(got[i] >= lo and got[i] <= hi)
+        end
+        -- normal: the host's values up to the last bits of log and cos
+        if dt.is_float then
+          t:normal(1, 2, 99)
+          got, want = t:to_host():doubles(), host_values(dt, n, true, 1, 2, 99)
+          local ulp = ({ f32 = 2 ^ -22, bf16 = 2 ^ -7, f16 = 2 ^ -10, f64 = 2 ^ -40 })[dt.name]
+          local sum, sq = 0, 0
+          for i = 0, n - 1 do
+            if math.abs(got[i] - want[i]) > ulp * math.max(1, math.abs(want[i])) then
+              error(string.format("%s normal element %d: %.17g, host %.17g", dt.name, i, got[i], want[i]))
+            end
+            sum, sq = sum + got[i], sq + got[i] ^ 2
+          end
+          local mean = sum / n
+          assert.is_true(math.abs(mean - 1) < 0.05, dt.name .. " mean " .. mean)
+          assert.is_true(math.abs(math.sqrt(sq / n - mean ^ 2) - 2) < 0.05, dt.name .. " std")
+        end
+        -- iota, in coordinate order
+        t:iota(-7, 1)
+        got = t:to_host():doubles()
+        for i = 0, n - 1, 97 do
+          local want_i = -7 + i
+          if dt == cute.u8 then want_i = math.max(0, math.min(255, want_i)) end
+          if dt == cute.bf16 or dt == cute.f16 then
+            local c = ffi.new(dt.storage_array, 1)
+            rt.from_doubles(c, dt.code, ffi.new("double[1]", want_i), 1)
+            local d = ffi.new("double[1]")
+            rt.to_doubles(d, c, dt.code, 1)
+            want_i = d[0]
+          end
+          assert.equal(want_i, got[i], dt.name .. " iota " .. i)
+        end
+        t:free()
+      end
+    end
+  end)
+end)
