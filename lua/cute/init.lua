@@ -100,6 +100,7 @@ EXPORTS[#EXPORTS + 1] = "trace.tensor"
 EXPORTS[#EXPORTS + 1] = "trace.control"
 EXPORTS[#EXPORTS + 1] = "trace.sync"
 EXPORTS[#EXPORTS + 1] = "trace.ops"
+EXPORTS[#EXPORTS + 1] = "trace.atom"
 -- the layout algebra: cute.make_layout, cute.composition, ... (the first
 -- module listed wins a shared name: layout's size/rank/get take layouts and tuples)
 provide("layout", true)
@@ -117,6 +118,7 @@ provide("cublas", false)
 provide("ir", false)
 -- kernels, tensors and the tracer: the tensor-aware versions of size,
 -- local_tile, ... (cute.trace.tensor) come before the layout modules'
+provide("atom", true)
 provide("kernel", true)
 provide("func", true)
 provide("tensor", true)

@@ -175,6 +175,9 @@ local function with_offset(t, off, layout)
   return new { engine = "identity", layout = layout, offset = off, space = "none" }
 end
 
+M._with_offset = with_offset
+M._coord_offset = coord_offset
+
 local function has_underscore(c) return type(c) == "table" and it.has_underscore(c) end
 
 -- Coordinates add mode by mode (identity tensors' offsets).
@@ -364,11 +367,19 @@ local function var_vector(t, base, w, vec)
   return core.value(ref, core.vec(t.dtype, w))
 end
 
+M._var_vector = var_vector
+
 --- Copies src into dst elementwise (same size, statically known), with vector
 -- accesses of up to 16 bytes where both layouts are contiguous and aligned.
 -- pred: optional bool-valued tensor or function(i) -> bool value selecting the
 -- elements to copy (predicated elements are left alone).
-function M.copy(src, dst, pred)
+function M.copy(src, dst, pred, pred2)
+  if type(src) == "table" and not is_tensor(src) and (getmetatable(src) or {}).__name ~= nil then
+    local A = require "cute.atom"
+    if A.is_copy_atom(src) or A.is_tiled_copy(src) then
+      return require("cute.trace.atom").copy_with(src, dst, pred, pred2)
+    end
+  end
   if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
   local n = L.size(src.layout)
   if n ~= L.size(dst.layout) then
