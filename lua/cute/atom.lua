@@ -344,16 +344,21 @@ function M.make_copy_atom(op, dt, opts)
   local bits = opts and opts.num_bits_per_copy
   local a = setmetatable({ kind = "copy", op = op, dtype = dt }, CopyAtom)
   if op.kind == "ldmatrix" or op.kind == "stmatrix" then
-    if dt.bits ~= 16 then
-      err.raise("make_copy_atom: %s moves 16-bit elements, not %s", op.name, dt.name)
+    -- 16-bit elements; 8-bit ones too when not transposed (a register holds
+    -- 4 of them, and the transpose works on 16-bit units)
+    if not (dt.bits == 16 or (dt.bits == 8 and not op.transpose)) then
+      err.raise("make_copy_atom: %s moves 16-bit elements (or 8-bit ones, not transposed), not %s", op.name,
+        dt.name)
     end
     a.bits, a.threads, a.sm = 128, 32, op.kind == "ldmatrix" and 75 or 90
-    local nm = op.num_matrices
+    local nm, epr = op.num_matrices, 32 / dt.bits
+    local row = 16 / dt.bytes
     -- src: thread t gives row t % 8 of matrix t // 8 (threads past 8 nm repeat)
-    a.tv_src = make_layout({ 32, 8 }, { 8, 1 })
-    -- dst: thread t holds (row t // 4, cols 2 (t % 4) + {0, 1}) of each matrix
-    a.tv_dst = make_layout({ { 4, 8 }, { 2, nm } }, { { 2, 8 }, { 1, 64 } })
-    a.values = 2 * nm
+    a.tv_src = make_layout({ 32, row }, { row, 1 })
+    -- dst: thread t holds (row t // 4, elements epr (t % 4) + 0 .. epr - 1) of each matrix
+    a.tv_dst = make_layout({ { 4, 8 }, { epr, nm } }, { { epr, row }, { 1, 8 * row } })
+    a.values = epr * nm
+    a.per_register = epr
   else
     local default = op.kind == "cp.async" and 128 or dt.bits
     bits = bits or default
@@ -423,8 +428,9 @@ local function tiled_copy_mma(atom, mma, which)
       err.raise("make_tiled_copy_C: ldmatrix loads A or B operands; use make_tiled_copy_A/B")
     end
     local mt = which == "A" and mma.atom.a_dtype or which == "B" and mma.atom.b_dtype or mma.atom.c_dtype
-    if mt.bits ~= 16 and not (which == "C" and mt.bits == 32) then
-      err.raise("make_tiled_copy_%s: %s moves 16-bit elements; the operand is %s", which, atom.op.name, mt.name)
+    if mt.bits ~= atom.dtype.bits and not (which == "C" and mt.bits == 32) then
+      err.raise("make_tiled_copy_%s: %s moves %d-bit elements; the operand is %s", which, atom.op.name,
+        atom.dtype.bits, mt.name)
     end
   end
   return t

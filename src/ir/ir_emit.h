@@ -87,7 +87,8 @@ static inline const IrTypeRec *REC(IrEmit *e, IrType t) { return ir_trec(e->m, t
    buffers: copy one (ir_e_keep) before asking for more than a few. */
 const char *ir_e_tname(IrEmit *e, int n);       /* "%tN" */
 const char *ir_e_tmp(IrEmit *e);                /* a new "%tN" */
-int ir_var_paired(IrEmit *e, uint32_t var);      /* a 16-bit variable kept as <2 x T> pairs */
+int ir_var_paired(IrEmit *e, uint32_t var);      /* a 16- or 8-bit variable packed in 32-bit words */
+int ir_var_per_word(IrEmit *e, uint32_t var);    /* elements a word (2, 4), or 0 */
 const char *ir_e_def(IrEmit *e, IrRef v);       /* "%vN" */
 char *ir_e_keep(char *buf, size_t n, const char *s);
 void ir_e_splat(IrEmit *e, IrType t, const char *scalar, char *out, size_t n); /* scalar or <...> splat */

@@ -230,15 +230,21 @@ static void emit_gep(IrEmit *e, IrRef v) {
   ir_ll_ins(e, "%s = getelementptr %s, %s %s, %s %s", ir_e_def(e, v), et, lp, p, it, VAL(e, a[1]));
 }
 
-/* Whether a variable of 16-bit elements is kept as pairs in 32-bit words
- * (one register each once promoted): an even count of more than one. LLVM
- * then holds two elements a register where it would otherwise spend a
- * register on each (a row of bf16 in registers, for instance). */
-int ir_var_paired(IrEmit *e, uint32_t var) {
+/* How many elements of a variable share a 32-bit word: 2 for 16-bit
+ * elements, 4 for 8-bit ones, when the count is a multiple of that (and more
+ * than one); 0 otherwise (one alloca slot an element). Packed variables keep
+ * each word in one register once promoted, where element-wise allocas would
+ * give every element its own (a row of bf16 in registers, an int8 MMA
+ * fragment). */
+int ir_var_per_word(IrEmit *e, uint32_t var) {
   const IrVarInfo *vi = &e->f->vars[var];
   const IrTypeRec *r = ir_trec(e->m, vi->type);
-  return vi->count > 1 && vi->count % 2 == 0 && (r->kind == IR_TK_INT || r->kind == IR_TK_FLOAT) && r->bits == 16;
+  if (vi->count < 2 || (r->kind != IR_TK_INT && r->kind != IR_TK_FLOAT)) return 0;
+  int per = r->bits == 16 ? 2 : r->bits == 8 ? 4 : 0;
+  return per && vi->count % per == 0 ? per : 0;
 }
+
+int ir_var_paired(IrEmit *e, uint32_t var) { return ir_var_per_word(e, var) != 0; }
 
 /* The address of element idx (text, with its LLVM type) of a variable. */
 static void var_slot(IrEmit *e, uint32_t var, const char *idx_type, const char *idx, int64_t cidx, char *out,
@@ -255,7 +261,8 @@ static void var_slot(IrEmit *e, uint32_t var, const char *idx_type, const char *
     (void)cidx; /* constant indexes are handled by emit_var */
     char flat[32];
     snprintf(flat, sizeof flat, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = bitcast [%d x i32]* %%var%u to [%d x %s]*", flat, vi->count / 2, var, vi->count, T);
+    ir_ll_ins(e, "%s = bitcast [%d x i32]* %%var%u to [%d x %s]*", flat, vi->count / ir_var_per_word(e, var), var,
+              vi->count, T);
     ir_ll_ins(e, "%s = getelementptr [%d x %s], [%d x %s]* %s, i32 0, %s %s", out, vi->count, T, vi->count, T, flat,
               idx_type, idx);
     return;
@@ -266,9 +273,9 @@ static void var_slot(IrEmit *e, uint32_t var, const char *idx_type, const char *
             idx_type, idx);
 }
 
-/* The address of word w of a paired variable. */
+/* The address of word w of a packed variable. */
 static void var_word(IrEmit *e, uint32_t var, long long w, char *out, size_t n) {
-  int words = e->f->vars[var].count / 2;
+  int words = e->f->vars[var].count / ir_var_per_word(e, var);
   snprintf(out, n, "%s", ir_e_tmp(e));
   ir_ll_ins(e, "%s = getelementptr [%d x i32], [%d x i32]* %%var%u, i32 0, i32 %lld", out, words, words, var, w);
 }
@@ -280,17 +287,21 @@ static void var_elem_load(IrEmit *e, uint32_t var, long long idx, const char *ds
   const IrVarInfo *vi = &e->f->vars[var];
   const char *T = LT(e, vi->type);
   char slot[64];
-  if (ir_var_paired(e, var)) {
-    int is_i16 = strcmp(T, "i16") == 0;
+  int per = ir_var_per_word(e, var);
+  if (per) {
+    int bits = 32 / per;
+    char I[8];
+    snprintf(I, sizeof I, "i%d", bits);
+    int is_int = strcmp(T, I) == 0;
     char p[32], word[32], x[32], h[32];
-    var_word(e, var, idx / 2, p, sizeof p);
+    var_word(e, var, idx / per, p, sizeof p);
     snprintf(word, sizeof word, "%s", ir_e_tmp(e));
     ir_ll_ins(e, "%s = load i32, i32* %s, align 4", word, p);
     snprintf(x, sizeof x, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = lshr i32 %s, %d", x, word, (int)(idx % 2) * 16);
-    snprintf(h, sizeof h, "%s", is_i16 ? dst : ir_e_tmp(e));
-    ir_ll_ins(e, "%s = trunc i32 %s to i16", h, x);
-    if (!is_i16) ir_ll_ins(e, "%s = bitcast i16 %s to %s", dst, h, T);
+    ir_ll_ins(e, "%s = lshr i32 %s, %d", x, word, (int)(idx % per) * bits);
+    snprintf(h, sizeof h, "%s", is_int ? dst : ir_e_tmp(e));
+    ir_ll_ins(e, "%s = trunc i32 %s to %s", h, x, I);
+    if (!is_int) ir_ll_ins(e, "%s = bitcast %s %s to %s", dst, I, h, T);
     return;
   }
   char idxs[32];
@@ -305,27 +316,31 @@ static void var_elem_store(IrEmit *e, uint32_t var, long long idx, const char *v
   const IrVarInfo *vi = &e->f->vars[var];
   const char *T = LT(e, vi->type);
   char slot[64];
-  if (ir_var_paired(e, var)) {
-    int sh = (int)(idx % 2) * 16;
+  int per = ir_var_per_word(e, var);
+  if (per) {
+    int bits = 32 / per, sh = (int)(idx % per) * bits;
+    char I[8];
+    snprintf(I, sizeof I, "i%d", bits);
     char p[32], word[32], x[80], h[32], z[32], m[32], o[32];
-    var_word(e, var, idx / 2, p, sizeof p);
+    var_word(e, var, idx / per, p, sizeof p);
     snprintf(word, sizeof word, "%s", ir_e_tmp(e));
     ir_ll_ins(e, "%s = load i32, i32* %s, align 4", word, p);
     snprintf(x, sizeof x, "%s", val);
-    if (strcmp(T, "i16") != 0) {
+    if (strcmp(T, I) != 0) {
       snprintf(h, sizeof h, "%s", ir_e_tmp(e));
-      ir_ll_ins(e, "%s = bitcast %s %s to i16", h, T, x);
+      ir_ll_ins(e, "%s = bitcast %s %s to %s", h, T, x, I);
       snprintf(x, sizeof x, "%s", h);
     }
     snprintf(z, sizeof z, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = zext i16 %s to i32", z, x);
+    ir_ll_ins(e, "%s = zext %s %s to i32", z, I, x);
     if (sh) {
       snprintf(h, sizeof h, "%s", ir_e_tmp(e));
-      ir_ll_ins(e, "%s = shl i32 %s, 16", h, z);
+      ir_ll_ins(e, "%s = shl i32 %s, %d", h, z, sh);
       snprintf(z, sizeof z, "%s", h);
     }
+    unsigned keep = ~(((1u << bits) - 1u) << sh);
     snprintf(m, sizeof m, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = and i32 %s, %s", m, word, sh ? "65535" : "-65536");
+    ir_ll_ins(e, "%s = and i32 %s, %d", m, word, (int)keep);
     snprintf(o, sizeof o, "%s", ir_e_tmp(e));
     ir_ll_ins(e, "%s = or i32 %s, %s", o, m, z);
     ir_ll_ins(e, "store i32 %s, i32* %s, align 4", o, p);
@@ -349,15 +364,16 @@ static void emit_var_vec(IrEmit *e, IrRef v) {
   int len = (int)REC(e, vt)->len;
   const char *VT = LT(e, vt), *T = LT(e, e->f->vars[var].type);
   char acc[80], x[80];
-  if (ir_var_paired(e, var) && first % 2 == 0 && len % 2 == 0) {
-    int words = len / 2;
+  int per = ir_var_per_word(e, var);
+  if (per && first % per == 0 && len % per == 0) {
+    int words = len / per;
     char WT[32], p[32];
     snprintf(WT, sizeof WT, "<%d x i32>", words);
     if (load) {
       snprintf(acc, sizeof acc, "undef");
       for (int i = 0; i < words; i++) {
         char w[32], d[32];
-        var_word(e, var, first / 2 + i, p, sizeof p);
+        var_word(e, var, first / per + i, p, sizeof p);
         snprintf(w, sizeof w, "%s", ir_e_tmp(e));
         ir_ll_ins(e, "%s = load i32, i32* %s, align 4", w, p);
         snprintf(d, sizeof d, "%s", ir_e_tmp(e));
@@ -371,7 +387,7 @@ static void emit_var_vec(IrEmit *e, IrRef v) {
     snprintf(ws, sizeof ws, "%s", ir_e_tmp(e));
     ir_ll_ins(e, "%s = bitcast %s %s to %s", ws, VT, VAL(e, A(e, v)[0]), WT);
     for (int i = 0; i < words; i++) {
-      var_word(e, var, first / 2 + i, p, sizeof p);
+      var_word(e, var, first / per + i, p, sizeof p);
       snprintf(x, sizeof x, "%s", ir_e_tmp(e));
       ir_ll_ins(e, "%s = extractelement %s %s, i32 %d", x, WT, ws, i);
       ir_ll_ins(e, "store i32 %s, i32* %s, align 4", x, p);
@@ -406,7 +422,7 @@ static void emit_var_vec(IrEmit *e, IrRef v) {
 static void emit_var_opaque(IrEmit *e, uint32_t var) {
   const IrVarInfo *vi = &e->f->vars[var];
   int paired = ir_var_paired(e, var);
-  int n = paired ? vi->count / 2 : vi->count;
+  int n = paired ? vi->count / ir_var_per_word(e, var) : vi->count;
   const IrTypeRec *r = REC(e, vi->type);
   if (!paired && ((r->kind != IR_TK_INT && r->kind != IR_TK_FLOAT) || r->bits < 16)) return;
   char letter = 'r';

@@ -406,7 +406,7 @@ static void emit_prologue(IrEmit *e) {
     const IrTypeRec *r = ir_trec(e->m, vi->type);
     if (vi->count == 1) cl_buf_printf(&e->entry, "  %%var%u = alloca %s, align %u\n", i, ir_ll_type(e, vi->type), r->natural);
     else if (ir_var_paired(e, i))
-      cl_buf_printf(&e->entry, "  %%var%u = alloca [%d x i32], align 4\n", i, vi->count / 2);
+      cl_buf_printf(&e->entry, "  %%var%u = alloca [%d x i32], align 4\n", i, vi->count / ir_var_per_word(e, i));
     else cl_buf_printf(&e->entry, "  %%var%u = alloca [%d x %s], align %u\n", i, vi->count, ir_ll_type(e, vi->type), r->natural);
   }
   for (IrRef v = 1; v < f->ninst; v++) {

@@ -38,6 +38,13 @@ end
 -- rounded to odd (truncate, then set the last bit when inexact) keeps the
 -- final rounding correct, since f32 has more than two bits beyond them.
 function M.from_f64(v, dt)
+  if dt.is_integer then
+    -- saturating, as the host's encoding (the largest doubles below 2^63 / 2^64 for 64 bits)
+    local lo = dt.kind == "int" and -2 ^ (dt.bits - 1) or 0
+    local hi = dt.kind == "int" and 2 ^ (dt.bits - 1) - 1 or 2 ^ dt.bits - 1
+    if dt.bits == 64 then hi = dt.kind == "int" and 9223372036854774784 or 18446744073709549568 end
+    return cute.min(cute.max(v, lo), hi):to(dt)
+  end
   if dt.kind ~= "float" or dt.name == "f32" or dt.name == "f64" then return v:to(dt) end
   local f = v:to(cute.f32, { round = "rz" })
   local inexact = f:to(cute.f64):ne(v)

@@ -396,11 +396,13 @@ function ThrCopy:matrix_rows(t)
     err.raise("partition_S: %d values a thread are not a whole number of %d-value %s instructions", total, per,
       tc.atom.op.name)
   end
+  local epr = tc.atom.per_register or 2 -- elements a 32-bit register
+  local row_len = 16 / tc.atom.dtype.bytes -- elements a 16-byte row
   local function source(lane, wbase)
     local j, r = shr(lane, 3), band(lane, 7)
     if nm < 4 then j = band(j, nm - 1) end
     if trans then return arith.add(wbase, shr(r, 1)), arith.add(arith.mul(j, 2), band(r, 1)) end
-    return arith.add(wbase, arith.mul(r, 4)), arith.mul(j, 2)
+    return arith.add(wbase, arith.mul(r, 4)), arith.mul(j, epr)
   end
   local function coord(th, q)
     local v, ri = arith.mod(q, nv), arith.div(q, nv)
@@ -418,13 +420,13 @@ function ThrCopy:matrix_rows(t)
       local th, v0 = source(lane, 0)
       local r0, c0 = coord(th, v0)
       local start = tensor._coord_offset(t, { r0, c0 })
-      for e = 1, 7 do
+      for e = 1, row_len - 1 do
         local th2, v2
-        if trans then th2, v2 = th + 4 * e, v0 else th2, v2 = th + math.floor(e / 2), v0 + e % 2 end
+        if trans then th2, v2 = th + 4 * e, v0 else th2, v2 = th + math.floor(e / epr), v0 + e % epr end
         local r2, c2 = coord(th2, v2)
         local off = tensor._coord_offset(t, { r2, c2 })
         if type(start) == "number" and type(off) == "number" and off ~= start + e then
-          err.raise("partition_S: %s reads rows of 8 consecutive elements, but the shared layout %s puts element %d "
+          err.raise("partition_S: %s reads rows of 16 consecutive bytes, but the shared layout %s puts element %d "
             .. "of lane %d's row at offset %d, not %d: use %s, or a layout with the %s contiguous", tc.atom.op.name,
             tostring(t.layout), e, lane, off, start + e, trans and "LdMatrix8x8x16bOp(false, ...)" or
             "LdMatrix8x8x16bOp(true, ...) (transposed)", trans and "rows" or "K mode")
@@ -470,7 +472,7 @@ local function copy_cp_async(at, src, dst, pred)
       if type(p) == "boolean" then
         sb = p and bytes or 0
       else
-        sb = ops.where(p, bytes, 0)
+        sb = ops.where(p, core.const(core.i32, bytes), 0)
       end
     end
     arch.cp_async(pd, ps, bytes, at.op.cache, sb)
@@ -517,7 +519,20 @@ function M.copy_with(x, src, dst, pred)
     if not atom.is_tiled_copy(x) then err.raise("cute.copy: %s needs a tiled copy (make_tiled_copy_A/B)", kind) end
     return copy_matrix(x, src, dst)
   end
-  return tensor.copy(src, dst, pred)
+  if pred == nil then return tensor.copy(src, dst) end
+  -- predicated universal copies zero-fill what they skip, as cp.async does:
+  -- pred(r) for each rest index r covers the first mode's values
+  local nv = L.size(src.layout, 0)
+  local n = L.size(src.layout)
+  local control = require "cute.trace.control"
+  for r = 0, n / nv - 1 do
+    control.if_(pred_at(pred, r), function()
+      for v = 0, nv - 1 do dst[r * nv + v] = src[r * nv + v] end
+    end, function()
+      for v = 0, nv - 1 do dst[r * nv + v] = 0 end
+    end)
+  end
+  return dst
 end
 
 --- cute.gemm: inside a kernel, cute.gemm(tiled_mma, D, A, B, C) on

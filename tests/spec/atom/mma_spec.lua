@@ -187,7 +187,7 @@ describe("one-tile GEMMs from atoms", function()
       c.amajor, c.bmajor = cs.am, cs.bm
       local k, mma = K.tile_gemm(c)
       local at = mma.atom
-      if info.cc_major * 10 + info.cc_minor >= at.sm then
+      if info.compute_capability[1] * 10 + info.compute_capability[2] >= at.sm then
         local BM, BN, BK = 64, 64, 64
         local A, B = K.operands(at.a_dtype, at.b_dtype, BM, BN, BK, cs.am, cs.bm, 100 + n)
         local C = cute.tensor(cute.f32, { BM, BN }, "row"):fill(0 / 0)

@@ -1,0 +1,65 @@
+-- The tensor-core GEMM of cute.lib (mma.sync, cute.gemm) against cuBLAS
+-- measured in the same run (which uses Hopper's wgmma: mma.sync cannot reach
+-- its peak). bf16 in, f32 accumulation, bf16 out, A and B row-major (torch's
+-- layout: B is K x N, N-major). Checked against float64 on sampled entries
+-- (every entry in quick mode).
+local cute = require "cute"
+local G = require "cute.lib.gemm"
+
+return function(h)
+  local function case(name, m, n, k, dt, out_dt, config, peer_dt, goal, tol)
+    h:case {
+      name = name, shape = m .. "x" .. n .. "x" .. k, dtype = dt.name, flops = 2 * m * n * k,
+      peer = function(hh) return hh:cublas(m, n, k, peer_dt or dt, out_dt, { tf32 = dt == cute.f32 }) end,
+      goal = goal,
+      setup = function()
+        return { A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 11),
+          B = cute.tensor(dt, { k, n }, "row"):uniform(-1, 1, 12),
+          C = cute.tensor(out_dt, { m, n }, "row"):fill(0 / 0) }
+      end,
+      run = function(s) G.gemm(s.A, s.B, s.C, { config = config }) end,
+      check = function(s)
+        local c = s.C:to_host():doubles()
+        local a, b = s.A:to_host():doubles(), s.B:to_host():doubles()
+        local worst = 0
+        local count = h:quick() and m * n or 256
+        for t = 0, count - 1 do
+          local i, j
+          if h:quick() then i, j = t % m, math.floor(t / m) else i, j = (t * 7919) % m, (t * 104729) % n end
+          local ref, mag = 0, 0
+          for kk = 0, k - 1 do
+            local p = a[i + kk * m] * b[kk + j * k]
+            ref, mag = ref + p, mag + math.abs(p)
+          end
+          local got = c[i + j * m]
+          if got ~= got then return false, string.format("(%d,%d) not written", i, j) end
+          worst = math.max(worst, math.abs(got - ref) / math.max(mag, 1e-30))
+        end
+        return worst < tol, string.format("worst relative error %.3g", worst)
+      end,
+      teardown = function(s) s.A:free(); s.B:free(); s.C:free() end,
+    }
+  end
+  -- bf16 output: one bf16 rounding of a sum of exact products (2^-8 of |C| <= sum |products|)
+  if h:quick() then
+    case("tensor-core gemm", 333, 257, 190, cute.bf16, cute.bf16, nil, nil, 0.6, 2 ^ -8)
+    case("tensor-core gemm", 256, 256, 128, cute.f16, cute.f32, nil, nil, 0.6, 1e-5)
+    return
+  end
+  for _, sz in ipairs { 4096, 8192 } do
+    case("tensor-core gemm", sz, sz, sz, cute.bf16, cute.bf16, nil, nil, 0.6, 2 ^ -8)
+  end
+  -- the configurations, at 4096^3 (for choosing the table in cute.lib.gemm)
+  if os.getenv("CUTELUA_GEMM_SWEEP") then
+    for name, cfg in pairs {
+      ["128x128x32 s4 2x2"] = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 2 },
+      ["128x256x32 s4 2x4"] = { bm = 128, bn = 256, bk = 32, stages = 4, wm = 2, wn = 4 },
+      ["128x256x64 s3 2x4"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4 },
+      ["256x128x32 s4 4x2"] = { bm = 256, bn = 128, bk = 32, stages = 4, wm = 4, wn = 2 },
+      ["128x128x64 s3 2x2"] = { bm = 128, bn = 128, bk = 64, stages = 3, wm = 2, wn = 2 },
+      ["128x256x32 s3 2x4"] = { bm = 128, bn = 256, bk = 32, stages = 3, wm = 2, wn = 4 },
+    } do
+      case("gemm " .. name, 4096, 4096, 4096, cute.bf16, cute.bf16, cfg, nil, 0.6, 2 ^ -8)
+    end
+  end
+end

@@ -1,0 +1,411 @@
+--- cute.lib.gemm: an Ampere-style tensor-core GEMM (mma.sync), for sm_80
+-- and later (Hopper included), and the high-level entry point cute.gemm.
+--
+--   C = alpha * A @ B + beta * C     A: M x K, B: K x N, C: M x N (each [, L] batched)
+--   cute.gemm(A, B)                  -- a new C (f32 for 16-bit inputs)
+--   cute.gemm(A, B, C, {alpha = 2, beta = 1})
+--
+-- The kernel, one CTA a BM x BN tile of C (threads: warps WM x WN, each a
+-- (BM / WM) x (BN / WN) warp tile of m16n8k16 atoms):
+--
+--   * global -> shared: cp.async, 16 bytes a thread a copy (narrower when the
+--     strides do not allow), STAGES tiles in flight (a multistage pipeline:
+--     cp.async.commit_group / wait_group), zero-filled past the matrix edges;
+--   * shared layouts swizzled (16-byte chunks XORed with row bits) so that
+--     ldmatrix reads and cp.async writes are free of bank conflicts;
+--   * shared -> registers: ldmatrix.x4, transposed for M- or N-major
+--     operands, double-buffered across the k-blocks of a tile;
+--   * mma.sync on register fragments (cute.gemm);
+--   * epilogue: alpha, beta (C read only when beta ~= 0), conversion to C's
+--     dtype, vectorised stores, predicated at the edges.
+--
+-- Operands may be row- or column-major (either major order for A and for B)
+-- and of any size; A and B 16-bit (bf16, f16) with f32 accumulation, tf32
+-- (f32 inputs) and int8 (i32 accumulation) use plain shared-memory reads
+-- instead of ldmatrix. Configurations come from a small table by dtype and
+-- size (M.pick), or are given.
+local cute = require "cute"
+local err = require "cute._err"
+
+local M = {}
+
+-- Shared layout of a rows x cols tile stored with `major` ("k": cols
+-- contiguous, "mn": rows contiguous), elements of `bytes`: the 16-byte
+-- chunks of a 128-byte line XORed with the row bits above the line, so that
+-- 8 rows read at the same column land in 8 different chunks.
+function M.smem_layout(rows, cols, major, bytes)
+  local contiguous = major == "k" and cols or rows
+  local function log2(x) return math.floor(math.log(x) / math.log(2) + 0.5) end
+  local line = math.min(contiguous * bytes, 128)
+  local lrb = log2(128 / line)
+  local mbits = log2(16 / bytes)
+  local b = 3 - lrb
+  local s = log2(contiguous) + lrb - mbits
+  local outer = major == "k" and cute.make_layout({ rows, cols }, { cols, 1 }) or cute.make_layout({ rows, cols })
+  if b <= 0 or line < 32 then return outer end
+  return cute.make_composed_layout(cute.Swizzle(b, mbits, s), 0, outer)
+end
+
+-- The MMA op for operand dtypes.
+local function mma_op(ta, tc)
+  local w = cute.nvgpu.warp
+  if ta.name == "bf16" or ta.name == "f16" then return w.MmaF16BF16Op(ta, tc, { 16, 8, 16 }) end
+  if ta.name == "f32" or ta.name == "tf32" then return w.MmaTF32Op({ 16, 8, 8 }) end
+  if ta.name == "i8" or ta.name == "u8" then return w.MmaI8Op(ta, ta, { 16, 8, 32 }) end
+  if ta.name == "e4m3" or ta.name == "e5m2" then return w.MmaFP8Op(ta, ta, { 16, 8, 32 }) end
+  err.raise("cute.gemm: no tensor-core GEMM for %s inputs (bf16, f16, f32 as tf32, i8, u8, e4m3, e5m2)", ta.name)
+end
+
+-- The kernel for one configuration (cached by its key).
+local kernels = {}
+
+local function build(cfg)
+  local BM, BN, BK, STAGES = cfg.bm, cfg.bn, cfg.bk, cfg.stages
+  local WM, WN = cfg.wm, cfg.wn
+  local ta = cute.dtype.get(cfg.a_dtype)
+  local tacc = cute.dtype.get(cfg.acc_dtype)
+  local op = mma_op(ta, tacc)
+  local atom = cute.make_mma_atom(op)
+  local mma = cute.make_tiled_mma(atom, { WM, WN, 1 }, { BM, BN, atom.shape_mnk[3] })
+  local threads = mma.size
+  local store_dt = ta.name == "tf32" and cute.f32 or ta -- tf32 operands travel as f32
+  -- ldmatrix for 16-bit operands, and 8-bit K-major ones (its transpose
+  -- works on 16-bit units); plain shared-memory reads otherwise
+  local function ldsm_for(major, which)
+    if cfg.ldmatrix == false or not (ta.bits == 16 or (ta.bits == 8 and major == "k")) then return nil end
+    local catom = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(major == "mn", 4), ta)
+    return which == "A" and cute.make_tiled_copy_A(catom, mma) or cute.make_tiled_copy_B(catom, mma)
+  end
+  local ldsmA, ldsmB = ldsm_for(cfg.a_major, "A"), ldsm_for(cfg.b_major, "B")
+  local kblocks = BK / atom.shape_mnk[3]
+
+  -- global -> shared copies: `vec` elements a copy along the contiguous mode
+  local function tiled_g2s(rows, major, vec)
+    local bits = vec * store_dt.bits
+    local catom
+    if bits >= 32 then
+      catom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(bits == 128 and "global" or "always"), store_dt,
+        { num_bits_per_copy = bits })
+    else
+      catom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), store_dt, { num_bits_per_copy = bits })
+    end
+    if major == "k" then
+      local tc = math.min(BK / vec, threads)
+      return cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / tc, tc }, { tc, 1 }),
+        cute.make_layout({ 1, vec }))
+    end
+    local tr = math.min(rows / vec, threads)
+    return cute.make_tiled_copy_tv(catom, cute.make_layout({ tr, threads / tr }), cute.make_layout({ vec, 1 }))
+  end
+  local copyA = tiled_g2s(BM, cfg.a_major, cfg.a_vec)
+  local copyB = tiled_g2s(BN, cfg.b_major, cfg.b_vec)
+
+  -- 8-bit operands read without ldmatrix (M/N-major) stay unswizzled: their
+  -- element-wise reads then share one base register with immediate offsets,
+  -- where swizzled addresses would each need a register of their own
+  local function smem_layout(rows, major, ldsm)
+    if ta.bits == 8 and not ldsm then
+      return major == "k" and cute.make_layout({ rows, BK }, { BK, 1 }) or cute.make_layout({ rows, BK })
+    end
+    return M.smem_layout(rows, BK, major, store_dt.bytes)
+  end
+  local layA = smem_layout(BM, cfg.a_major, ldsmA)
+  local layB = smem_layout(BN, cfg.b_major, ldsmB)
+
+  return cute.kernel("gemm_" .. ta.name .. "_" .. BM .. "x" .. BN .. "x" .. BK, function(A, B, C, alpha, beta)
+    cute.launch_bounds(threads, 1)
+    local Mr, Kr = A.layout.shape[1], A.layout.shape[2]
+    local Nr = B.layout.shape[1]
+    local tid = cute.thread_idx().x
+    -- which tile: grouped rasterisation (GROUP tiles of M share columns of B in L2)
+    local tiles_m = (Mr + (BM - 1)) / BM
+    local tiles_n = (Nr + (BN - 1)) / BN
+    local pid = cute.block_idx().x
+    local group = cfg.group
+    local per_group = tiles_n * group
+    local first_m = (pid / per_group) * group
+    local gsize = cute.min(tiles_m - first_m, group)
+    local bm = first_m + (pid % per_group) % gsize
+    local bn = (pid % per_group) / gsize
+    local l = cute.block_idx().z
+    local Al, Bl, Cl = A[{ cute._, cute._, l }], B[{ cute._, cute._, l }], C[{ cute._, cute._, l }]
+    local gA = cute.local_tile(Al, { BM, BK }, { bm, cute._ }) -- (BM, BK, k-tiles)
+    local gB = cute.local_tile(Bl, { BN, BK }, { bn, cute._ })
+    local gC = cute.local_tile(Cl, { BM, BN }, { bm, bn })
+    local ktiles = (Kr + (BK - 1)) / BK
+
+    -- shared memory: STAGES tiles of A and of B, each stage its own swizzled tile
+    local smem = cute.smem_allocator()
+    local stage_a = cute.cosize(layA.outer or layA) -- a swizzle stays inside the tile
+    local stage_b = cute.cosize(layB.outer or layB)
+    local sA_all = smem:tensor(store_dt, cute.make_layout(stage_a * STAGES), 128)
+    local sB_all = smem:tensor(store_dt, cute.make_layout(stage_b * STAGES), 128)
+    local function sA(s) return cute.make_tensor(sA_all:ptr_at(s * stage_a), layA) end
+    local function sB(s) return cute.make_tensor(sB_all:ptr_at(s * stage_b), layB) end
+
+    -- predicates: the coordinates each copy covers, against what is left
+    -- of the matrices (uneven shapes only)
+    local res_m, res_n = Mr - bm * BM, Nr - bn * BN
+    local thrA, thrB = copyA:get_slice(tid), copyB:get_slice(tid)
+    local cA = thrA:partition_S(cute.make_identity_tensor({ BM, BK }))
+    local cB = thrB:partition_S(cute.make_identity_tensor({ BN, BK }))
+    local nva, nvb = cute.size(cA.layout, 0), cute.size(cB.layout, 0)
+    local function lt(a, b)
+      if type(a) == "number" and type(b) == "number" then return a < b end
+      if type(a) == "number" then return b:gt(a) end
+      return a:lt(b)
+    end
+    local even = cfg.even
+    -- one k-tile kt into stage s (nothing past the last tile)
+    local function issue(kt, s)
+      local res_k = Kr - kt * BK
+      local pa, pb
+      if not even then
+        pa = function(r)
+          local c = cA[r * nva]
+          return cute.and_(lt(c[1], res_m), lt(c[2], res_k))
+        end
+        pb = function(r)
+          local c = cB[r * nvb]
+          return cute.and_(lt(c[1], res_n), lt(c[2], res_k))
+        end
+      end
+      cute.copy(copyA, thrA:partition_S(gA[{ cute._, cute._, kt }]), thrA:partition_D(sA(s)), pa)
+      cute.copy(copyB, thrB:partition_S(gB[{ cute._, cute._, kt }]), thrB:partition_D(sB(s)), pb)
+    end
+
+    -- register fragments: A and B of a whole k-tile, the accumulators
+    local thr = mma:get_slice(tid)
+    local tCrA = thr:partition_fragment_A(sA(0)) -- (V, MMA_M, MMA_K)
+    local tCrB = thr:partition_fragment_B(sB(0))
+    local tCrC = thr:partition_fragment_C(gC)
+    tCrC:fill(0)
+    -- shared -> registers for k-block kb of stage s
+    local la, lb = ldsmA and ldsmA:get_slice(tid), ldsmB and ldsmB:get_slice(tid)
+    local function kblock_view(frag, kb)
+      return frag[{ cute._, cute._, kb }]
+    end
+    local AK = atom.shape_mnk[3]
+    local function load_kblock(s, kb)
+      if ldsmA then
+        local srcA = la:partition_S(cute.local_tile(sA(s), { BM, AK }, { 0, kb }))
+        cute.copy(ldsmA, srcA, la:retile(kblock_view(tCrA, kb)))
+      else
+        cute.copy(thr:partition_A(sA(s))[{ cute._, cute._, kb }], kblock_view(tCrA, kb))
+      end
+      if ldsmB then
+        local srcB = lb:partition_S(cute.local_tile(sB(s), { BN, AK }, { 0, kb }))
+        cute.copy(ldsmB, srcB, lb:retile(kblock_view(tCrB, kb)))
+      else
+        cute.copy(thr:partition_B(sB(s))[{ cute._, cute._, kb }], kblock_view(tCrB, kb))
+      end
+    end
+
+    -- prologue: STAGES - 1 tiles in flight
+    for s = 0, STAGES - 2 do
+      cute.if_((ktiles - s):gt(0), function() issue(s, s) end)
+      cute.arch.cp_async_commit_group()
+    end
+    cute.arch.cp_async_wait_group(STAGES - 2)
+    cute.sync_threads()
+    local read = cute.var(cute.i32, 0)
+    local write = cute.var(cute.i32, STAGES - 1)
+    load_kblock(read.value, 0)
+
+    cute.range(ktiles, function(kt)
+      for kb = 0, kblocks - 1 do
+        if kb == kblocks - 1 then
+          -- the next tile's stage is complete and every thread is done with this one
+          cute.arch.cp_async_wait_group(STAGES - 2)
+          cute.sync_threads()
+          read.value = cute.where((read.value + 1):eq(STAGES), 0, read.value + 1)
+        end
+        -- the next k-block's registers while this one multiplies
+        load_kblock(read.value, (kb + 1) % kblocks)
+        if kb == 0 then
+          local next_tile = kt + (STAGES - 1)
+          cute.if_(next_tile:lt(ktiles), function() issue(next_tile, write.value) end)
+          cute.arch.cp_async_commit_group()
+          write.value = cute.where((write.value + 1):eq(STAGES), 0, write.value + 1)
+        end
+        cute.gemm(mma, tCrC, kblock_view(tCrA, kb), kblock_view(tCrB, kb), tCrC)
+      end
+    end)
+    cute.arch.cp_async_wait_group(0)
+
+    -- epilogue: C = alpha acc + beta C, in C's dtype
+    local tCgC = thr:partition_C(gC)
+    local cC = thr:partition_C(cute.make_identity_tensor({ BM, BN }))
+    local out = cute.make_fragment_like(tCrC, C.dtype)
+    local n = cute.size(tCrC)
+    local read_c = cfg.beta
+    local function value(i, old)
+      local v = tCrC[i]
+      if tacc.is_integer then
+        if read_c then v = v * alpha:to(tacc) + old:to(tacc) * beta:to(tacc) else v = v * alpha:to(tacc) end
+        return v:to(C.dtype)
+      end
+      v = v * alpha
+      if read_c then v = cute.fma(beta, old:to(cute.f32), v) end
+      return v:to(C.dtype)
+    end
+    if even then
+      local old = read_c and tCgC:load()
+      for i = 0, n - 1 do out[i] = value(i, old and old[i]) end
+      cute.copy(out, tCgC)
+    else
+      for i = 0, n - 1 do
+        local c = cC[i]
+        cute.if_(cute.and_(lt(c[1], res_m), lt(c[2], res_n)), function()
+          tCgC[i] = value(i, read_c and tCgC[i])
+        end)
+      end
+    end
+  end)
+end
+
+M._build = build
+
+--- The kernel for a configuration: cfg = {a_dtype, acc_dtype, a_major,
+-- b_major ("k" or "mn"), a_vec, b_vec (elements a global -> shared copy),
+-- bm, bn, bk, stages, wm, wn, group, even (all extents multiples of the
+-- tiles), beta (C is read)}.
+function M.kernel(cfg)
+  local key = {}
+  for _, k in ipairs { "a_dtype", "acc_dtype", "a_major", "b_major", "a_vec", "b_vec", "bm", "bn", "bk", "stages",
+    "wm", "wn", "group", "even", "beta", "ldmatrix" } do
+    key[#key + 1] = tostring(cfg[k])
+  end
+  key = table.concat(key, ",")
+  local k = kernels[key]
+  if not k then
+    k = build(cfg)
+    kernels[key] = k
+  end
+  return k
+end
+
+
+-- ---------------------------------------------------------------------------
+-- The host side: views, configuration, launch
+
+local L = require "cute.layout"
+local tensor = require "cute.tensor"
+
+-- A device tensor as (rows, cols, batch) extents and strides.
+local function dims3(t, what)
+  if not tensor.is_device_tensor(t) then
+    err.raise("cute.gemm: %s must be a device tensor, got %s", what, tostring(t))
+  end
+  local s, d = L.shape(t.layout), L.stride(t.layout)
+  if type(s) ~= "table" or (#s ~= 2 and #s ~= 3) then
+    err.raise("cute.gemm: %s must be a matrix (rows, cols) or a batch of them (rows, cols, L), got %s", what,
+      tostring(t.layout))
+  end
+  for i = 1, #s do
+    if type(s[i]) ~= "number" or type(d[i]) ~= "number" then
+      err.raise("cute.gemm: %s needs flat modes (rows, cols[, L]), got %s", what, tostring(t.layout))
+    end
+  end
+  return { s[1], s[2], s[3] or 1 }, { d[1], d[2], d[3] or 0 }
+end
+
+local function view(t, shape, stride)
+  return tensor.from_ptr(t:data_ptr(), t.dtype, L.make_layout(shape, stride))
+end
+
+-- Which mode is contiguous ("k" or "mn"), for an operand seen as (mn, k).
+local function major_of(stride, what, layout)
+  if stride[2] == 1 then return "k" end
+  if stride[1] == 1 then return "mn" end
+  err.raise("cute.gemm: %s needs a unit stride in one of its two modes (row- or column-major), got %s", what, layout)
+end
+
+-- Elements a global -> shared copy can move: 16 bytes, less when the other
+-- stride or the address is not aligned to it.
+local function vec_of(t, stride, major, dt)
+  local v = 16 / dt.bytes
+  local other = major == "k" and stride[1] or stride[2]
+  local batch = stride[3]
+  while v > 1 and (other % v ~= 0 or batch % v ~= 0 or t:alignment() < v * dt.bytes) do v = v / 2 end
+  return v
+end
+
+-- The configurations, by input dtype and size (measured on an H200: see
+-- docs/benchmarks.md). bk is 32 bytes... of K per stage: 32 elements of 16-bit.
+local CONFIGS = {
+  large16 = { bm = 128, bn = 256, bk = 32, stages = 4, wm = 2, wn = 4 },
+  medium16 = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 2 },
+  small16 = { bm = 64, bn = 64, bk = 32, stages = 3, wm = 2, wn = 2 },
+  tf32 = { bm = 128, bn = 128, bk = 16, stages = 4, wm = 2, wn = 4 },
+  int8 = { bm = 128, bn = 128, bk = 64, stages = 3, wm = 2, wn = 4 },
+}
+M.CONFIGS = CONFIGS
+
+--- The configuration picked for an M x N x K problem of dtype dt.
+function M.pick(m, n, k, dt)
+  local _ = k
+  if dt.bits == 32 then return CONFIGS.tf32 end
+  if dt.bits == 8 then return CONFIGS.int8 end
+  if m * n >= 4096 * 4096 then return CONFIGS.large16 end
+  if m * n >= 1024 * 1024 then return CONFIGS.medium16 end
+  return CONFIGS.small16
+end
+
+--- C = alpha * A @ B + beta * C on device tensors: A (M x K), B (K x N), C
+-- (M x N), each optionally batched (a third mode L), any strides with one
+-- unit stride each. C is made (f32, or i32 for 8-bit integers; row-major)
+-- when not given. opts: alpha (1), beta (0; C is then not read), config (a
+-- table overriding M.pick's: bm, bn, bk, stages, wm, wn), stream.
+-- Returns C.
+function M.gemm(A, B, C, opts)
+  if C ~= nil and not tensor.is_device_tensor(C) and type(C) == "table" and opts == nil then
+    opts, C = C, nil
+  end
+  opts = opts or {}
+  local as, ad = dims3(A, "A")
+  local bs, bd = dims3(B, "B")
+  local m, k, batch = as[1], as[2], as[3]
+  if bs[1] ~= k then err.raise("cute.gemm: A is %dx%d and B is %dx%d: the inner extents differ", m, k, bs[1], bs[2]) end
+  local n = bs[2]
+  if bs[3] ~= batch then err.raise("cute.gemm: A has %d matrices and B %d", batch, bs[3]) end
+  if A.dtype ~= B.dtype then err.raise("cute.gemm: A is %s and B is %s; give both the same dtype", A.dtype.name,
+    B.dtype.name) end
+  local dt = A.dtype
+  mma_op(dt.name == "f32" and cute.tf32 or dt, dt.is_integer and cute.i32 or cute.f32) -- refuses what has no atom
+  local acc = dt.is_integer and cute.i32 or cute.f32
+  if C == nil then
+    C = cute.tensor(acc, batch > 1 and { m, n, batch } or { m, n }, "row")
+  end
+  local cs, cd = dims3(C, "C")
+  if cs[1] ~= m or cs[2] ~= n or cs[3] ~= batch then
+    err.raise("cute.gemm: C is %dx%dx%d; A @ B is %dx%dx%d", cs[1], cs[2], cs[3], m, n, batch)
+  end
+  -- kernel views: A (M, K, L), B as (N, K, L), C (M, N, L)
+  local Av = view(A, { m, k, batch }, { ad[1], ad[2], ad[3] })
+  local Bv = view(B, { n, k, batch }, { bd[2], bd[1], bd[3] })
+  local Cv = view(C, { m, n, batch }, { cd[1], cd[2], cd[3] })
+  local amaj = major_of({ ad[1], ad[2] }, "A", tostring(A.layout))
+  local bmaj = major_of({ bd[2], bd[1] }, "B", tostring(B.layout))
+  local base = M.pick(m, n, k, dt)
+  local cfg = {}
+  for key, v in pairs(base) do cfg[key] = v end
+  for key, v in pairs(opts.config or {}) do cfg[key] = v end
+  local store = dt.name == "tf32" and cute.f32 or dt
+  cfg.a_dtype = dt.name == "f32" and "tf32" or dt.name
+  cfg.acc_dtype = acc.name
+  cfg.a_major, cfg.b_major = amaj, bmaj
+  cfg.a_vec = vec_of(Av, { ad[1], ad[2], ad[3] }, amaj, store)
+  cfg.b_vec = vec_of(Bv, { bd[2], bd[1], bd[3] }, bmaj, store)
+  cfg.group = cfg.group or 8
+  cfg.even = m % cfg.bm == 0 and n % cfg.bn == 0 and k % cfg.bk == 0
+  local alpha, beta = opts.alpha or 1, opts.beta or 0
+  cfg.beta = beta ~= 0
+  local kern = M.kernel(cfg)
+  local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
+  kern { grid = { tiles, 1, batch }, block = cfg.wm * cfg.wn * 32, stream = opts.stream }(Av, Bv, Cv,
+    cute.f32(alpha), cute.f32(beta))
+  return C
+end
+
+return M

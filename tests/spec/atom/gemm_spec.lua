@@ -1,0 +1,108 @@
+-- cute.gemm (cute.lib.gemm): the tensor-core GEMM on device tensors. Its
+-- kernels compile without spills for every operand order and dtype; on the
+-- GPU, random shapes (odd ones included) against a float64 reference with
+-- fresh random inputs and a poisoned output.
+local cute = require "cute"
+local G = require "cute.lib.gemm"
+
+local function fake(dt, r, c, major)
+  local l = major == "row" and cute.make_layout({ r, c, 1 }, { c, 1, r * c }) or cute.make_layout({ r, c, 1 })
+  return cute.fake_tensor(dt, { r, c, 1 }, l)
+end
+
+describe("cute.gemm", function()
+  it("compiles its kernels for every dtype and operand order without spilling", function()
+    for _, dt in ipairs { "bf16", "f16", "tf32", "i8" } do
+      for _, majors in ipairs { { "k", "k" }, { "mn", "mn" }, { "k", "mn" } } do
+        for _, even in ipairs { true, false } do
+          local base = G.pick(4096, 4096, 4096, cute.dtype.get(dt == "tf32" and "f32" or dt))
+          local cfg = { a_dtype = dt, acc_dtype = dt == "i8" and "i32" or "f32", a_major = majors[1],
+            b_major = majors[2], a_vec = dt == "i8" and 16 or (dt == "tf32" and 4 or 8), group = 8, even = even,
+            beta = not even }
+          cfg.b_vec = cfg.a_vec
+          for k, v in pairs(base) do cfg[k] = v end
+          local store = dt == "tf32" and cute.f32 or cute.dtype.get(dt)
+          local A = fake(store, 4096, 4096, majors[1] == "k" and "row" or "col")
+          local B = fake(store, 4096, 4096, majors[2] == "k" and "row" or "col")
+          local C = fake(dt == "i8" and cute.i32 or cute.f32, 4096, 4096, "row")
+          local h = G.kernel(cfg):compile(A, B, C, cute.f32(1), cute.f32(1))
+          local r = h:resources()[1]
+          assert.equal(0, r.spill_stores, dt .. " " .. majors[1] .. majors[2])
+          local ptx = h:ptx()
+          assert.matches("mma%.sync%.aligned", ptx)
+          assert.matches("cp%.async", ptx)
+          if dt == "bf16" or dt == "f16" then assert.matches("ldmatrix", ptx) end
+        end
+      end
+    end
+  end)
+
+  it("refuses operands it cannot multiply, saying why", function()
+    local ok, msg = pcall(G.gemm, cute.fake_tensor(cute.bf16, { 64, 32 }), cute.fake_tensor(cute.bf16, { 48, 16 }))
+    assert.is_false(ok)
+    assert.matches("A is 64x32 and B is 48x16: the inner extents differ", msg)
+    ok, msg = pcall(G.gemm, cute.fake_tensor(cute.bf16, { 64, 32 }), cute.fake_tensor(cute.f16, { 32, 16 }))
+    assert.is_false(ok)
+    assert.matches("A is bf16 and B is f16", msg)
+    ok, msg = pcall(G.gemm, cute.fake_tensor(cute.f64, { 64, 32 }), cute.fake_tensor(cute.f64, { 32, 16 }))
+    assert.is_false(ok)
+    assert.matches("no tensor%-core GEMM for f64", msg)
+  end)
+
+  it("multiplies random shapes of every dtype and operand order on the GPU #gpu", function()
+    local shapes = { { 77, 130, 45, 1 }, { 128, 256, 64, 1 }, { 300, 200, 129, 1 }, { 65, 33, 40, 3 },
+      { 256, 128, 512, 2 }, { 1, 9, 17, 1 } }
+    local cases = {
+      { dt = cute.bf16, tol = 2 ^ -8, out = cute.bf16 }, { dt = cute.f16, tol = 1e-5, out = cute.f32 },
+      { dt = cute.f32, tol = 2 ^ -9, out = cute.f32 }, { dt = cute.i8, tol = 0, out = cute.i32 },
+    }
+    local seed = 700
+    for _, c in ipairs(cases) do
+      for si, sh in ipairs(shapes) do
+        local m, n, k, l = sh[1], sh[2], sh[3], sh[4]
+        for _, majors in ipairs { { "row", "row" }, { "col", "col" }, { "row", "col" }, { "col", "row" } } do
+          seed = seed + 1
+          local function make(dt, r, cc, major)
+            local shape = l > 1 and { r, cc, l } or { r, cc }
+            local layout
+            if major == "row" then
+              layout = l > 1 and cute.make_layout(shape, { cc, 1, r * cc }) or cute.make_layout(shape, { cc, 1 })
+            else
+              layout = cute.make_layout(shape)
+            end
+            return cute.tensor(dt, layout)
+          end
+          local A, B = make(c.dt, m, k, majors[1]), make(c.dt, k, n, majors[2])
+          if c.dt.is_integer then A:uniform(-8, 8, seed); B:uniform(-8, 8, seed + 1) else
+            A:uniform(-1, 1, seed); B:uniform(-1, 1, seed + 1)
+          end
+          local C = make(c.out, m, n, "row"):fill(c.out.is_integer and 12345 or 0 / 0)
+          local beta = (si % 2 == 0) and 0.5 or 0
+          local Cold = beta ~= 0 and C:fill(0.25) and C:to_host() or nil
+          cute.gemm(A, B, C, { alpha = 1.5, beta = beta })
+          local ha, hb, hc = A:to_host(), B:to_host(), C:to_host()
+          for b = 0, l - 1 do
+            for i = 0, m - 1 do
+              for j = 0, n - 1 do
+                local ref, mag = 0, 0
+                for kk = 0, k - 1 do
+                  local p = ha[l > 1 and { i, kk, b } or { i, kk }] * hb[l > 1 and { kk, j, b } or { kk, j }]
+                  ref, mag = ref + p, mag + math.abs(p)
+                end
+                ref = 1.5 * ref
+                if Cold then ref = ref + beta * Cold[l > 1 and { i, j, b } or { i, j }] end
+                local got = hc[l > 1 and { i, j, b } or { i, j }]
+                local close = math.abs(got - ref) <= c.tol * 1.5 * math.max(mag, 1) + (Cold and 2 ^ -8 or 0)
+                if not close then
+                  error(string.format("%s %dx%dx%d (x%d) A %s B %s: C[%d,%d,%d] = %.9g, expected %.9g", c.dt.name, m, n,
+                    k, l, majors[1], majors[2], i, j, b, got, ref))
+                end
+              end
+            end
+          end
+          A:free(); B:free(); C:free()
+        end
+      end
+    end
+  end)
+end)
