@@ -400,6 +400,9 @@ function M.gemm(A, B, C, opts)
   cfg.group = cfg.group or 8
   cfg.even = m % cfg.bm == 0 and n % cfg.bn == 0 and k % cfg.bk == 0
   local alpha, beta = opts.alpha or 1, opts.beta or 0
+  if dt.is_integer and (alpha % 1 ~= 0 or beta % 1 ~= 0) then
+    err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
+  end
   cfg.beta = beta ~= 0
   local kern = M.kernel(cfg)
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)

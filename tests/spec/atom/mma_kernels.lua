@@ -94,7 +94,9 @@ end
 function M.operands(dt_a, dt_b, m, n, k, amajor, bmajor, seed)
   local function make(dt, rows, cols, major, s)
     local t = cute.tensor(dt, { rows, cols }, major == "k" and "row" or "col")
-    if dt.is_integer then t:uniform(-8, 8, s) else t:uniform(-2, 2, s) end
+    if dt.kind == "uint" then t:uniform(0, 16, s) elseif dt.is_integer then t:uniform(-8, 8, s) else
+      t:uniform(-2, 2, s)
+    end
     return t
   end
   return make(dt_a, m, k, amajor, seed), make(dt_b, n, k, bmajor, seed + 1)
