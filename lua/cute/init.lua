@@ -9,6 +9,38 @@ local ffi = require "ffi"
 
 local cute = {}
 
+-- cutelua's modules are loaded once per Lua state, even when package.loaded
+-- is reset (busted insulates each spec file that way): they hold state that
+-- must not split (the trace in progress, the device, FFI metatypes that bind
+-- one instance's methods for good). A searcher ahead of the others answers
+-- from the first instance of every cute module.
+do
+  local reg = debug.getregistry()
+  if not reg.cutelua_modules then
+    local cache = {}
+    reg.cutelua_modules = cache
+    local loaders = package.loaders
+    table.insert(loaders, 1, function(name)
+      if name ~= "cute" and name:sub(1, 5) ~= "cute." then return nil end
+      local m = cache[name]
+      if m ~= nil then return function() return m end end
+      for i = 2, #loaders do
+        local loader = loaders[i](name)
+        if type(loader) == "function" then
+          return function(...)
+            local r = loader(...)
+            if r == nil then r = package.loaded[name] end
+            if r == nil then r = true end
+            cache[name] = r
+            return r
+          end
+        end
+      end
+      return nil
+    end)
+  end
+end
+
 -- Submodules reachable as cute.<name>; loaded on first access.
 local SUBMODULES = {}
 
@@ -123,5 +155,7 @@ provide("kernel", true)
 provide("func", true)
 provide("tensor", true)
 provide("trace", false)
+
+debug.getregistry().cutelua_modules.cute = cute
 
 return cute
