@@ -79,7 +79,19 @@ function Swizzle.__call(sw, x)
     return hi * TWO32 + to_u32(bxor(lo, y))
   end
   -- dynamic: the yyy field, moved to zzz, XORed in (the only operation the
-  -- dynamic type must provide beyond div/mod/mul is bxor)
+  -- dynamic type must provide beyond div/mod/mul is bxor). A constant part
+  -- of x that is a multiple of 2^(top bit read or written) passes through:
+  -- sw(y + h) = sw(y) + h, so that it can become an address immediate.
+  local ops = arith.dyn(x)
+  if ops and ops.split then
+    local base, c = ops.split(x)
+    if c ~= 0 then
+      local span = 2 ^ (sw.base + sw.bits + math.max(0, sw.shift))
+      local lo_c = c % span
+      local hi_c = c - lo_c
+      if hi_c ~= 0 then return arith.add(sw(arith.add(base, lo_c)), hi_c) end
+    end
+  end
   local lo = sw.base + math.max(0, sw.shift)
   local field = arith.mod(arith.div(x, 2 ^ lo), 2 ^ sw.bits)
   return arith.bxor(x, arith.mul(field, 2 ^ (sw.base - math.min(0, sw.shift))))

@@ -128,6 +128,7 @@ static const CLIrApi ir_api = {
     .var_loadv = ir_var_loadv,
     .var_storev = ir_var_storev,
     .var_opaque = ir_var_opaque,
+    .inst_arg = ir_inst_arg,
 };
 
 const void *cl_ir_api(void) { return &ir_api; }

@@ -670,9 +670,10 @@ static void emit_ldstmatrix(IrEmit *e, IrRef v, int store) {
     return;
   }
   ir_asm_regs(&as, 0, n, 1);
-  ir_asm_text(&as, ", [$%d];", n);
   for (int i = 0; i < n; i++) ir_asm_out(&as, 'r');
-  ir_asm_addr(e, &as, a[0]);
+  long long off = ir_asm_addr_split(e, &as, a[0]); /* a constant part as the immediate offset */
+  if (off) ir_asm_text(&as, ", [$%d+%lld];", n, off);
+  else ir_asm_text(&as, ", [$%d];", n);
   ir_asm_call(e, &as, ir_e_def(e, v), LT(e, TY(e, v)), 1 | 2 | 4);
   ir_e_split(e, v);
 }
@@ -682,9 +683,14 @@ static void emit_cpasync(IrEmit *e, IrRef v) {
   int bytes = (int)IM(e, v)[0];
   int cg = IM(e, v)[1] == IR_CACHE_CG;
   IrAsm as = {{0}, {0}, {0}, 0, 0};
-  ir_asm_text(&as, "cp.async.%s.shared.global [$0], [$1], %d%s;", cg ? "cg" : "ca", bytes, I(e, v)->nargs > 2 ? ", $2" : "");
-  ir_asm_addr(e, &as, a[0]);
-  ir_asm_addr(e, &as, a[1]);
+  /* constant parts of both addresses as immediate offsets */
+  long long od = ir_asm_addr_split(e, &as, a[0]);
+  long long os = ir_asm_addr_split(e, &as, a[1]);
+  char d[32] = "", sr[32] = "";
+  if (od) snprintf(d, sizeof d, "+%lld", od);
+  if (os) snprintf(sr, sizeof sr, "+%lld", os);
+  ir_asm_text(&as, "cp.async.%s.shared.global [$0%s], [$1%s], %d%s;", cg ? "cg" : "ca", d, sr, bytes,
+              I(e, v)->nargs > 2 ? ", $2" : "");
   if (I(e, v)->nargs > 2) ir_asm_in(e, &as, 'r', "i32", VAL(e, a[2]));
   ir_asm_call(e, &as, NULL, "void", 1 | 4);
 }

@@ -214,14 +214,8 @@ local function build(cfg)
 
     cute.range(ktiles, function(kt)
       for kb = 0, kblocks - 1 do
-        if kb == kblocks - 1 then
-          -- the next tile's stage is complete and every thread is done with this one
-          cute.arch.cp_async_wait_group(STAGES - 2)
-          cute.sync_threads()
-          read.value = cute.where((read.value + 1):eq(STAGES), 0, read.value + 1)
-        end
         -- the next k-block's registers while this one multiplies
-        load_kblock(read.value, (kb + 1) % kblocks)
+        if kb < kblocks - 1 then load_kblock(read.value, kb + 1) end
         if kb == 0 then
           local next_tile = kt + (STAGES - 1)
           cute.if_(next_tile:lt(ktiles), function() issue(next_tile, write.value) end)
@@ -229,6 +223,15 @@ local function build(cfg)
           write.value = cute.where((write.value + 1):eq(STAGES), 0, write.value + 1)
         end
         cute.gemm(mma, tCrC, kblock_view(tCrA, kb), kblock_view(tCrB, kb), tCrC)
+        if kb == kblocks - 1 then
+          -- after the tile's last MMAs are issued (they keep the tensor cores
+          -- busy through the barrier): the next tile's stage is complete and
+          -- every thread is done with this one; its first k-block's registers
+          cute.arch.cp_async_wait_group(STAGES - 2)
+          cute.sync_threads()
+          read.value = cute.where((read.value + 1):eq(STAGES), 0, read.value + 1)
+          load_kblock(read.value, 0)
+        end
       end
     end)
     cute.arch.cp_async_wait_group(0)
@@ -405,6 +408,7 @@ function M.gemm(A, B, C, opts)
   end
   cfg.beta = beta ~= 0
   local kern = M.kernel(cfg)
+  M._last_kernel, M._last_args = kern, { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) } -- for bench/gemm_probe.lua
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
   kern { grid = { tiles, 1, batch }, block = cfg.wm * cfg.wn * 32, stream = opts.stream }(Av, Bv, Cv,
     cute.f32(alpha), cute.f32(beta))

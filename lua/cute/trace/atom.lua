@@ -389,60 +389,88 @@ function ThrCopy:matrix_rows(t)
   local trans, nm = tc.atom.op.transpose, tc.atom.op.num_matrices
   local tiler, tv = operand_tile(tc)
   local nv, per = L.size(tv, 1), tc.atom.values
-  local outer = L.is_layout(t.layout) and t.layout or t.layout.outer
-  local rest = L.make_layout(L.shape(L.get(LA.zipped_divide(outer, tiler), 1)))
+  local composed = not L.is_layout(t.layout)
+  local outer = composed and t.layout.outer or t.layout
+  if not L.is_static(outer) then
+    err.raise("partition_S: %s needs a shared tile of static layout, got %s", tc.atom.op.name, tostring(t.layout))
+  end
+  -- the tile as (warp tile, repetitions), the warp tile's offsets as (thread, value)
+  local z = LA.zipped_divide(outer, tiler)
+  local tile_l, rest_l = L.get(z, 0), L.get(z, 1)
+  local rest = L.make_layout(L.shape(rest_l))
+  local off_tv = LA.composition(tile_l, tv) -- (thread, value) -> offset in the tile (before a swizzle)
   local total = nv * L.size(rest)
-  if total % per ~= 0 then
+  if total % per ~= 0 or (per % nv ~= 0 and nv % per ~= 0) then
     err.raise("partition_S: %d values a thread are not a whole number of %d-value %s instructions", total, per,
       tc.atom.op.name)
   end
   local epr = tc.atom.per_register or 2 -- elements a 32-bit register
   local row_len = 16 / tc.atom.dtype.bytes -- elements a 16-byte row
+  -- lane 8j + r: which thread's value (the first of its row) it points at
   local function source(lane, wbase)
     local j, r = shr(lane, 3), band(lane, 7)
     if nm < 4 then j = band(j, nm - 1) end
     if trans then return arith.add(wbase, shr(r, 1)), arith.add(arith.mul(j, 2), band(r, 1)) end
     return arith.add(wbase, arith.mul(r, 4)), arith.mul(j, epr)
   end
-  local function coord(th, q)
-    local v, ri = arith.mod(q, nv), arith.div(q, nv)
-    local idx = tv({ th, v })
-    local rc = rest:get_flat_coord(ri)
-    local r0, c0 = rc, 0
-    if type(rc) == "table" then r0, c0 = rc[1], rc[2] or 0 end
-    return arith.add(arith.mod(idx, tiler[1]), arith.mul(r0, tiler[1])),
-      arith.add(arith.div(idx, tiler[1]), arith.mul(c0, tiler[2]))
+  -- The offset (before a swizzle) of value v0 + i * per of thread th's
+  -- fragment (column-major (V, rest...)), v0 < per: the dynamic parts (th,
+  -- v0) and the static ones (i) kept apart, so that instructions differ by
+  -- constants (address immediates once a swizzle lets them through).
+  local rest_stride0 = L.stride(rest_l, 0)
+  if type(rest_stride0) == "table" then rest_stride0 = nil end
+  local log2nv = math.floor(math.log(nv) / math.log(2) + 0.5)
+  local function offset(th, v0, i)
+    local qs = i * per
+    local ri = math.floor(qs / nv)
+    local base, h
+    if per <= nv then
+      local vs = qs % nv -- a multiple of per: the value modes past v0's
+      base = off_tv({ th, v0 })
+      if vs ~= 0 then base = arith.add(base, off_tv({ 0, vs }) - off_tv({ 0, 0 })) end
+      h = 0
+    else
+      -- an instruction spans per / nv fragments along the first repetition mode
+      base = off_tv({ th, band(v0, nv - 1) })
+      h = shr(v0, log2nv)
+      if not rest_stride0 or L.size(rest_l, 0) % (per / nv) ~= 0 then
+        err.raise("partition_S: %s spans %d operand fragments; the tile's repetitions do not group by %d",
+          tc.atom.op.name, per / nv, per / nv)
+      end
+    end
+    local o = arith.add(base, rest_l(ri))
+    if h ~= 0 then o = arith.add(o, arith.mul(h, rest_stride0)) end
+    return o
+  end
+  local function swizzled(o)
+    if composed then return t.layout.inner(arith.add(t.layout.offset, o)) end
+    return o
   end
   -- static check on warp 0 and the first instruction: each row an
-  -- instruction reads is 8 consecutive elements of the tile
-  if L.is_static(outer) then
-    for lane = 0, 31 do
-      local th, v0 = source(lane, 0)
-      local r0, c0 = coord(th, v0)
-      local start = tensor._coord_offset(t, { r0, c0 })
-      for e = 1, row_len - 1 do
-        local th2, v2
-        if trans then th2, v2 = th + 4 * e, v0 else th2, v2 = th + math.floor(e / epr), v0 + e % epr end
-        local r2, c2 = coord(th2, v2)
-        local off = tensor._coord_offset(t, { r2, c2 })
-        if type(start) == "number" and type(off) == "number" and off ~= start + e then
-          err.raise("partition_S: %s reads rows of 16 consecutive bytes, but the shared layout %s puts element %d "
-            .. "of lane %d's row at offset %d, not %d: use %s, or a layout with the %s contiguous", tc.atom.op.name,
-            tostring(t.layout), e, lane, off, start + e, trans and "LdMatrix8x8x16bOp(false, ...)" or
-            "LdMatrix8x8x16bOp(true, ...) (transposed)", trans and "rows" or "K mode")
-        end
+  -- instruction reads is 16 consecutive bytes of the tile
+  for lane = 0, 31 do
+    local th, v0 = source(lane, 0)
+    local start = swizzled(offset(th, v0, 0))
+    for e = 1, row_len - 1 do
+      local th2, v2
+      if trans then th2, v2 = th + 4 * e, v0 else th2, v2 = th + math.floor(e / epr), v0 + e % epr end
+      local off = swizzled(offset(th2, v2, 0))
+      if off ~= start + e then
+        err.raise("partition_S: %s reads rows of 16 consecutive bytes, but the shared layout %s puts element %d "
+          .. "of lane %d's row at offset %d, not %d: use %s, or a layout with the %s contiguous", tc.atom.op.name,
+          tostring(t.layout), e, lane, off, start + e, trans and "LdMatrix8x8x16bOp(false, ...)" or
+          "LdMatrix8x8x16bOp(true, ...) (transposed)", trans and "rows" or "K mode")
       end
     end
   end
   local tid = self.tid
   local lane = band(tid, 31)
   local th, v0 = source(lane, arith.sub(tid, lane))
-  local rows = {}
+  local ptrs = {}
   for i = 0, total / per - 1 do
-    local r, c = coord(th, arith.add(v0, i * per))
-    rows[i + 1] = { row = r, col = c }
+    ptrs[i + 1] = tensor._address(t, swizzled(offset(th, v0, i)))
   end
-  return setmetatable({ kind = "matrix_rows", rows_of = rows, tile = t, per = per, n_instr = total / per,
+  return setmetatable({ kind = "matrix_rows", ptrs = ptrs, tile = t, per = per, n_instr = total / per,
     trans = trans }, { __name = "MatrixRows" })
 end
 
@@ -496,9 +524,7 @@ local function copy_matrix(tc, src, dst)
         src.n_instr, src.per)
     end
     for i = 1, src.n_instr do
-      local pr = src.rows_of[i]
-      local ptr = src.tile:ptr_at({ pr.row, pr.col })
-      local regs = arch.ldmatrix(ptr, nm, trans)
+      local regs = arch.ldmatrix(src.ptrs[i], nm, trans)
       frag_store(frag, frag.layout((i - 1) * src.per), src.per, frag.dtype, regs)
     end
     return dst

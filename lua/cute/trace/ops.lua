@@ -15,6 +15,7 @@ local err = require "cute._err"
 local M = {}
 
 local Value, VMT = core.Value, core.VMT
+local ffi = require "ffi"
 local emit, is_value, type_of = core.emit, core.is_value, core.type_of
 local common, coerce, describe = core.common_type, core.coerce, core.describe
 
@@ -423,6 +424,37 @@ local function int_only(x, what)
   end
 end
 
+local OP_ADD, OP_MUL, OP_SHL
+--- x as base + c, c a Lua integer: x + c, (x + c1) * c2 (emitting x * c2; c
+-- is then c1 c2), (x + c1) << c2, nested; exact in wrapping arithmetic. (0 +
+-- x when nothing is constant.) The layout algebra uses it to keep constant
+-- offsets out of swizzles, so that they end up as address immediates.
+function M.split_const(x)
+  if not is_value(x) then return 0, x end
+  local ir = core.ir()
+  local T = core.current()
+  if not T or x.fid ~= T.fid then return x, 0 end
+  if not OP_ADD then OP_ADD, OP_MUL, OP_SHL = ir.op_find("add"), ir.op_find("mul"), ir.op_find("shl") end
+  local op = ir.inst_op(T.f, x.ref)
+  if op ~= OP_ADD and op ~= OP_MUL and op ~= OP_SHL then return x, 0 end
+  local ra, rb = ir.inst_arg(T.f, x.ref, 0), ir.inst_arg(T.f, x.ref, 1)
+  local iv, dv = ffi.new("int64_t[1]"), ffi.new("double[1]")
+  local k, other
+  if ir.const_value(T.f, rb, iv, dv) == 1 then
+    k, other = tonumber(iv[0]), ra
+  elseif op ~= OP_SHL and ir.const_value(T.f, ra, iv, dv) == 1 then
+    k, other = tonumber(iv[0]), rb
+  else
+    return x, 0
+  end
+  -- the operand, as a value made where x was (it dominates x)
+  local base, c = M.split_const(core.ValueCT(other, x.ty, x.fid, x.region, x.loc, 0))
+  if op == OP_ADD then return base, c + k end
+  if c == 0 then return x, 0 end
+  if op == OP_MUL then return base * k, c * k end
+  return base:shl(k), c * 2 ^ k
+end
+
 Value.__cute_int = {
   add = add,
   sub = sub,
@@ -438,6 +470,7 @@ Value.__cute_int = {
     int_only(b, "mod")
     return mod(a, b)
   end,
+  split = function(x) return M.split_const(x) end,
   min = function(a, b) return M.min(a, b) end,
   max = function(a, b) return M.max(a, b) end,
   bxor = function(a, b) return Value.bxor(a, b) end,
