@@ -37,6 +37,25 @@ describe("cute.gemm", function()
     end
   end)
 
+  it("runs on HMMA, LDSM and LDGSTS without local memory (SASS, where nvdisasm exists) #gpu", function()
+    local cfg = { a_dtype = "bf16", acc_dtype = "f32", a_major = "k", b_major = "mn", a_vec = 8, b_vec = 8,
+      group = 8, even = true, beta = false }
+    for k, v in pairs(G.CONFIGS.large16) do cfg[k] = v end
+    local h = G.kernel(cfg):compile(fake(cute.bf16, 4096, 4096, "row"), fake(cute.bf16, 4096, 4096, "col"),
+      fake(cute.bf16, 4096, 4096, "row"), cute.f32(1), cute.f32(0))
+    local ok, sass = pcall(h.sass, h)
+    if not ok then
+      pending("no nvdisasm or cuobjdump here: " .. tostring(sass):match("^[^\n]*"))
+      return
+    end
+    assert.matches("HMMA%.16816%.F32%.BF16", sass)
+    assert.matches("LDSM%.16%.M88%.4", sass)
+    assert.matches("LDSM%.16%.MT88%.4", sass)
+    assert.matches("LDGSTS%.E%.BYPASS[%.%w]*%.128", sass)
+    assert.is_nil(sass:find("LDL", 1, true), "local memory loads")
+    assert.is_nil(sass:find("STL", 1, true), "local memory stores")
+  end)
+
   it("refuses operands it cannot multiply, saying why", function()
     local ok, msg = pcall(G.gemm, cute.fake_tensor(cute.bf16, { 64, 32 }), cute.fake_tensor(cute.bf16, { 48, 16 }))
     assert.is_false(ok)
