@@ -330,6 +330,13 @@ function compiler.versions()
   return part(r, "versions")
 end
 
+--- The SHA-256 of a string, as 64 hex digits.
+function compiler.sha256(s)
+  local hex = ffi.new("char[65]")
+  C.sha256_hex(s, #s, hex)
+  return ffi.string(hex, 64)
+end
+
 --- The SASS of a cubin (a string or a compiled module) through nvdisasm or cuobjdump.
 function compiler.sass(cubin)
   if type(cubin) == "table" and cubin.cubin then return cubin:sass() end

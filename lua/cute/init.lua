@@ -151,6 +151,7 @@ provide("ir", false)
 -- kernels, tensors and the tracer: the tensor-aware versions of size,
 -- local_tile, ... (cute.trace.tensor) come before the layout modules'
 provide("atom", true)
+provide("aot", true)
 provide("kernel", true)
 provide("func", true)
 provide("tensor", true)

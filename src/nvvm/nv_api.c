@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nv_internal.h"
+#include "nv_hash.h"
 
 static int32_t options_from_env(NvOptions *o, NvResult *r) {
   ClBuf err = {0};
@@ -174,6 +175,8 @@ static const char *origin_name(int32_t o) { return nv_origin_name(o); }
 static const char *link_kind_name(int32_t k) { return nv_link_kind_name(k); }
 static int32_t link_kind_find(const char *name) { return nv_link_kind_find(name); }
 
+static void sha256_hex(const void *data, size_t len, char *hex65) { nv_sha256_hex(data, len, hex65); }
+
 static const CLNvApi api = {
     .abi = NV_API_ABI,
     .options_default = nv_options_default,
@@ -214,6 +217,7 @@ static const CLNvApi api = {
     .link_kind_name = link_kind_name,
     .link_kind_find = link_kind_find,
     .cache_set_memory_limit = nv_cache_set_memory_limit,
+    .sha256_hex = sha256_hex,
 };
 
 const void *cl_nv_api(void) { return &api; }

@@ -1,0 +1,809 @@
+--- cute.aot: kernels exported ahead of time as a C header and an object
+-- file (and a shared library), and exported modules loaded back into Lua.
+--
+--   cute.export {
+--     name = "vadd", dir = "out", prefix = "vadd", arch = { "sm_80", "sm_90a" }, shared = true,
+--     kernels = {
+--       { name = "vadd_f32", kernel = vadd, args = { cute.fake_tensor(cute.f32, 1024), ... },
+--         grid = function(a, b, c) return cute.ceil_div(cute.size(c), 256) end, block = 256 },
+--     },
+--   }
+--   --> out/vadd.h, out/vadd.o (and out/vadd.so, out/vadd.c: the generated source)
+--
+--   local m = cute.aot.load("out/vadd.so")      -- no recompilation
+--   m.vadd_f32(a, b, c)                          -- device tensors (or the flat C arguments)
+--
+-- Each kernel is one specialisation (its `args` as for k:compile), compiled
+-- for every requested arch (no GPU needed: cross-compilation); the object
+-- holds the cubins, picks one at load time by the device's compute
+-- capability, and has a launch wrapper per kernel taking the kernel's
+-- parameters as typed C arguments (device pointers, the run-time shape and
+-- stride values, scalars) and a stream. The launch geometry (grid, block,
+-- dynamic shared memory) is computed in the wrapper from those arguments: the
+-- `grid`/`block`/`smem` of each entry are numbers, tables of up to three, or
+-- functions called with symbolic arguments (tensors whose run-time extents
+-- are C expressions), so that `cute.ceil_div(cute.size(c), 256)` becomes the
+-- same C arithmetic. The object needs only the CUDA driver (-lcuda) and libc.
+--
+-- Metadata embedded: cutelua's version, the CUDA version used, the archs, a
+-- SHA-256 of each kernel's IR, and a checksum over the metadata and cubins,
+-- checked before anything is loaded. Exporting needs a C compiler (CC, else
+-- cc) and the CUDA headers (CUDA_HOME, else /usr/local/cuda).
+-- luacheck: max line length 130
+local ffi = require "ffi"
+local err = require "cute._err"
+local L = require "cute.layout"
+local compiler = require "cute.compiler"
+local kernel_mod = require "cute.kernel"
+
+local M = {}
+
+-- ---------------------------------------------------------------------------
+-- Symbolic integers: C expressions (int64_t) the layout algebra can compute
+-- with (the __cute_int protocol of cute.arith)
+
+local Sym = { __name = "Sym" }
+Sym.__index = Sym
+
+local function sym(code) return setmetatable({ code = code }, Sym) end
+local function is_sym(x) return getmetatable(x) == Sym end
+local function c_of(x)
+  if is_sym(x) then return x.code end
+  if type(x) == "number" then
+    if x ~= math.floor(x) then err.raise("export: the launch geometry has a non-integer %s", tostring(x)) end
+    return string.format("(int64_t)%d", x)
+  end
+  err.raise("export: the launch geometry uses %s, which cannot be computed in C", tostring(x))
+end
+local function binop(fmt) return function(a, b) return sym(string.format(fmt, c_of(a), c_of(b))) end end
+
+Sym.__cute_int = {
+  add = binop("(%s + %s)"), sub = binop("(%s - %s)"), mul = binop("(%s * %s)"),
+  neg = function(a) return sym("(-" .. c_of(a) .. ")") end,
+  div = binop("(%s / %s)"), mod = binop("(%s %% %s)"),
+  min = function(a, b) return sym(string.format("cl_min64(%s, %s)", c_of(a), c_of(b))) end,
+  max = function(a, b) return sym(string.format("cl_max64(%s, %s)", c_of(a), c_of(b))) end,
+}
+Sym.__add = Sym.__cute_int.add
+Sym.__sub = Sym.__cute_int.sub
+Sym.__mul = Sym.__cute_int.mul
+Sym.__div = Sym.__cute_int.div
+Sym.__mod = Sym.__cute_int.mod
+Sym.__unm = Sym.__cute_int.neg
+Sym.__tostring = function(s) return s.code end
+M._sym = sym
+
+-- ---------------------------------------------------------------------------
+-- The kernels of an export
+
+local C_TYPES = {
+  uint64_t = true, int64_t = true, int32_t = true, uint32_t = true, int16_t = true, uint16_t = true, int8_t = true,
+  uint8_t = true, float = true, double = true, bool = "_Bool",
+}
+
+local function c_ident(s, what)
+  if type(s) ~= "string" or not s:match("^[%a_][%w_]*$") then
+    err.raise("export: %s must be a C identifier, got %s", what, tostring(s))
+  end
+  return s
+end
+
+-- One kernel entry: its specialisation for every arch, its C parameters and
+-- the symbolic arguments for its geometry functions.
+local function collect(entry, archs, idx)
+  local k = entry.kernel
+  if getmetatable(k) ~= kernel_mod.Kernel then
+    err.raise("export: kernels[%d].kernel must be a cute.kernel, got %s", idx, tostring(k))
+  end
+  local name = c_ident(entry.name or k.name, string.format("kernels[%d].name", idx))
+  local args = entry.args or {}
+  local per_arch = {}
+  local spec0
+  for i, arch in ipairs(archs) do
+    local ka = k:with({ arch = arch })
+    local spec = ka:_specialise(#args, unpack(args))
+    per_arch[i] = { arch = arch, cubin = spec.compiled:cubin(), ir = spec.compiled:ir() }
+    spec0 = spec0 or spec
+  end
+  -- the C parameters, named after the Lua parameters
+  local params = {}
+  for _, p in ipairs(spec0.params) do
+    if p.what == "tma" then
+      err.raise("export: %s takes a TMA descriptor, which exported kernels do not support yet", name)
+    end
+    local base = k.names[p.arg] or ("arg" .. p.arg)
+    local cname
+    if p.what == "ptr" then cname = base
+    elseif p.what == "shape" then cname = string.format("%s_shape_%d", base, p.leaf - 1)
+    elseif p.what == "stride" then cname = string.format("%s_stride_%d", base, p.leaf - 1)
+    else cname = base end
+    local ct = p.ctype
+    if not C_TYPES[ct] then err.raise("export: %s has a parameter of C type %s, which is not exportable", name, ct) end
+    if C_TYPES[ct] ~= true then ct = C_TYPES[ct] end
+    params[#params + 1] = { name = c_ident(cname, "a parameter name"), ctype = ct, what = p.what, arg = p.arg,
+      leaf = p.leaf, dtype = p.dtype }
+  end
+  -- symbolic arguments for the geometry: tensors with C expressions as run-time leaves
+  local sargs = {}
+  for i, s in ipairs(spec0.specs) do
+    if s.kind == "tensor" then
+      local shape, stride = L.shape(s.layout), L.stride(s.layout)
+      local sl, dl = {}, {}
+      local function leaves(x, out)
+        if type(x) == "table" then for j = 1, #x do leaves(x[j], out) end else out[#out + 1] = x end
+        return out
+      end
+      sl, dl = leaves(shape, sl), leaves(stride, dl)
+      local base = k.names[i] or ("arg" .. i)
+      local ssym, dsym = {}, {}
+      for j = 1, #sl do
+        ssym[j] = s.static and sl[j] or sym(string.format("(int64_t)%s_shape_%d", base, j - 1))
+      end
+      for j = 1, #dl do
+        dsym[j] = (s.static or dl[j] == 0 or dl[j] == 1) and dl[j] or sym(string.format("(int64_t)%s_stride_%d", base,
+          j - 1))
+      end
+      local function rebuild(x, list, pos)
+        if type(x) == "table" then
+          local out = {}
+          for j = 1, #x do out[j], pos = rebuild(x[j], list, pos) end
+          return out, pos
+        end
+        return list[pos], pos + 1
+      end
+      local layout = L.make_layout((rebuild(shape, ssym, 1)), (rebuild(stride, dsym, 1)))
+      sargs[i] = { layout = layout, dtype = s.dtype, shape = L.shape(layout), stride = L.stride(layout) }
+    elseif s.kind == "scalar" then
+      sargs[i] = sym("(int64_t)" .. (k.names[i] or ("arg" .. i)))
+    else
+      sargs[i] = s.value
+    end
+  end
+  -- the geometry, as C expressions
+  local function dims(x, what)
+    if type(x) == "function" then x = x(unpack(sargs, 1, #spec0.specs)) end
+    if x == nil then err.raise("export: %s of %s is missing", what, name) end
+    if type(x) ~= "table" or is_sym(x) then x = { x } end
+    local out = {}
+    for j = 1, 3 do out[j] = c_of(x[j] or 1) end
+    return out
+  end
+  local smem = entry.smem or 0
+  if type(smem) == "function" then smem = smem(unpack(sargs, 1, #spec0.specs)) end
+  local cluster = k.cluster or entry.cluster
+  if cluster and type(cluster) ~= "table" then cluster = { cluster } end
+  return {
+    name = name, doc = entry.doc, kernel = k, params = params, specs = spec0.specs, per_arch = per_arch,
+    grid = dims(entry.grid, "grid"), block = dims(entry.block, "block"),
+    smem = c_of(smem), dyn_smem = spec0.dyn_smem or 0,
+    cluster = cluster and { cluster[1] or 1, cluster[2] or 1, cluster[3] or 1 } or nil,
+    ir_hash = compiler.sha256(per_arch[1].ir),
+  }
+end
+
+-- ---------------------------------------------------------------------------
+-- C generation
+
+local function fnv1a64(parts)
+  local h = ffi.new("uint64_t", 0xcbf29ce484222325ULL)
+  local prime = ffi.new("uint64_t", 0x100000001b3ULL)
+  for _, s in ipairs(parts) do
+    local p = ffi.cast("const uint8_t *", s)
+    for i = 0, #s - 1 do
+      h = bit.bxor(h, p[i])
+      h = h * prime
+    end
+  end
+  return h
+end
+
+-- A byte string as a C array of little-endian 64-bit words (aligned, and
+-- valid pedantic C99: no string literal length limit).
+local function words_of(s)
+  local n = math.ceil(#s / 8)
+  local padded = s .. string.rep("\0", n * 8 - #s)
+  local p = ffi.cast("const uint64_t *", padded)
+  local out, line = {}, {}
+  for i = 0, n - 1 do
+    line[#line + 1] = string.format("0x%08x%08xULL", tonumber(bit.rshift(p[i], 32)), tonumber(bit.band(p[i], 0xffffffff)))
+    if #line == 4 then
+      out[#out + 1] = "  " .. table.concat(line, ", ") .. ","
+      line = {}
+    end
+  end
+  if #line > 0 then out[#out + 1] = "  " .. table.concat(line, ", ") .. "," end
+  return table.concat(out, "\n"), n
+end
+
+local function c_string(s)
+  return '"' .. s:gsub("\\", "\\\\"):gsub('"', '\\"'):gsub("\n", "\\n") .. '"'
+end
+
+local function arch_cc(arch)
+  local num, suffix = arch:match("^sm_(%d+)(%a?)$")
+  if not num then err.raise("export: %s is not an arch (sm_80, sm_90a, ...)", tostring(arch)) end
+  num = tonumber(num)
+  return math.floor(num / 10), num % 10, suffix ~= ""
+end
+
+-- What a tensor parameter's layout is, for the header's comments.
+local function describe_arg(k, spec, i)
+  local nm = k.names[i] or ("arg" .. i)
+  if spec.kind == "tensor" then
+    local lay = spec.layout
+    local leaves = {}
+    local function walk(x)
+      if type(x) == "table" then for j = 1, #x do walk(x[j]) end else leaves[#leaves + 1] = x end
+    end
+    walk(L.shape(lay))
+    local shape_desc
+    if spec.static then
+      shape_desc = "static layout " .. tostring(lay)
+    else
+      local stride_desc = {}
+      local dl = {}
+      local function walk2(x)
+        if type(x) == "table" then for j = 1, #x do walk2(x[j]) end else dl[#dl + 1] = x end
+      end
+      walk2(L.stride(lay))
+      local nd = 0
+      for j = 1, #dl do
+        if dl[j] == 0 or dl[j] == 1 then
+          stride_desc[j] = tostring(dl[j])
+        else
+          nd = nd + 1
+          local div = spec.stride_divs and spec.stride_divs[nd] or 0
+          stride_desc[j] = string.format("%s_stride_%d%s", nm, j - 1,
+            div > 0 and string.format(" (a multiple of %d)", 2 ^ div) or "")
+        end
+      end
+      shape_desc = string.format("layout %s: extents %s_shape_0..%d; strides %s", (tostring(lay):gsub("%d+", "?")),
+        nm, #leaves - 1, table.concat(stride_desc, ", "))
+    end
+    return string.format("%s: a device pointer to %s, %s; at least %d-byte aligned", nm, spec.dtype.name, shape_desc,
+      spec.align)
+  elseif spec.kind == "scalar" then
+    return string.format("%s: a %s scalar", nm, spec.dtype.name)
+  end
+  return string.format("%s: compile-time %s (baked in)", nm, tostring(spec.value))
+end
+
+local function generate(ex)
+  local P, NAME = ex.prefix, ex.name
+  local H = {}
+  local function h(fmt, ...) H[#H + 1] = select("#", ...) > 0 and string.format(fmt, ...) or fmt end
+  local guard = (NAME .. "_H"):upper():gsub("[^%w_]", "_")
+  h("/* %s.h: kernels exported by cutelua %s (CUDA %s) for %s.", NAME, ex.version, ex.cuda, table.concat(ex.archs, ", "))
+  h(" * Generated: do not edit. Link %s.o (or %s.so) and -lcuda; nothing else at run time.", NAME, NAME)
+  h(" *")
+  h(" * Use: make a CUDA context current (or let %s_load retain device 0's primary", P)
+  h(" * context), %s_load(&m, err, sizeof err), then call the kernels with device", P)
+  h(" * pointers (CUdeviceptr values), the run-time extents and strides of each tensor")
+  h(" * (in elements), scalars, and a stream (a CUstream, or NULL); %s_unload(m).", P)
+  h(" * Functions return 0 on success, else a CUresult (%s_error_name turns it into text;", P)
+  h(" * load failures also write a message into err). */")
+  h("#ifndef %s", guard)
+  h("#define %s", guard)
+  h("")
+  h("#include <stddef.h>")
+  h("#include <stdint.h>")
+  h("")
+  h("#ifdef __cplusplus")
+  h('extern "C" {')
+  h("#endif")
+  h("")
+  h("/* The descriptors every exported module shares (for cutelua_aot.h and dlopen). */")
+  h("#ifndef CUTELUA_AOT_TYPES_DEFINED")
+  h("#define CUTELUA_AOT_TYPES_DEFINED")
+  h("#define CUTELUA_AOT_ABI 1")
+  h("struct CUstream_st; /* a CUstream is a struct CUstream_st * (cuda.h) */")
+  h("typedef struct cutelua_aot_param {")
+  h("  const char *name;  /* the C parameter */")
+  h("  const char *ctype; /* its C type */")
+  h("  int size;          /* bytes */")
+  h("  int kind;          /* 0 device pointer, 1 extent, 2 stride, 3 scalar */")
+  h("  int arg;           /* the kernel argument it comes from (0-based) */")
+  h("  int leaf;          /* which leaf of its shape or stride (0-based) */")
+  h("} cutelua_aot_param;")
+  h("typedef struct cutelua_aot_kernel {")
+  h("  const char *name;")
+  h("  int nparams;")
+  h("  const cutelua_aot_param *params;")
+  h("  int (*launch_packed)(void *module, void *const *args, void *stream); /* args: pointers to each parameter */")
+  h("} cutelua_aot_kernel;")
+  h("typedef struct cutelua_aot_module {")
+  h("  int abi;                 /* CUTELUA_AOT_ABI */")
+  h("  const char *metadata;    /* 'key value' lines: cutelua, cuda, archs, kernels, ir hashes */")
+  h("  int nkernels;")
+  h("  const cutelua_aot_kernel *kernels;")
+  h("  int (*check)(char *err, size_t errlen);                  /* the embedded checksum */")
+  h("  int (*load)(void **module, char *err, size_t errlen);")
+  h("  void (*unload)(void *module);")
+  h("  const char *(*error_name)(int code);")
+  h("} cutelua_aot_module;")
+  h("#endif")
+  h("")
+  h("typedef struct %s_module %s_module;", P, P)
+  h("")
+  h("/* The embedded metadata, and its check (the checksum over metadata and cubins). */")
+  h("const char *%s_metadata(void);", P)
+  h("int %s_check(char *err, size_t errlen);", P)
+  h("/* Loads the module on the current context's device (device 0's primary context when")
+  h(" * none is current), choosing the cubin by compute capability. */")
+  h("int %s_load(%s_module **module, char *err, size_t errlen);", P, P)
+  h("void %s_unload(%s_module *module);", P, P)
+  h("const char *%s_error_name(int code);", P)
+  h("const cutelua_aot_module *%s_describe(void);", P)
+  h("")
+  for _, kx in ipairs(ex.kernels) do
+    h("/* %s%s", kx.name, kx.doc and (": " .. kx.doc) or "")
+    for i, s in ipairs(kx.specs) do h(" *   %s", describe_arg(kx.kernel, s, i)) end
+    h(" * Launch: grid (%s, %s, %s), block (%s, %s, %s), %s bytes of dynamic shared memory%s. */",
+      kx.grid[1], kx.grid[2], kx.grid[3], kx.block[1], kx.block[2], kx.block[3],
+      kx.dyn_smem > 0 and tostring(kx.dyn_smem) or kx.smem,
+      kx.cluster and string.format(", clusters of (%d, %d, %d)", kx.cluster[1], kx.cluster[2], kx.cluster[3]) or "")
+    local plist = { P .. "_module *module" }
+    for _, p in ipairs(kx.params) do plist[#plist + 1] = p.ctype .. " " .. p.name end
+    plist[#plist + 1] = "struct CUstream_st *stream"
+    h("int %s_%s(%s);", P, kx.name, table.concat(plist, ", "))
+    h("")
+  end
+  h("#ifdef __cplusplus")
+  h("}")
+  h("#endif")
+  h("#endif")
+  local header = table.concat(H, "\n") .. "\n"
+
+  -- the source
+  local S = {}
+  local function s(fmt, ...) S[#S + 1] = select("#", ...) > 0 and string.format(fmt, ...) or fmt end
+  s("/* %s.c: generated by cutelua %s; compiled into %s.o (and %s.so). Do not edit. */", NAME, ex.version, NAME, NAME)
+  s("#include <stddef.h>")
+  s("#include <stdint.h>")
+  s("#include <stdio.h>")
+  s("#include <stdlib.h>")
+  s("#include <string.h>")
+  s("#include <cuda.h>")
+  s('#include "%s.h"', NAME)
+  s("")
+  s("static inline int64_t cl_min64(int64_t a, int64_t b) { return a < b ? a : b; }")
+  s("static inline int64_t cl_max64(int64_t a, int64_t b) { return a > b ? a : b; }")
+  s("")
+  s("static const char %s_meta[] = %s;", P, c_string(ex.meta))
+  local images = {}
+  for i, im in ipairs(ex.images) do
+    local body, n = words_of(im.cubin)
+    s("static const uint64_t %s_cubin_%d[%d] = {", P, i, n)
+    s(body)
+    s("};")
+    images[i] = string.format('  {%d, "%s", %d, %d, %d, %s_cubin_%d, %d},', im.kernel - 1, im.arch, im.major, im.minor,
+      im.exact and 1 or 0, P, i, #im.cubin)
+  end
+  s("static const struct { int kernel; const char *arch; int major, minor, exact; const uint64_t *data; size_t size; }"
+    .. " %s_images[] = {", P)
+  s(table.concat(images, "\n"))
+  s("};")
+  s("#define %s_NIMAGES %d", P, #ex.images)
+  s("#define %s_NKERNELS %d", P, #ex.kernels)
+  s("static const uint64_t %s_checksum = 0x%sULL;", P, ex.checksum_hex)
+  s("static const char *const %s_kernel_names[%s_NKERNELS] = {%s};", P, P, (function()
+    local t = {}
+    for i, kx in ipairs(ex.kernels) do t[i] = '"' .. kx.kernel.name .. '"' end
+    return table.concat(t, ", ")
+  end)())
+  s("static const unsigned %s_dyn_smem[%s_NKERNELS] = {%s};", P, P, (function()
+    local t = {}
+    for i, kx in ipairs(ex.kernels) do t[i] = tostring(kx.dyn_smem) end
+    return table.concat(t, ", ")
+  end)())
+  s("")
+  s("struct %s_module { CUmodule module[%s_NKERNELS]; CUfunction fn[%s_NKERNELS]; int image[%s_NKERNELS]; };", P, P, P,
+    P)
+  s("")
+  s("const char *%s_metadata(void) { return %s_meta; }", P, P)
+  s("")
+  s("const char *%s_error_name(int code) {", P)
+  s("  const char *name = NULL;")
+  s("  if (cuGetErrorName((CUresult)code, &name) != CUDA_SUCCESS || !name) return \"unknown CUDA error\";")
+  s("  return name;")
+  s("}")
+  s("")
+  s("static uint64_t %s_fnv(uint64_t h, const void *data, size_t n) {", P)
+  s("  const unsigned char *p = (const unsigned char *)data;")
+  s("  size_t i;")
+  s("  for (i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;")
+  s("  return h;")
+  s("}")
+  s("")
+  s("int %s_check(char *err, size_t errlen) {", P)
+  s("  uint64_t h = 0xcbf29ce484222325ULL;")
+  s("  int i;")
+  s("  h = %s_fnv(h, %s_meta, sizeof %s_meta - 1);", P, P, P)
+  s("  for (i = 0; i < %s_NIMAGES; i++) h = %s_fnv(h, %s_images[i].data, %s_images[i].size);", P, P, P, P)
+  s("  if (h != %s_checksum) {", P)
+  s("    if (err && errlen) snprintf(err, errlen, \"%s: the embedded metadata or cubins were altered (checksum %%016llx,"
+    .. " expected %%016llx); export the module again\", (unsigned long long)h, (unsigned long long)%s_checksum);", NAME,
+    P)
+  s("    return (int)CUDA_ERROR_INVALID_IMAGE;")
+  s("  }")
+  s("  return 0;")
+  s("}")
+  s("")
+  s("#define %s_FAIL(code, ...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return (int)(code); } while (0)",
+    P)
+  s("")
+  s("int %s_load(%s_module **out, char *err, size_t errlen) {", P, P)
+  s("  CUcontext ctx = NULL;")
+  s("  CUdevice dev;")
+  s("  CUresult r;")
+  s("  int major = 0, minor = 0, driver = 0, i, k, best = -1;")
+  s("  %s_module *m;", P)
+  s("  char have[256] = \"\";")
+  s("  if (!out) %s_FAIL(CUDA_ERROR_INVALID_VALUE, \"%s_load: no module pointer\");", P, P)
+  s("  *out = NULL;")
+  s("  r = (CUresult)%s_check(err, errlen);", P)
+  s("  if (r != CUDA_SUCCESS) return (int)r;")
+  s("  r = cuInit(0);")
+  s("  if (r != CUDA_SUCCESS) %s_FAIL(r, \"%s: cuInit failed: %%s\", %s_error_name((int)r));", P, NAME, P)
+  s("  cuDriverGetVersion(&driver);")
+  s("  if (driver / 1000 < %d) %s_FAIL(CUDA_ERROR_NOT_SUPPORTED, \"%s: the CUDA driver supports CUDA %%d.%%d; the "
+    .. "module was built with CUDA %s and needs a %d.x driver or newer\", driver / 1000, (driver %% 1000) / 10);",
+    ex.cuda_major, P, NAME, ex.cuda, ex.cuda_major)
+  s("  r = cuCtxGetCurrent(&ctx);")
+  s("  if (r == CUDA_SUCCESS && !ctx) {")
+  s("    r = cuDeviceGet(&dev, 0);")
+  s("    if (r == CUDA_SUCCESS) r = cuDevicePrimaryCtxRetain(&ctx, dev);")
+  s("    if (r == CUDA_SUCCESS) r = cuCtxSetCurrent(ctx);")
+  s("  }")
+  s("  if (r != CUDA_SUCCESS) %s_FAIL(r, \"%s: no CUDA context: %%s\", %s_error_name((int)r));", P, NAME, P)
+  s("  r = cuCtxGetDevice(&dev);")
+  s("  if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);")
+  s("  if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);")
+  s("  if (r != CUDA_SUCCESS) %s_FAIL(r, \"%s: cannot query the device: %%s\", %s_error_name((int)r));", P, NAME, P)
+  s("  m = (%s_module *)calloc(1, sizeof *m);", P)
+  s("  if (!m) %s_FAIL(CUDA_ERROR_OUT_OF_MEMORY, \"%s: out of memory\");", P, NAME)
+  s("  for (k = 0; k < %s_NKERNELS; k++) {", P)
+  s("    /* an 'a' arch runs on its exact compute capability; others on the same major, same or later minor */")
+  s("    best = -1;")
+  s("    have[0] = 0;")
+  s("    for (i = 0; i < %s_NIMAGES; i++) {", P)
+  s("      int ok;")
+  s("      if (%s_images[i].kernel != k) continue;", P)
+  s("      ok = %s_images[i].major == major && (%s_images[i].exact ? %s_images[i].minor == minor"
+    .. " : %s_images[i].minor <= minor);", P, P, P, P)
+  s("      if (strlen(have) + 16 < sizeof have) { if (have[0]) strcat(have, \", \"); strcat(have, %s_images[i].arch); }", P)
+  s("      if (ok && (best < 0 || %s_images[i].minor > %s_images[best].minor || (%s_images[i].minor == %s_images[best].minor"
+    .. " && %s_images[i].exact))) best = i;", P, P, P, P, P)
+  s("    }")
+  s("    if (best < 0) r = CUDA_ERROR_NO_BINARY_FOR_GPU;")
+  s("    else r = cuModuleLoadData(&m->module[k], %s_images[best].data);", P)
+  s("    if (r == CUDA_SUCCESS) r = cuModuleGetFunction(&m->fn[k], m->module[k], %s_kernel_names[k]);", P)
+  s("    if (r == CUDA_SUCCESS && %s_dyn_smem[k] > 48 * 1024)", P)
+  s("      r = cuFuncSetAttribute(m->fn[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)%s_dyn_smem[k]);", P)
+  s("    if (r != CUDA_SUCCESS) {")
+  s("      int j;")
+  s("      for (j = 0; j < k; j++) cuModuleUnload(m->module[j]);")
+  s("      if (best >= 0 && m->module[k]) cuModuleUnload(m->module[k]);")
+  s("      free(m);")
+  s("      if (best < 0)")
+  s("        %s_FAIL(r, \"%s: no cubin of kernel %%s for this GPU: the module has %%s; the device is sm_%%d%%d (compute"
+    .. " capability %%d.%%d)\", %s_kernel_names[k], have, major, minor, major, minor);", P, NAME, P)
+  s("      %s_FAIL(r, \"%s: kernel %%s (%%s cubin): %%s (driver %%d.%%d, module built with CUDA %s)\", %s_kernel_names[k],"
+    .. " %s_images[best].arch, %s_error_name((int)r), driver / 1000, (driver %% 1000) / 10);", P, NAME, ex.cuda, P, P, P)
+  s("    }")
+  s("    m->image[k] = best;")
+  s("  }")
+  s("  *out = m;")
+  s("  return 0;")
+  s("}")
+  s("")
+  s("void %s_unload(%s_module *m) {", P, P)
+  s("  int k;")
+  s("  if (!m) return;")
+  s("  for (k = 0; k < %s_NKERNELS; k++) cuModuleUnload(m->module[k]);", P)
+  s("  free(m);")
+  s("}")
+  s("")
+  -- the launch wrappers
+  local kdescs = {}
+  for ki, kx in ipairs(ex.kernels) do
+    local plist, anames = { P .. "_module *m" }, {}
+    for _, p in ipairs(kx.params) do
+      plist[#plist + 1] = p.ctype .. " " .. p.name
+      anames[#anames + 1] = "(void *)&" .. p.name
+    end
+    plist[#plist + 1] = "struct CUstream_st *stream"
+    s("int %s_%s(%s) {", P, kx.name, table.concat(plist, ", "))
+    s("  void *args[%d] = {%s};", math.max(#anames, 1), #anames > 0 and table.concat(anames, ", ") or "NULL")
+    s("  int64_t gx = %s, gy = %s, gz = %s;", kx.grid[1], kx.grid[2], kx.grid[3])
+    s("  int64_t bx = %s, by = %s, bz = %s;", kx.block[1], kx.block[2], kx.block[3])
+    s("  int64_t smem = %s;", kx.smem)
+    s("  if (!m) return (int)CUDA_ERROR_INVALID_HANDLE;")
+    s("  if (gx <= 0 || gy <= 0 || gz <= 0) return 0; /* nothing to do */")
+    s("  if (bx <= 0 || by <= 0 || bz <= 0) return (int)CUDA_ERROR_INVALID_VALUE;")
+    s("  if (smem < %d) smem = %d;", kx.dyn_smem, kx.dyn_smem)
+    if kx.cluster then
+      s("  {")
+      s("    CUlaunchConfig cfg;")
+      s("    CUlaunchAttribute attr;")
+      s("    memset(&cfg, 0, sizeof cfg);")
+      s("    memset(&attr, 0, sizeof attr);")
+      s("    cfg.gridDimX = (unsigned)gx; cfg.gridDimY = (unsigned)gy; cfg.gridDimZ = (unsigned)gz;")
+      s("    cfg.blockDimX = (unsigned)bx; cfg.blockDimY = (unsigned)by; cfg.blockDimZ = (unsigned)bz;")
+      s("    cfg.sharedMemBytes = (unsigned)smem; cfg.hStream = (CUstream)stream;")
+      s("    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;")
+      s("    attr.value.clusterDim.x = %d; attr.value.clusterDim.y = %d; attr.value.clusterDim.z = %d;", kx.cluster[1],
+        kx.cluster[2], kx.cluster[3])
+      s("    cfg.attrs = &attr; cfg.numAttrs = 1;")
+      s("    return (int)cuLaunchKernelEx(&cfg, m->fn[%d], args, NULL);", ki - 1)
+      s("  }")
+    else
+      s("  return (int)cuLaunchKernel(m->fn[%d], (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)bx, (unsigned)by,"
+        .. " (unsigned)bz, (unsigned)smem, (CUstream)stream, args, NULL);", ki - 1)
+    end
+    s("}")
+    s("")
+    -- the packed entry and the descriptor
+    local unpacked = { "(" .. P .. "_module *)m" }
+    for j, p in ipairs(kx.params) do unpacked[#unpacked + 1] = string.format("*(const %s *)args[%d]", p.ctype, j - 1) end
+    unpacked[#unpacked + 1] = "(struct CUstream_st *)stream"
+    s("static int %s_%s_packed(void *m, void *const *args, void *stream) {", P, kx.name)
+    if #kx.params == 0 then s("  (void)args;") end
+    s("  return %s_%s(%s);", P, kx.name, table.concat(unpacked, ", "))
+    s("}")
+    local prows = {}
+    local kinds = { ptr = 0, shape = 1, stride = 2, value = 3 }
+    for _, p in ipairs(kx.params) do
+      prows[#prows + 1] = string.format('{"%s", "%s", %d, %d, %d, %d}', p.name, p.ctype, ffi.sizeof(p.ctype == "_Bool" and
+        "bool" or p.ctype), kinds[p.what] or 3, p.arg - 1, (p.leaf or 1) - 1)
+    end
+    if #prows == 0 then prows[1] = '{"", "", 0, 0, 0, 0}' end
+    s("static const cutelua_aot_param %s_%s_params[] = {%s};", P, kx.name, table.concat(prows, ", "))
+    kdescs[#kdescs + 1] = string.format('{"%s", %d, %s_%s_params, %s_%s_packed}', kx.name, #kx.params, P, kx.name, P,
+      kx.name)
+    s("")
+  end
+  s("static int %s_load_any(void **m, char *err, size_t errlen) { return %s_load((%s_module **)m, err, errlen); }", P, P,
+    P)
+  s("static void %s_unload_any(void *m) { %s_unload((%s_module *)m); }", P, P, P)
+  s("static const cutelua_aot_kernel %s_kernel_descs[] = {%s};", P, table.concat(kdescs, ", "))
+  s("static const cutelua_aot_module %s_desc = {CUTELUA_AOT_ABI, %s_meta, %s_NKERNELS, %s_kernel_descs, %s_check,"
+    .. " %s_load_any, %s_unload_any, %s_error_name};", P, P, P, P, P, P, P, P)
+  s("const cutelua_aot_module *%s_describe(void) { return &%s_desc; }", P, P)
+  s("")
+  s("#ifdef CUTELUA_AOT_SHARED")
+  s("/* the entry a shared library is found by (cutelua_aot_open, cute.aot.load) */")
+  s("const cutelua_aot_module *cutelua_aot_entry(void) { return &%s_desc; }", P)
+  s("#endif")
+  return header, table.concat(S, "\n") .. "\n"
+end
+
+-- ---------------------------------------------------------------------------
+-- Building
+
+local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function cuda_home()
+  local candidates = { os.getenv("CUDA_HOME"), os.getenv("CUDA_PATH"), "/usr/local/cuda" }
+  for _, d in ipairs(candidates) do
+    if d and d ~= "" then
+      local f = io.open(d .. "/include/cuda.h")
+      if f then
+        f:close()
+        return d
+      end
+    end
+  end
+  err.raise("export: cuda.h not found (looked in $CUDA_HOME/include, $CUDA_PATH/include, /usr/local/cuda/include); "
+    .. "set CUDA_HOME to the CUDA toolkit")
+end
+
+local function run(cmd, what)
+  local p = io.popen(cmd .. " 2>&1; echo \"__exit=$?\"")
+  local out = p:read("*a")
+  p:close()
+  local code = tonumber(out:match("__exit=(%d+)%s*$"))
+  out = out:gsub("__exit=%d+%s*$", "")
+  if code ~= 0 then err.raise("export: %s failed (exit %s):\n%s\n%s", what, tostring(code), cmd, out) end
+  return out
+end
+
+local function cuda_version()
+  local v = compiler.versions()
+  local cv = v:match("nvJitLink (%d+%.%d+)") or v:match("driver (%d+%.%d+)") or "13.0"
+  return cv
+end
+
+--- Exports kernels (see the module comment); returns the paths written:
+-- {header = , object = , source = , shared = (when spec.shared)}.
+function M.export(spec)
+  if type(spec) ~= "table" then err.raise("cute.export: expected a table {name = , dir = , kernels = {...}}") end
+  local name = c_ident(spec.name, "name")
+  local prefix = c_ident(spec.prefix or name, "prefix")
+  local dir = spec.dir or "."
+  local archs = spec.arch or spec.archs or { compiler.options({}):get("arch") }
+  if type(archs) == "string" then archs = { archs } end
+  if type(spec.kernels) ~= "table" or #spec.kernels == 0 then
+    err.raise("cute.export: kernels = {{name = , kernel = , args = , grid = , block = }, ...} is missing")
+  end
+  local kernels, seen = {}, {}
+  for i, e in ipairs(spec.kernels) do
+    local kx = collect(e, archs, i)
+    if seen[kx.name] then err.raise("cute.export: two kernels are called %s", kx.name) end
+    seen[kx.name] = true
+    kernels[i] = kx
+  end
+  -- one cubin per (kernel, arch): each kernel is its own module (its own
+  -- specialisation); loading picks the best arch for each
+  local images = {}
+  for ki, kx in ipairs(kernels) do
+    for ai, arch in ipairs(archs) do
+      local major, minor, exact = arch_cc(arch)
+      images[#images + 1] = { kernel = ki, arch = arch, major = major, minor = minor, exact = exact,
+        cubin = kx.per_arch[ai].cubin }
+    end
+  end
+  local version = require("cute").version()
+  local cuda = cuda_version()
+  local meta = { "cutelua-aot 1", "cutelua " .. version, "cuda " .. cuda, "prefix " .. prefix,
+    "archs " .. table.concat(archs, " ") }
+  for _, kx in ipairs(kernels) do meta[#meta + 1] = string.format("kernel %s ir-sha256 %s", kx.name, kx.ir_hash) end
+  meta = table.concat(meta, "\n") .. "\n"
+  local parts = { meta }
+  for _, im in ipairs(images) do parts[#parts + 1] = im.cubin end
+  local sum = fnv1a64(parts)
+  local ex = { name = name, prefix = prefix, archs = archs, kernels = kernels, images = images, version = version,
+    cuda = cuda, cuda_major = tonumber(cuda:match("^(%d+)")), meta = meta,
+    checksum_hex = string.format("%08x%08x", tonumber(bit.rshift(sum, 32)), tonumber(bit.band(sum, 0xffffffff))) }
+  local header, source = generate(ex)
+  os.execute("mkdir -p " .. shell_quote(dir))
+  local paths = { header = dir .. "/" .. name .. ".h", source = dir .. "/" .. name .. ".c",
+    object = dir .. "/" .. name .. ".o" }
+  local function write(path, text)
+    local f, e = io.open(path, "w")
+    if not f then err.raise("cute.export: %s", e) end
+    f:write(text)
+    f:close()
+  end
+  write(paths.header, header)
+  write(paths.source, source)
+  local cc = spec.cc or os.getenv("CC") or "cc"
+  local inc = cuda_home() .. "/include"
+  run(string.format("%s -std=c99 -O2 -fPIC -Wall -Wextra -I%s -I%s -c %s -o %s", cc, shell_quote(inc),
+    shell_quote(dir), shell_quote(paths.source), shell_quote(paths.object)), "compiling " .. paths.source)
+  if spec.shared then
+    paths.shared = dir .. "/" .. name .. ".so"
+    local home = cuda_home()
+    run(string.format("%s -std=c99 -O2 -fPIC -shared -DCUTELUA_AOT_SHARED -I%s -I%s %s -o %s -L%s/lib64 -L%s/lib64/stubs"
+      .. " -lcuda", cc, shell_quote(inc), shell_quote(dir), shell_quote(paths.source), shell_quote(paths.shared),
+      shell_quote(home), shell_quote(home)), "linking " .. paths.shared)
+  end
+  return paths
+end
+
+-- ---------------------------------------------------------------------------
+-- Loading an exported shared library into Lua
+
+pcall(ffi.cdef, [[
+typedef struct cutelua_aot_param {
+  const char *name; const char *ctype; int size; int kind; int arg; int leaf;
+} cutelua_aot_param;
+typedef struct cutelua_aot_kernel {
+  const char *name; int nparams; const cutelua_aot_param *params;
+  int (*launch_packed)(void *module, void *const *args, void *stream);
+} cutelua_aot_kernel;
+typedef struct cutelua_aot_module {
+  int abi; const char *metadata; int nkernels; const cutelua_aot_kernel *kernels;
+  int (*check)(char *err, size_t errlen);
+  int (*load)(void **module, char *err, size_t errlen);
+  void (*unload)(void *module);
+  const char *(*error_name)(int code);
+} cutelua_aot_module;
+const cutelua_aot_module *cutelua_aot_entry(void);
+]])
+
+local Loaded = {}
+Loaded.__index = function(m, k)
+  local v = rawget(Loaded, k)
+  if v then return v end
+  local kern = rawget(m, "_kernels")[k]
+  if kern then return function(...) return m:call(k, ...) end end
+  return nil
+end
+
+--- Loads an exported shared library (cute.export{..., shared = true}): checks
+-- its metadata, loads its cubin on the current device; returns a module whose
+-- kernels are called by name: m.kernel_name(args...) with the kernel's
+-- arguments (device tensors for tensors, numbers for scalars) or the flat C
+-- parameters, and an optional last {stream = s}.
+function M.load(path)
+  require("cute.runtime").current_device() -- makes the device's context current
+  local ok, lib = pcall(ffi.load, path)
+  if not ok then err.raise("cute.aot.load: cannot load %s: %s", path, tostring(lib)) end
+  local desc = lib.cutelua_aot_entry()
+  if desc.abi ~= 1 then err.raise("cute.aot.load: %s has descriptor ABI %d; this cutelua reads 1", path, desc.abi) end
+  local ebuf = ffi.new("char[1024]")
+  local rc = desc.check(ebuf, 1024)
+  if rc ~= 0 then err.raise("cute.aot.load: %s", ffi.string(ebuf)) end
+  local mptr = ffi.new("void *[1]")
+  rc = desc.load(mptr, ebuf, 1024)
+  if rc ~= 0 then err.raise("cute.aot.load: %s", ffi.string(ebuf)) end
+  local kernels = {}
+  for i = 0, desc.nkernels - 1 do
+    local kd = desc.kernels[i]
+    local params = {}
+    for j = 0, kd.nparams - 1 do
+      local p = kd.params[j]
+      params[j + 1] = { name = ffi.string(p.name), ctype = ffi.string(p.ctype), kind = p.kind, arg = p.arg + 1,
+        leaf = p.leaf + 1 }
+    end
+    kernels[ffi.string(kd.name)] = { desc = kd, params = params }
+  end
+  local m = setmetatable({ _lib = lib, _desc = desc, _module = mptr[0], _kernels = kernels,
+    metadata = ffi.string(desc.metadata), path = path }, Loaded)
+  ffi.gc(mptr, function() desc.unload(mptr[0]) end)
+  m._keep = mptr
+  return m
+end
+
+local function leaves_of(x, out)
+  if type(x) == "table" then for j = 1, #x do leaves_of(x[j], out) end else out[#out + 1] = x end
+  return out
+end
+
+--- Calls an exported kernel: arguments as the Lua kernel took them (device
+-- tensors, numbers), or its flat C parameters; a last table {stream = s}.
+function Loaded:call(name, ...)
+  local k = self._kernels[name]
+  if not k then
+    local names = {}
+    for n in pairs(self._kernels) do names[#names + 1] = n end
+    table.sort(names)
+    err.raise("%s has no kernel %s (it has: %s)", self.path, tostring(name), table.concat(names, ", "))
+  end
+  local args = { ... }
+  local stream
+  if type(args[#args]) == "table" and getmetatable(args[#args]) == nil and args[#args].stream ~= nil then
+    stream = table.remove(args).stream
+  end
+  local tensor = require "cute.tensor"
+  local nlogical = 0
+  for _, p in ipairs(k.params) do nlogical = math.max(nlogical, p.arg) end
+  if #args ~= nlogical and #args ~= #k.params then
+    err.raise("%s: %d arguments; it takes %d (or its %d C parameters)", name, #args, nlogical, #k.params)
+  end
+  -- the kernel's own arguments (tensors expand into pointer, extents, strides) when the count fits
+  local logical = #args == nlogical
+  local values = ffi.new("uint64_t[?]", math.max(#k.params, 1))
+  local ptrs = ffi.new("void *[?]", math.max(#k.params, 1))
+  for j, p in ipairs(k.params) do
+    local v
+    if logical then
+      local a = args[p.arg]
+      if p.kind == 0 then
+        if not tensor.is_device_tensor(a) then err.raise("%s: argument %d must be a device tensor", name, p.arg) end
+        v = a:data_ptr()
+      elseif p.kind == 1 then
+        v = leaves_of(L.shape(a.layout), {})[p.leaf]
+      elseif p.kind == 2 then
+        v = leaves_of(L.stride(a.layout), {})[p.leaf]
+      else
+        v = type(a) == "table" and a.value or a
+      end
+    else
+      v = args[j]
+      if tensor.is_device_tensor(v) then v = v:data_ptr() end
+    end
+    local cell = ffi.cast(p.ctype == "_Bool" and "bool *" or (p.ctype .. " *"), values + (j - 1))
+    cell[0] = v
+    ptrs[j - 1] = values + (j - 1)
+  end
+  local rc = k.desc.launch_packed(self._module, ptrs, stream and stream.handle or nil)
+  if rc ~= 0 then
+    err.raise("%s: launch failed: %s", name, ffi.string(self._desc.error_name(rc)))
+  end
+end
+
+M._exports = { "export" }
+
+return M
