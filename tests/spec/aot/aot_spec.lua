@@ -107,6 +107,14 @@ describe("exported modules loaded back into Lua", function()
         if u[i] ~= v[i] then error(string.format("element %d: exported %.9g, Lua %.9g", i, u[i], v[i])) end
       end
     end
+    -- a module without a cubin for this device is refused, naming both sides
+    local other = info.compute_capability[1] == 8 and "sm_90a" or "sm_80"
+    local q = cute.export { name = "m4", prefix = "m4", dir = dir, arch = { other }, shared = true,
+      kernels = { K.entries()[1] } }
+    local ok, e = pcall(cute.aot.load, q.shared)
+    assert.is_false(ok)
+    assert.matches("m4: no cubin of kernel vadd_f32 for this GPU: the module has " .. other .. "; the device is sm_"
+      .. info.compute_capability[1] .. info.compute_capability[2], e)
     -- the flat C parameters work too
     c1:fill(0 / 0)
     m.vadd_f32(a, n, b, n, c1, n)
