@@ -391,6 +391,11 @@ local function generate(ex)
     for i, kx in ipairs(ex.kernels) do t[i] = '"' .. kx.kernel.name .. '"' end
     return table.concat(t, ", ")
   end)())
+  s("static const char *const %s_export_names[%s_NKERNELS] = {%s};", P, P, (function()
+    local t = {}
+    for i, kx in ipairs(ex.kernels) do t[i] = '"' .. kx.name .. '"' end
+    return table.concat(t, ", ")
+  end)())
   s("static const unsigned %s_dyn_smem[%s_NKERNELS] = {%s};", P, P, (function()
     local t = {}
     for i, kx in ipairs(ex.kernels) do t[i] = tostring(kx.dyn_smem) end
@@ -487,8 +492,8 @@ local function generate(ex)
   s("      free(m);")
   s("      if (best < 0)")
   s("        %s_FAIL(r, \"%s: no cubin of kernel %%s for this GPU: the module has %%s; the device is sm_%%d%%d (compute"
-    .. " capability %%d.%%d)\", %s_kernel_names[k], have, major, minor, major, minor);", P, NAME, P)
-  s("      %s_FAIL(r, \"%s: kernel %%s (%%s cubin): %%s (driver %%d.%%d, module built with CUDA %s)\", %s_kernel_names[k],"
+    .. " capability %%d.%%d)\", %s_export_names[k], have, major, minor, major, minor);", P, NAME, P)
+  s("      %s_FAIL(r, \"%s: kernel %%s (%%s cubin): %%s (driver %%d.%%d, module built with CUDA %s)\", %s_export_names[k],"
     .. " %s_images[best].arch, %s_error_name((int)r), driver / 1000, (driver %% 1000) / 10);", P, NAME, ex.cuda, P, P, P)
   s("    }")
   s("    m->image[k] = best;")
