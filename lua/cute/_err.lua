@@ -10,9 +10,15 @@ local M = {}
 
 -- Chunks of cutelua's own modules: bundled ("@lua/cute/x.lua") or read from a
 -- checkout in development mode ("@/path/lua/cute/x.lua"), and the REPL logic.
+local internal_cache = setmetatable({}, { __mode = "k" })
 local function is_internal(source)
-  return source == "=[C]" or source:find("^@lua/cute/") ~= nil or source:find("/lua/cute/[^/]+%.lua$") ~= nil
-    or source:find("/lua/cute/.+/[^/]+%.lua$") ~= nil or source:find("^@repl/repl%.lua$") ~= nil
+  local r = internal_cache[source]
+  if r == nil then
+    r = source == "=[C]" or source:find("^@lua/cute/") ~= nil or source:find("/lua/cute/[^/]+%.lua$") ~= nil
+      or source:find("/lua/cute/.+/[^/]+%.lua$") ~= nil or source:find("^@repl/repl%.lua$") ~= nil
+    internal_cache[source] = r
+  end
+  return r
 end
 M.is_internal = is_internal
 

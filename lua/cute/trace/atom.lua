@@ -268,6 +268,10 @@ end
 -- (V, N, K), C and D (V, M, N); one mma.sync per (m, n, k), k outermost,
 -- n serpentine (as CuTe orders them, so that A and B registers are reused).
 function M.mma_gemm(tiled, d, a, b, c)
+  return core.at_user_line(M._mma_gemm, tiled, d, a, b, c)
+end
+
+function M._mma_gemm(tiled, d, a, b, c)
   local at = tiled.atom
   check_frag(a, "A", at.values.a)
   check_frag(b, "B", at.values.b)
@@ -382,6 +386,10 @@ local function shr(x, k) return is_value(x) and x:shr(k) or math.floor(x / 2 ^ k
 -- values register j of lane 4r holds; transposed, value 2j + r % 2 of lane
 -- r // 2 (the stored rows then run along the fragment's value pairs).
 function ThrCopy:matrix_rows(t)
+  return core.at_user_line(self._matrix_rows, self, t)
+end
+
+function ThrCopy:_matrix_rows(t)
   local tc = self.tiled
   if not tensor.is_tensor(t) or t.space ~= "shared" then
     err.raise("partition_S: %s works on a shared-memory tile, got %s", tc.atom.op.name, core.describe(t))
@@ -538,6 +546,10 @@ end
 -- nothing and zero-fills). ldmatrix: src = thr_copy:partition_S(sA), dst =
 -- thr_copy:retile(fragment). Universal copies: as cute.copy(src, dst).
 function M.copy_with(x, src, dst, pred)
+  return core.at_user_line(M._copy_with, x, src, dst, pred)
+end
+
+function M._copy_with(x, src, dst, pred)
   local at = atom.is_tiled_copy(x) and x.atom or x
   local kind = at.op.kind
   if kind == "cp.async" then return copy_cp_async(at, src, dst, pred) end

@@ -122,19 +122,21 @@ M.irtype = irtype
 local is_internal = err.is_internal
 local getinfo = debug.getinfo
 
+-- (the function's name, which costs a lookup, only when a location is new)
 local function user_frame()
   local level = 3
   while true do
-    local info = getinfo(level, "Sln")
+    local info = getinfo(level, "Sl")
     if not info then return nil end
-    if not is_internal(info.source) then return info end
+    if not is_internal(info.source) then return info, level end
     level = level + 1
   end
 end
 
 -- Sets the module's current location to the user's line; cached per (source, line).
 local function update_loc()
-  local info = user_frame()
+  if T.pinned then return T.pinned end
+  local info, level = user_frame()
   if not info then return 0 end
   local src = info.source
   local per = T.locs[src]
@@ -146,7 +148,8 @@ local function update_loc()
   local id = per[line]
   if not id then
     local file = src:sub(1, 1) == "@" and src:sub(2) or info.short_src
-    id = ir.set_loc(T.m, file, line, info.name or T.name)
+    local named = getinfo(level - 1, "n") -- the same frame, counted from here (one level shallower)
+    id = ir.set_loc(T.m, file, line, named and named.name or T.name)
     per[line] = id
     T.loc_text[id] = file .. ":" .. line
   elseif id ~= T.last_loc then
@@ -156,6 +159,19 @@ local function update_loc()
   return id
 end
 M.update_loc = update_loc
+
+--- Runs fn with every op it emits located at the user's current line, found
+-- once (library helpers that emit many ops: cute.gemm, copies with atoms,
+-- kernels of cute.lib), rather than by a stack walk per op.
+function M.at_user_line(fn, ...)
+  if not T then return fn(...) end
+  local saved = T.pinned
+  if not saved then T.pinned = update_loc() end
+  local ok, a, b, c = pcall(fn, ...)
+  T.pinned = saved
+  if not ok then error(a, 0) end
+  return a, b, c
+end
 
 --- "file:line" of a location id of the current trace.
 function M.loc_text(id) return T and T.loc_text[id] or "?" end
