@@ -506,19 +506,21 @@ function M.svg_mma(x)
   })
 end
 
---- Writes the SVG picture of an MMA atom or tiled MMA (A, B and C) to path.
-function M.print_svg_mma(x, path)
-  local svg = M.svg_mma(x)
+-- Writes svg to path (stdout without one); returns the path.
+local function write_svg(svg, path, what)
   if not path then
     io.write(svg)
     return nil
   end
   local f, e = io.open(path, "w")
-  if not f then err.raise("print_svg_mma: %s", e) end
+  if not f then err.raise("%s: %s", what, e) end
   f:write(svg)
   f:close()
   return path
 end
+
+--- Writes the SVG picture of an MMA atom or tiled MMA (A, B and C) to path.
+function M.print_svg_mma(x, path) return write_svg(M.svg_mma(x), path, "print_svg_mma") end
 
 --- The SVG picture of a tiled copy: its (thread, value) layout over its tile.
 function M.svg_copy(t)
@@ -529,18 +531,7 @@ function M.svg_copy(t)
 end
 
 --- Writes the SVG picture of a tiled copy to path.
-function M.print_svg_copy(t, path)
-  local svg = M.svg_copy(t)
-  if not path then
-    io.write(svg)
-    return nil
-  end
-  local f, e = io.open(path, "w")
-  if not f then err.raise("print_svg_copy: %s", e) end
-  f:write(svg)
-  f:close()
-  return path
-end
+function M.print_svg_copy(t, path) return write_svg(M.svg_copy(t), path, "print_svg_copy") end
 
 M._exports = { "nvgpu", "make_mma_atom", "make_tiled_mma", "make_copy_atom", "make_tiled_copy_tv",
   "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C", "print_svg_mma", "print_svg_copy", "mma_atoms" }
