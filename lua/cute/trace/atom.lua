@@ -537,7 +537,22 @@ local function copy_matrix(tc, src, dst)
     end
     return dst
   end
-  err.raise("cute.copy: stmatrix tiled copies are not available yet")
+  -- stmatrix: registers to the rows partition_D gave
+  if type(dst) ~= "table" or dst.kind ~= "matrix_rows" then
+    err.raise("cute.copy: stmatrix copies to thr_copy:partition_D(smem tile)")
+  end
+  if not tensor.is_tensor(src) or src.engine ~= "rmem" then
+    err.raise("cute.copy: stmatrix copies from a register fragment (thr_copy:retile(fragment))")
+  end
+  local total = L.size(src.layout)
+  if total ~= dst.n_instr * dst.per then
+    err.raise("cute.copy: the fragment holds %d values; the shared tile takes %d instructions of %d", total,
+      dst.n_instr, dst.per)
+  end
+  for i = 1, dst.n_instr do
+    arch.stmatrix(dst.ptrs[i], frag_regs(src, src.layout((i - 1) * dst.per), dst.per, src.dtype), trans)
+  end
+  return dst
 end
 
 --- cute.copy(atom_or_tiled_copy, src, dst[, pred]): copies with a copy

@@ -123,7 +123,52 @@ describe("MMA atoms", function()
   end)
 end)
 
+-- C fragments stored to shared memory with stmatrix (sm_90), read back
+-- element by element: C[m, n] = m + n / 2 (exact in bf16).
+local function stmatrix_kernel()
+  local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(cute.bf16, cute.f32, { 16, 8, 16 }))
+  local mma = cute.make_tiled_mma(atom, { 2, 2, 1 })
+  local stsm = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(false, 4), cute.bf16),
+    mma)
+  return cute.kernel("stsm_test", function(C)
+    local tid = cute.thread_idx().x
+    local sC = cute.make_smem_tensor(cute.bf16, cute.make_layout({ 64, 64 }, { 64, 1 }), 128)
+    local thr = mma:get_slice(tid)
+    local coords = thr:partition_C(cute.make_identity_tensor({ 64, 64 }))
+    local frag = thr:make_fragment_C(coords)
+    for i = 0, cute.size(frag) - 1 do
+      local c = coords[i]
+      frag[i] = c[1]:to(cute.f32) + c[2]:to(cute.f32) * 0.5
+    end
+    local hb = cute.make_fragment_like(frag, cute.bf16)
+    for i = 0, cute.size(frag) - 1 do hb[i] = frag[i]:to(cute.bf16) end
+    local ts = stsm:get_slice(tid)
+    cute.copy(stsm, ts:retile(hb), ts:partition_D(sC))
+    cute.sync_threads()
+    for i = 0, 64 * 64 / 128 - 1 do
+      local e = tid + i * 128
+      C[{ e / 64, e % 64 }] = sC[{ e / 64, e % 64 }]
+    end
+  end, { arch = "sm_90a" })
+end
+
 describe("copy atoms", function()
+  it("store C fragments with stmatrix (sm_90)", function()
+    local ptx = stmatrix_kernel():compile(cute.fake_tensor(cute.bf16, { 64, 64 }, "row")):ptx()
+    assert.matches("stmatrix%.sync%.aligned%.m8n8%.x4%.shared%.b16", ptx)
+  end)
+
+  it("store C fragments with stmatrix where the C layout puts them #gpu", function()
+    local info = cute.device_info()
+    if info.compute_capability[1] < 9 then return pending("stmatrix needs sm_90") end
+    local C = cute.tensor(cute.bf16, { 64, 64 }, "row"):fill(0 / 0)
+    stmatrix_kernel() { grid = 1, block = 128 }(C)
+    local h = C:to_host()
+    for m = 0, 63 do
+      for n = 0, 63 do assert.equal(m + n / 2, h[{ m, n }], string.format("(%d,%d)", m, n)) end
+    end
+  end)
+
   it("check their widths and dtypes", function()
     assert.matches("cp.async moves 4, 8 or 16 bytes",
       select(2, pcall(cute.make_copy_atom, cute.nvgpu.cpasync.CopyG2SOp(), cute.f32, { num_bits_per_copy = 256 })))
