@@ -100,7 +100,7 @@ local function collect(entry, archs, idx)
   local per_arch = {}
   local spec0
   for i, arch in ipairs(archs) do
-    local ka = k:with({ arch = arch })
+    local ka = k:with({ arch = arch, checked = false })
     local spec = ka:_specialise(#args, unpack(args))
     per_arch[i] = { arch = arch, cubin = spec.compiled:cubin(), ir = spec.compiled:ir() }
     spec0 = spec0 or spec
@@ -706,6 +706,11 @@ typedef struct cutelua_aot_module {
 } cutelua_aot_module;
 const cutelua_aot_module *cutelua_aot_entry(void);
 ]])
+pcall(ffi.cdef, [[
+void *dlopen(const char *file, int mode);
+void *dlsym(void *handle, const char *name);
+char *dlerror(void);
+]])
 
 local Loaded = {}
 Loaded.__index = function(m, k)
@@ -722,10 +727,15 @@ end
 -- arguments (device tensors for tensors, numbers for scalars) or the flat C
 -- parameters, and an optional last {stream = s}.
 function M.load(path)
-  require("cute.runtime").current_device() -- makes the device's context current
-  local ok, lib = pcall(ffi.load, path)
-  if not ok then err.raise("cute.aot.load: cannot load %s: %s", path, tostring(lib)) end
-  local desc = lib.cutelua_aot_entry()
+  local runtime = require("cute.runtime")
+  local dev = runtime.current_device() -- makes the device's context current
+  -- dlopen, never closed: ffi.load's library would be unloaded at exit before
+  -- the module's finalizer calls into it
+  local lib = ffi.C.dlopen(path, 2) -- RTLD_NOW
+  if lib == nil then err.raise("cute.aot.load: cannot load %s: %s", path, ffi.string(ffi.C.dlerror())) end
+  local entry = ffi.C.dlsym(lib, "cutelua_aot_entry")
+  if entry == nil then err.raise("cute.aot.load: %s has no cutelua_aot_entry: not a cute.export library", path) end
+  local desc = ffi.cast("const cutelua_aot_module *(*)(void)", entry)()
   if desc.abi ~= 1 then err.raise("cute.aot.load: %s has descriptor ABI %d; this cutelua reads 1", path, desc.abi) end
   local ebuf = ffi.new("char[1024]")
   local rc = desc.check(ebuf, 1024)
@@ -746,7 +756,12 @@ function M.load(path)
   end
   local m = setmetatable({ _lib = lib, _desc = desc, _module = mptr[0], _kernels = kernels,
     metadata = ffi.string(desc.metadata), path = path }, Loaded)
-  ffi.gc(mptr, function() desc.unload(mptr[0]) end)
+  -- unloaded by the GC, unless the context it was loaded in is gone (a reset
+  -- or a fault): its handles are stale then
+  local rt, gen = require("cute._c").rt, require("cute._c").rt.generation(dev)
+  ffi.gc(mptr, function()
+    if rt.generation(dev) == gen and not runtime.device_lost(dev) then desc.unload(mptr[0]) end
+  end)
   m._keep = mptr
   return m
 end

@@ -195,9 +195,10 @@ end
 
 -- Makes the kernel's parameters in the IR and the trace-time arguments; fills
 -- spec.params: the C type of each launch parameter, in order.
-local function make_params(trace, specs)
+local function make_params(trace, specs, names, checked)
   local ir = core.ir()
   local args, params = {}, {}
+  local tensors = {}
   for i, s in ipairs(specs) do
     if s.kind == "const" then
       args[i] = s.value
@@ -241,7 +242,11 @@ local function make_params(trace, specs)
         layout_t = L.make_layout(shape, stride)
       end
       args[i] = ttensor.make_tensor(p, layout_t, s.dtype)
+      tensors[#tensors + 1] = { arg = i, ptr = p, name = names[i] or ("#" .. i) }
     end
+  end
+  if checked then
+    for _, p in ipairs(require("cute.trace.check").setup(trace, tensors)) do params[#params + 1] = p end
   end
   return args, params
 end
@@ -323,6 +328,22 @@ local function options_of(k, over)
   return o
 end
 
+-- Checked kernels (cute.trace.check): the default for kernels whose checked
+-- option is not set; CUTELUA_CHECKED=1 turns it on. check_epoch moves on with
+-- every change, so a kernel's remembered specialisation is looked up again.
+local checked_default = os.getenv("CUTELUA_CHECKED") == "1"
+local check_epoch = 0
+
+--- cute.set_checked(on): launches of kernels traced from now on check every
+-- memory access and assertion (see docs/runtime.md); returns the old setting.
+function M.set_checked(on)
+  local old = checked_default
+  checked_default = on and true or false
+  if checked_default ~= old then check_epoch = check_epoch + 1 end
+  return old
+end
+
+
 --- cute.kernel(fn[, opts]) or cute.kernel(name, fn[, opts]). opts: name,
 -- params (annotations by parameter name or position: a dtype or
 -- cute.constexpr), max_threads (launch bound), min_blocks (per SM), cluster
@@ -391,7 +412,7 @@ local function trace(k, specs, opts)
   local src = debug.getinfo(k.fn, "S").source
   local internal = require("cute._err").is_internal(src)
   local ok, e = pcall(function()
-    local args, params = make_params(T, specs)
+    local args, params = make_params(T, specs, k.names, opts.checked)
     if internal then core.at_user_line(k.fn, unpack(args, 1, #specs)) else k.fn(unpack(args, 1, #specs)) end
     return params
   end)
@@ -411,7 +432,8 @@ local function trace(k, specs, opts)
     ir.func_attr(f, 3, cx[1] or 1, cx[2] or 1, cx[3] or 1)
   end
   if T.dyn_smem then ir.func_attr(f, 5, T.dyn_smem, 0, 0) end
-  return { module = m, params = params, dyn_smem = T.dyn_smem or 0, static_smem = T.smem_bytes }
+  return { module = m, params = params, dyn_smem = T.dyn_smem or 0, static_smem = T.smem_bytes,
+    check_sites = T.check and T.check.sites }
 end
 
 --- Traces and compiles for arguments like these (device tensors, fake
@@ -432,9 +454,14 @@ local codegen -- the launch path's code generator (defined with the launch path 
 
 function Kernel:_specialise(n, ...)
   local specs, key = signature(self, n, ...)
-  local spec = self.specs[key]
-  if spec then return spec end
   local opts = options_of(self)
+  if opts.checked == nil then opts.checked = checked_default end
+  if opts.checked then key = key .. "|checked" end
+  local spec = self.specs[key]
+  if spec then
+    spec.epoch = check_epoch
+    return spec
+  end
   local now = require("cute._c").host.now_ns
   local t0 = now()
   local traced = trace(self, specs, opts)
@@ -444,7 +471,9 @@ function Kernel:_specialise(n, ...)
   local storage, argv = make_packer(traced.params)
   spec = { key = key, specs = specs, params = traced.params, compiled = compiled, storage = storage, argv = argv,
     dyn_smem = traced.dyn_smem, module = traced.module, loaded = {},
-    trace_ms = tonumber(t1 - t0) / 1e6, compile_ms = tonumber(t2 - t1) / 1e6 }
+    trace_ms = tonumber(t1 - t0) / 1e6, compile_ms = tonumber(t2 - t1) / 1e6, epoch = check_epoch,
+    check_sites = traced.check_sites }
+  if opts.checked then spec.check = { ptr = ffi.new("uint64_t", 0) } end
   spec.guard, spec.pack = codegen(spec, { ... })
   self.specs[key] = spec
   self.nspecs = self.nspecs + 1
@@ -486,10 +515,25 @@ local function encode_narrow(code, v)
   return conv_out[0]
 end
 
+-- A checked kernel's bound for a tensor argument: the bytes its layout spans
+-- (cosize), or fewer if its buffer ends before.
+local function tensor_limit(t)
+  local l = rawget(t, "_lim")
+  if l then return l end
+  l = L.cosize(t.layout) * t.dtype.bytes
+  if t.buffer then
+    local room = tonumber(t.buffer.bytes) - t.offset
+    if room < l then l = room end
+  end
+  t._lim = l
+  return l
+end
+
 codegen = function(spec, args)
   local DeviceTensor = require("cute.tensor").DeviceTensor
   local env = { DT = DeviceTensor, SC = Scalar, CE = Constexpr, SM = StaticMark, ffi = ffi, enc = encode_narrow,
-    getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec }
+    getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec,
+    lim = tensor_limit, CK = spec.check }
   local n = #spec.specs
   local names = {}
   for i = 1, n do names[i] = "a" .. i end
@@ -540,6 +584,10 @@ codegen = function(spec, args)
       rhs = t .. "._ptr"
     elseif p.what == "tma" then
       rhs = a
+    elseif p.what == "check_lim" then
+      rhs = string.format("lim(%s)", t)
+    elseif p.what == "check_err" then
+      rhs = "CK.ptr"
     elseif p.what == "shape" then
       rhs = string.format("%s._sl[%d]", t, p.leaf)
     else
@@ -549,8 +597,8 @@ codegen = function(spec, args)
   end
   local arglist = table.concat(names, ", ")
   local code = string.format([[
-local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig =
-  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig
+local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK =
+  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK
 local guard = function(n%s%s)
   return %s
 end
@@ -576,15 +624,67 @@ end
 
 local launch_cfg = ffi.new("RtLaunch")
 
+-- Checked launches: a record buffer per device (cute.trace.check describes
+-- it), cleared before each launch and read after it.
+local check_bufs = {}
+local function check_buffer()
+  local dev = runtime.current_device()
+  local gen = rt.generation(dev)
+  local b = check_bufs[dev]
+  if not b or b.gen ~= gen then
+    b = { gen = gen, buf = runtime.alloc(require("cute.trace.check").RECORD_BYTES), host = ffi.new("int32_t[16]") }
+    check_bufs[dev] = b
+  end
+  return b
+end
+
+local function b_clear(b, cfg) b.buf:memset(0, 4, 16, 0, cfg.stream) end
+
+local function dims(h, i) return string.format("(%d,%d,%d)", h[i], h[i + 1], h[i + 2]) end
+
+-- Waits for a checked launch and raises what its record says.
+local function check_result(k, spec, cfg, b)
+  if cfg.stream then cfg.stream:synchronize() else runtime.synchronize() end
+  local h = b.host
+  b.buf:copy_to_host(h, 64, 0)
+  if h[0] == 0 then return end
+  local site = spec.check_sites[h[2]] or { what = "access", where = "?" }
+  local count = h[1] % 2 ^ 32
+  local msg
+  if site.what == "assert" then
+    msg = string.format("kernel '%s': cute.assert_ failed at %s%s, in block %s thread %s", k.name, site.where,
+      site.msg and (": " .. tostring(site.msg)) or "", dims(h, 3), dims(h, 6))
+    if count > 1 then msg = msg .. string.format(" (%d failures in all; the first is shown)", count) end
+  else
+    local off = h[10] * 2 ^ 32 + h[9] % 2 ^ 32
+    local lim = h[12] * 2 ^ 32 + h[11] % 2 ^ 32
+    msg = string.format("kernel '%s': out-of-bounds %s of %d bytes at %s, in block %s thread %s: byte offset %d of "
+      .. "%s, which has %d bytes", k.name, site.what, site.bytes, site.where, dims(h, 3), dims(h, 6), off, site.name,
+      lim)
+    if count > 1 then msg = msg .. string.format(" (%d out-of-bounds accesses in all; the first is shown)", count) end
+    msg = msg .. ". Checked launch: the access was not made, and the GPU stays usable"
+  end
+  err.raise("%s", msg)
+end
+
 --- Launches: k:launch({grid=, block=, smem=, cluster=, stream=}, args...).
 -- The dynamic shared memory the kernel carved is added to cfg.smem.
 function Kernel:launch(cfg, ...)
   local n = select("#", ...)
   local spec = self.last
-  if not (spec and spec.guard(n, ...)) then
+  if not (spec and spec.epoch == check_epoch and spec.guard(n, ...)) then
     spec = self:_specialise(n, ...)
     self.last = spec
   end
+  local cb
+  if spec.check then
+    cb = check_buffer()
+    spec.check.ptr = cb.buf.ptr
+  end
+  -- The arguments are packed before anything else: LuaJIT cannot compile a
+  -- use of `...` in a trace that starts inside a callee (a side trace of the
+  -- helpers below), and the launch would fall back to the interpreter.
+  spec.pack(spec.storage, ...)
   local fn = loaded_fn(self, spec)
   runtime._fill_launch(cfg, launch_cfg)
   if spec.dyn_smem > 0 then
@@ -598,9 +698,10 @@ function Kernel:launch(cfg, ...)
     local cx = self.cluster
     launch_cfg.cluster[0], launch_cfg.cluster[1], launch_cfg.cluster[2] = cx[1] or 1, cx[2] or 1, cx[3] or 1
   end
-  spec.pack(spec.storage, ...)
+  if cb then b_clear(cb, cfg) end
   local rc = rt.launch(fn, launch_cfg, spec.argv)
   if rc ~= 0 then runtime._check(rc) end
+  if cb then check_result(self, spec, cfg, cb) end
 end
 
 --- k{grid=, block=, ...}(args...): a launch in two steps, like the CUDA <<<>>> syntax.
@@ -629,7 +730,7 @@ function M.launch_bounds(max_threads, min_blocks)
   T.max_threads, T.min_blocks = max_threads, min_blocks
 end
 
-M._exports = { "constexpr", "static", "launch_bounds" }
+M._exports = { "constexpr", "static", "launch_bounds", "set_checked" }
 
 -- cute.kernel(...) is M.kernel; the module stays reachable as cute.kernel.*
 return setmetatable(M, { __call = function(_, ...) return M.kernel(...) end })

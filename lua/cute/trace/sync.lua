@@ -141,6 +141,13 @@ end
 -- ---------------------------------------------------------------------------
 -- Atomics. ptr: a pointer value (tensor:pointer_at(coord) or &t[i] via t:ptr(i)).
 
+-- The address of an atomic, checked in checked kernels (cute.trace.check).
+local function checked(ptr, what)
+  local T = core.current()
+  if T and T.check then return require("cute.trace.check").access(ptr, type_of(ptr).elem.bits / 8, what) end
+  return ptr
+end
+
 local function atomic(op)
   return function(ptr, v, opts)
     if not is_value(ptr) or type_of(ptr).kind ~= "ptr" then
@@ -150,6 +157,7 @@ local function atomic(op)
     local name = op
     if et.kind == "uint" and (op == "min" or op == "max") then name = "u" .. op end
     opts = opts or {}
+    ptr = checked(ptr, "atomic " .. op)
     return emit("atom", et, ptr, core.coerce(v, et, "cute.atomic_" .. op), nil, imm("A", name),
       imm("O", opts.order or "relaxed"), imm("S", opts.scope or "gpu"))
   end
@@ -160,8 +168,12 @@ end
 
 --- Compare-and-swap: if *ptr == cmp then *ptr = v; returns the old value.
 function M.atomic_cas(ptr, cmp, v, opts)
+  if not is_value(ptr) or type_of(ptr).kind ~= "ptr" then
+    err.raise("cute.atomic_cas: expected a pointer value (tensor:ptr(coord)), got %s", core.describe(ptr))
+  end
   local et = type_of(ptr).elem
   opts = opts or {}
+  ptr = checked(ptr, "atomic cas")
   return emit("atom.cas", et, ptr, core.coerce(cmp, et, "cute.atomic_cas"), core.coerce(v, et, "cute.atomic_cas"),
     imm("O", opts.order or "relaxed"), imm("S", opts.scope or "gpu"))
 end
@@ -259,11 +271,12 @@ end
 function M.assert_(cond, msg)
   local T = core.current()
   if not T then err.raise("cute.assert_ can only be used while tracing a kernel") end
-  if not T.opts.assertions then return end
+  if not T.opts.assertions and not T.check then return end
   if type(cond) == "boolean" then
     if cond then return end
     cond = core.const(core.bool, false)
   end
+  if T.check then return require("cute.trace.check").assert_fail(cond, msg) end
   local where = err.where() or "?"
   local control = require "cute.trace.control"
   control.if_(ops.not_(cond), function()

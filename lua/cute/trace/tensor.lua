@@ -20,6 +20,7 @@ local LA = require "cute.layout_algebra"
 local LT = require "cute.layout_tile"
 local it = require "cute.int_tuple"
 local arith = require "cute.arith"
+local check = require "cute.trace.check"
 
 local M = {}
 
@@ -108,6 +109,15 @@ local function address(t, offset, align)
 end
 M._address = address
 
+-- The address to use for an access of `bytes` at p: p itself, unless the
+-- kernel is checked (cute.trace.check).
+local function checked(p, bytes, what)
+  local T = core.current()
+  if T and T.check then return check.access(p, bytes, what) end
+  return p
+end
+M._checked = checked
+
 local function coord_offset(t, c)
   local ok, off = pcall(t.layout, c)
   if not ok then err.raise("%s", tostring(off):gsub("^[^:]*:%d+: ", "")) end
@@ -121,7 +131,7 @@ end
 
 local function load_at(t, off)
   if t.engine == "ptr" then
-    local p = address(t, off)
+    local p = checked(address(t, off), elem_bytes(t), "load")
     return emit("load", core.scalar(t.dtype), p, nil, nil, 0, 0, 0)
   elseif t.engine == "rmem" then
     local T = core.current()
@@ -145,7 +155,7 @@ local function store_at(t, off, v)
   end
   v = core.coerce(v, et, "tensor store")
   if t.engine == "ptr" then
-    emit("store", nil, address(t, off), v, nil, 0, 0, 0)
+    emit("store", nil, checked(address(t, off), elem_bytes(t), "store"), v, nil, 0, 0, 0)
   else
     local T = core.current()
     if T.fid ~= t.fid then err.raise("a register fragment is used outside the kernel that made it") end
@@ -415,7 +425,8 @@ function M.copy(src, dst, pred, pred2)
     local vals
     if src.engine == "ptr" then
       local p = address(src, coord_offset(src, base), vbytes)
-      local vec = emit("load", vt, emit("ptrcast", core.ptr(vt, src.space, vbytes), p), nil, nil, 0, 0, 0)
+      local vp = checked(emit("ptrcast", core.ptr(vt, src.space, vbytes), p), vbytes, "vector load")
+      local vec = emit("load", vt, vp, nil, nil, 0, 0, 0)
       if dst.engine == "ptr" then
         vals = vec
       elseif not var_vector(dst, base, w, vec) then
@@ -430,7 +441,8 @@ function M.copy(src, dst, pred, pred2)
         vals = core.emitn("pack", vt, list)
       end
       local p = address(dst, coord_offset(dst, base), vbytes)
-      emit("store", nil, emit("ptrcast", core.ptr(vt, dst.space, vbytes), p), vals, nil, 0, 0, 0)
+      emit("store", nil, checked(emit("ptrcast", core.ptr(vt, dst.space, vbytes), p), vbytes, "vector store"), vals,
+        nil, 0, 0, 0)
     end
   end
   return dst
@@ -486,6 +498,7 @@ function M.make_smem_tensor(dt, layout, align)
   align = align or 128
   local pt = core.ptr(core.scalar(dt), "shared", align)
   local p = emit("smem", pt, nil, nil, nil, n * dt.bytes, align)
+  check.note_smem(T, p, n * dt.bytes)
   T.smem_bytes = T.smem_bytes + n * dt.bytes
   return new { engine = "ptr", ptr = p, layout = layout, dtype = dt, space = "shared", align = align }
 end

@@ -122,4 +122,32 @@ describe("exported modules loaded back into Lua", function()
     for i = 0, n - 1 do assert(u[i] == v[i], i) end
     os.execute("rm -rf " .. dir)
   end)
+
+  it("stay loaded until the process ends, and are left alone after a device reset #gpu", function()
+    local dir = tmpdir()
+    local p = cute.export { name = "m5", prefix = "m5", dir = dir, arch = { cute.device_info().arch }, shared = true,
+      kernels = { K.entries()[1] } }
+    -- each in its own process: the module's finalizer runs at exit (it once ran
+    -- after the library was unloaded, and crashed), or after a reset
+    for i, tail in ipairs { "", "cute.reset_device()\ncollectgarbage()\n" } do
+      local script = dir .. "/exit" .. i .. ".lua"
+      local f = assert(io.open(script, "w"))
+      f:write(string.format([[
+local cute = require "cute"
+local m = cute.aot.load(%q)
+local a = cute.tensor(cute.f32, 1000):fill(1)
+local c = cute.tensor(cute.f32, 1000):fill(0)
+m.vadd_f32(a, a, c)
+assert(c:to_table()[1000] == 2)
+%sprint("done")
+]], p.shared, tail))
+      f:close()
+      local bin = (os.getenv("CUTELUA_BIN") or "build") .. "/cutelua"
+      local h = io.popen(bin .. " " .. script .. " 2>&1; echo \"rc=$?\"")
+      local out = h:read("*a")
+      h:close()
+      assert.matches("done\nrc=0\n$", out)
+    end
+    os.execute("rm -rf " .. dir)
+  end)
 end)
