@@ -454,14 +454,16 @@ local codegen -- the launch path's code generator (defined with the launch path 
 
 function Kernel:_specialise(n, ...)
   local specs, key = signature(self, n, ...)
-  local opts = options_of(self)
-  if opts.checked == nil then opts.checked = checked_default end
-  if opts.checked then key = key .. "|checked" end
+  local checked = self.opts.checked
+  if checked == nil then checked = checked_default end
+  if checked then key = key .. "|checked" end
   local spec = self.specs[key]
   if spec then
     spec.epoch = check_epoch
     return spec
   end
+  local opts = options_of(self)
+  opts.checked = checked
   local now = require("cute._c").host.now_ns
   local t0 = now()
   local traced = trace(self, specs, opts)
