@@ -21,6 +21,7 @@
 local core = require "cute.trace.core"
 local ops = require "cute.trace.ops"
 local tensor = require "cute.trace.tensor"
+local checked = require("cute.trace.check").access
 local atom = require "cute.atom"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
@@ -60,7 +61,7 @@ function arch.ldmatrix(ptr, n, trans)
   if not is_value(ptr) or type_of(ptr).kind ~= "ptr" or type_of(ptr).space ~= "shared" then
     err.raise("cute.arch.ldmatrix: expected a shared-memory pointer, got %s", core.describe(ptr))
   end
-  local p = tensor._checked(emit("ptrcast", core.ptr(core.scalar(dtype.u8), "shared", 16), ptr), 16, "ldmatrix")
+  local p = checked(emit("ptrcast", core.ptr(core.scalar(dtype.u8), "shared", 16), ptr), 16, "ldmatrix")
   local r = emit("ldmatrix", struct_of(dtype.i32, n), p, nil, nil, n, trans and 4 or 0)
   if n == 1 then return { r } end
   local out = {}
@@ -73,7 +74,7 @@ end
 function arch.stmatrix(ptr, regs, trans)
   need_trace("cute.arch.stmatrix")
   local n = #regs
-  local p = tensor._checked(emit("ptrcast", core.ptr(core.scalar(dtype.u8), "shared", 16), ptr), 16, "stmatrix")
+  local p = checked(emit("ptrcast", core.ptr(core.scalar(dtype.u8), "shared", 16), ptr), 16, "stmatrix")
   local v = n == 1 and regs[1] or core.emitn("pack", struct_of(dtype.i32, n), regs)
   emit("stmatrix", nil, p, v, nil, n, trans and 4 or 0)
 end
@@ -86,12 +87,8 @@ function arch.cp_async(dst, src, bytes, cache, src_bytes)
   local d = emit("ptrcast", core.ptr(core.scalar(dtype.u8), "shared", bytes), dst)
   local s = emit("ptrcast", core.ptr(core.scalar(dtype.u8), "global", bytes), src)
   if src_bytes ~= nil then src_bytes = core.coerce(src_bytes, core.i32, "cp_async src_bytes") end
-  local T = core.current()
-  if T.check then
-    local check = require "cute.trace.check"
-    d = check.access(d, bytes, "cp.async write")
-    s = check.access(s, bytes, "cp.async read", src_bytes == nil and bytes or src_bytes)
-  end
+  d = checked(d, bytes, "cp.async write")
+  s = checked(s, bytes, "cp.async read", src_bytes == nil and bytes or src_bytes)
   emit("cp.async", nil, d, s, src_bytes, bytes, imm("C", cache or "ca"))
 end
 

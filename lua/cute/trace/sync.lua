@@ -12,6 +12,7 @@ local core = require "cute.trace.core"
 local ops = require "cute.trace.ops"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
+local check = require "cute.trace.check"
 
 local M = {}
 
@@ -141,12 +142,8 @@ end
 -- ---------------------------------------------------------------------------
 -- Atomics. ptr: a pointer value (tensor:pointer_at(coord) or &t[i] via t:ptr(i)).
 
--- The address of an atomic, checked in checked kernels (cute.trace.check).
-local function checked(ptr, what)
-  local T = core.current()
-  if T and T.check then return require("cute.trace.check").access(ptr, type_of(ptr).elem.bits / 8, what) end
-  return ptr
-end
+-- The address of an atomic: checked in checked kernels (cute.trace.check).
+local function checked(ptr, what) return check.access(ptr, type_of(ptr).elem.bits / 8, what) end
 
 local function atomic(op)
   return function(ptr, v, opts)
@@ -276,7 +273,7 @@ function M.assert_(cond, msg)
     if cond then return end
     cond = core.const(core.bool, false)
   end
-  if T.check then return require("cute.trace.check").assert_fail(cond, msg) end
+  if T.check then return check.assert_fail(cond, msg) end
   local where = err.where() or "?"
   local control = require "cute.trace.control"
   control.if_(ops.not_(cond), function()

@@ -21,6 +21,7 @@ local LT = require "cute.layout_tile"
 local it = require "cute.int_tuple"
 local arith = require "cute.arith"
 local check = require "cute.trace.check"
+local checked = check.access -- p, or a safe address in checked kernels
 
 local M = {}
 
@@ -108,15 +109,6 @@ local function address(t, offset, align)
   return emit("gep", pt, t.ptr, offset)
 end
 M._address = address
-
--- The address to use for an access of `bytes` at p: p itself, unless the
--- kernel is checked (cute.trace.check).
-local function checked(p, bytes, what)
-  local T = core.current()
-  if T and T.check then return check.access(p, bytes, what) end
-  return p
-end
-M._checked = checked
 
 local function coord_offset(t, c)
   local ok, off = pcall(t.layout, c)
