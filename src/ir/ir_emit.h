@@ -18,6 +18,17 @@
 
 #include "ir_impl.h"
 
+/* An edge into a block where control flow meets, with the values of the
+ * promoted variables on it (ir_emit_promote.c). */
+typedef struct IrEdge {
+  char label[40];
+  const char **state; /* per slot */
+} IrEdge;
+typedef struct IrEdges {
+  IrEdge *edge;
+  uint32_t n, cap;
+} IrEdges;
+
 typedef struct IrCtl {
   int kind;   /* IR_OP_FOR, IR_OP_IF, IR_OP_WHILE */
   int id;     /* label number */
@@ -25,6 +36,16 @@ typedef struct IrCtl {
   IrRef step; /* for: its step */
   int unroll;
   int has_else;
+  /* promoted variables: */
+  IrEdges back, exits;  /* loops: edges to the latch (for) or the header (while); to the exit */
+  IrEdges ends;         /* if: the ends of its arms */
+  const char **at_if;   /* if: the state at the branch */
+  const char **pre;     /* loops: the state entering the header, from pre_label */
+  char pre_label[40];
+  size_t phi_at;        /* loops: where the header's phis go in the body text */
+  uint32_t *hslot;      /* loops: the slots with a header phi, and its name */
+  const char **hname;
+  uint32_t nh;
 } IrCtl;
 
 typedef struct IrEmit {
@@ -57,11 +78,23 @@ typedef struct IrEmit {
   char vbuf[8][80];
   int vnext;
   int failed;
+  char cur_label[40];  /* the block being written */
+  /* local variables promoted to SSA values (ir_emit_promote.c) */
+  uint32_t *pr_base;   /* per variable: its first slot, UINT32_MAX when it stays in memory */
+  uint32_t pr_nslot;
+  const char **pr_cur; /* per slot: its value now (text) */
+  const char **pr_type; /* per slot: its LLVM type */
+  uint32_t *pr_mark, pr_stamp;
+  const char **pr_vtext; /* per ref: the value text a var.load or an extract stands for */
+  const char ***sv_el;  /* per ref: the element (or word) texts of a split vector */
+  uint16_t *sv_n;       /* how many */
+  uint8_t *sv_words;    /* 1: they are the 32-bit words of a vector of narrower elements */
 } IrEmit;
 
 /* vflags bits */
 #define IR_EV_SPLIT 1    /* its fields exist as %vN.i */
 #define IR_EV_NEED_AGG 2 /* some use needs the aggregate value itself */
+#define IR_EV_VNEED 4    /* a vector some use needs whole (else it may stay split) */
 
 /* Text helpers (ir_emit_nvvm.c). */
 const char *ir_ll_type(IrEmit *e, IrType t);           /* LLVM type of an IR type */
@@ -126,6 +159,34 @@ IrReg ir_asm_reg(IrEmit *e, IrType t);
 const char *ir_asm_to_reg(IrEmit *e, IrReg r, IrType t, const char *val);
 void ir_asm_from_reg(IrEmit *e, IrReg r, IrType t, const char *regval, const char *dst);
 const char *ir_ptx_space(int space); /* ".global", ".shared", ... "" for generic */
+
+/* Promoted local variables (ir_emit_promote.c). Slots are elements, or 32-bit
+   words of packed variables (ir_var_per_word). */
+int ir_pr_begin(IrEmit *e);
+void ir_pr_end(IrEmit *e);
+int ir_pr_is(IrEmit *e, uint32_t var);
+const char *ir_pr_keep(IrEmit *e, const char *s);
+const char *ir_pr_get(IrEmit *e, uint32_t var, long long slot);
+void ir_pr_set(IrEmit *e, uint32_t var, long long slot, const char *val);
+void ir_pr_edge(IrEmit *e, IrEdges *j); /* the current block's end (unless terminated) */
+void ir_pr_edge_from(IrEmit *e, IrEdges *j, const char *label, const char **state);
+const char **ir_pr_snap(IrEmit *e);
+void ir_pr_restore(IrEmit *e, const char **state);
+void ir_pr_join(IrEmit *e, IrEdges *j);
+void ir_pr_loop_open(IrEmit *e, IrCtl *c, IrRef v, const char *pre_label);
+const char **ir_pr_header_state(IrEmit *e, IrCtl *c);
+void ir_pr_loop_close(IrEmit *e, IrCtl *c, IrEdges *back);
+void ir_pr_ctl_free(IrCtl *c);
+/* Split vectors (ir_emit_promote.c). */
+void ir_sv_plan(IrEmit *e);
+int ir_sv_is(IrEmit *e, IrRef v);
+int ir_sv_wanted(IrEmit *e, IrRef v); /* a vector no use needs whole */
+void ir_sv_set(IrEmit *e, IrRef v, const char *const *texts, int n, int words);
+const char *ir_sv_elem(IrEmit *e, IrRef v, int i);
+const char *ir_sv_build(IrEmit *e, IrRef v);
+int ir_sv_pack(IrEmit *e, IrRef v);
+int ir_sv_bitcast(IrEmit *e, IrRef v);
+int ir_sv_extract(IrEmit *e, IrRef v);
 
 /* Lowers one body op (not control flow): ir_emit_ops.c for values, casts,
    aggregates, calls; ir_emit_mem.c for memory, synchronisation, warp and

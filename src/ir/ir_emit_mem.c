@@ -273,83 +273,117 @@ static void var_slot(IrEmit *e, uint32_t var, const char *idx_type, const char *
             idx_type, idx);
 }
 
-/* The address of word w of a packed variable. */
+/* The address of word w of a packed variable kept in memory. */
 static void var_word(IrEmit *e, uint32_t var, long long w, char *out, size_t n) {
   int words = e->f->vars[var].count / ir_var_per_word(e, var);
   snprintf(out, n, "%s", ir_e_tmp(e));
   ir_ll_ins(e, "%s = getelementptr [%d x i32], [%d x i32]* %%var%u, i32 0, i32 %lld", out, words, words, var, w);
 }
 
-/* Element idx (static) of a variable into `dst` (a name). Paired variables
- * are read a whole word at a time, so that LLVM keeps each word in one
- * register. */
-static void var_elem_load(IrEmit *e, uint32_t var, long long idx, const char *dst) {
-  const IrVarInfo *vi = &e->f->vars[var];
-  const char *T = LT(e, vi->type);
-  char slot[64];
-  int per = ir_var_per_word(e, var);
-  if (per) {
-    int bits = 32 / per;
-    char I[8];
-    snprintf(I, sizeof I, "i%d", bits);
-    int is_int = strcmp(T, I) == 0;
-    char p[32], word[32], x[32], h[32];
-    var_word(e, var, idx / per, p, sizeof p);
-    snprintf(word, sizeof word, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = load i32, i32* %s, align 4", word, p);
-    snprintf(x, sizeof x, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = lshr i32 %s, %d", x, word, (int)(idx % per) * bits);
-    snprintf(h, sizeof h, "%s", is_int ? dst : ir_e_tmp(e));
-    ir_ll_ins(e, "%s = trunc i32 %s to %s", h, x, I);
-    if (!is_int) ir_ll_ins(e, "%s = bitcast %s %s to %s", dst, I, h, T);
+/* Slot s (an element, or a word of a packed variable) of a variable, as
+ * value text in `out`: the SSA value of a promoted variable (no code), else
+ * a load. */
+static void var_read(IrEmit *e, uint32_t var, long long s, char *out, size_t n) {
+  if (ir_pr_is(e, var)) {
+    snprintf(out, n, "%s", ir_pr_get(e, var, s));
     return;
   }
+  const IrVarInfo *vi = &e->f->vars[var];
+  char p[64];
+  if (ir_var_paired(e, var)) {
+    var_word(e, var, s, p, sizeof p);
+    snprintf(out, n, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = load i32, i32* %s, align 4", out, p);
+    return;
+  }
+  const char *T = LT(e, vi->type);
   char idxs[32];
-  snprintf(idxs, sizeof idxs, "%lld", idx);
-  var_slot(e, var, "i32", idxs, idx, slot, sizeof slot);
-  ir_ll_ins(e, "%s = load %s, %s* %s, align %u", dst, T, T, slot, REC(e, vi->type)->natural);
+  snprintf(idxs, sizeof idxs, "%lld", s);
+  var_slot(e, var, "i32", idxs, s, p, sizeof p);
+  snprintf(out, n, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = load %s, %s* %s, align %u", out, T, T, p, REC(e, vi->type)->natural);
 }
 
-/* `val` (text) into element idx (static) of a variable; paired variables: a
- * read-modify-write of the word. */
-static void var_elem_store(IrEmit *e, uint32_t var, long long idx, const char *val) {
-  const IrVarInfo *vi = &e->f->vars[var];
-  const char *T = LT(e, vi->type);
-  char slot[64];
-  int per = ir_var_per_word(e, var);
-  if (per) {
-    int bits = 32 / per, sh = (int)(idx % per) * bits;
-    char I[8];
-    snprintf(I, sizeof I, "i%d", bits);
-    char p[32], word[32], x[80], h[32], z[32], m[32], o[32];
-    var_word(e, var, idx / per, p, sizeof p);
-    snprintf(word, sizeof word, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = load i32, i32* %s, align 4", word, p);
-    snprintf(x, sizeof x, "%s", val);
-    if (strcmp(T, I) != 0) {
-      snprintf(h, sizeof h, "%s", ir_e_tmp(e));
-      ir_ll_ins(e, "%s = bitcast %s %s to %s", h, T, x, I);
-      snprintf(x, sizeof x, "%s", h);
-    }
-    snprintf(z, sizeof z, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = zext %s %s to i32", z, I, x);
-    if (sh) {
-      snprintf(h, sizeof h, "%s", ir_e_tmp(e));
-      ir_ll_ins(e, "%s = shl i32 %s, %d", h, z, sh);
-      snprintf(z, sizeof z, "%s", h);
-    }
-    unsigned keep = ~(((1u << bits) - 1u) << sh);
-    snprintf(m, sizeof m, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = and i32 %s, %d", m, word, (int)keep);
-    snprintf(o, sizeof o, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = or i32 %s, %s", o, m, z);
-    ir_ll_ins(e, "store i32 %s, i32* %s, align 4", o, p);
+/* `val` (text) into slot s of a variable. */
+static void var_write(IrEmit *e, uint32_t var, long long s, const char *val) {
+  if (ir_pr_is(e, var)) {
+    ir_pr_set(e, var, s, val);
     return;
   }
+  const IrVarInfo *vi = &e->f->vars[var];
+  char p[64];
+  if (ir_var_paired(e, var)) {
+    var_word(e, var, s, p, sizeof p);
+    ir_ll_ins(e, "store i32 %s, i32* %s, align 4", val, p);
+    return;
+  }
+  const char *T = LT(e, vi->type);
   char idxs[32];
-  snprintf(idxs, sizeof idxs, "%lld", idx);
-  var_slot(e, var, "i32", idxs, idx, slot, sizeof slot);
-  ir_ll_ins(e, "store %s %s, %s* %s, align %u", T, val, T, slot, REC(e, vi->type)->natural);
+  snprintf(idxs, sizeof idxs, "%lld", s);
+  var_slot(e, var, "i32", idxs, s, p, sizeof p);
+  ir_ll_ins(e, "store %s %s, %s* %s, align %u", T, val, T, p, REC(e, vi->type)->natural);
+}
+
+/* Element idx (static) of a variable, as value text in `out`. Packed
+ * variables are read a whole word at a time, so that each word stays in one
+ * register. */
+static void var_elem_load(IrEmit *e, uint32_t var, long long idx, char *out, size_t n) {
+  int per = ir_var_per_word(e, var);
+  if (!per) {
+    var_read(e, var, idx, out, n);
+    return;
+  }
+  const char *T = LT(e, e->f->vars[var].type);
+  int bits = 32 / per;
+  char I[8];
+  snprintf(I, sizeof I, "i%d", bits);
+  char word[80], x[32], h[32];
+  var_read(e, var, idx / per, word, sizeof word);
+  snprintf(x, sizeof x, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = lshr i32 %s, %d", x, word, (int)(idx % per) * bits);
+  snprintf(h, sizeof h, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = trunc i32 %s to %s", h, x, I);
+  if (strcmp(T, I) == 0) {
+    snprintf(out, n, "%s", h);
+    return;
+  }
+  snprintf(out, n, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = bitcast %s %s to %s", out, I, h, T);
+}
+
+/* `val` (text) into element idx (static) of a variable; packed variables: a
+ * read-modify-write of the word. */
+static void var_elem_store(IrEmit *e, uint32_t var, long long idx, const char *val) {
+  int per = ir_var_per_word(e, var);
+  if (!per) {
+    var_write(e, var, idx, val);
+    return;
+  }
+  const char *T = LT(e, e->f->vars[var].type);
+  int bits = 32 / per, sh = (int)(idx % per) * bits;
+  char I[8];
+  snprintf(I, sizeof I, "i%d", bits);
+  char word[80], x[80], h[32], z[32], m[32], o[32];
+  var_read(e, var, idx / per, word, sizeof word);
+  snprintf(x, sizeof x, "%s", val);
+  if (strcmp(T, I) != 0) {
+    snprintf(h, sizeof h, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = bitcast %s %s to %s", h, T, x, I);
+    snprintf(x, sizeof x, "%s", h);
+  }
+  snprintf(z, sizeof z, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = zext %s %s to i32", z, I, x);
+  if (sh) {
+    snprintf(h, sizeof h, "%s", ir_e_tmp(e));
+    ir_ll_ins(e, "%s = shl i32 %s, %d", h, z, sh);
+    snprintf(z, sizeof z, "%s", h);
+  }
+  unsigned keep = ~(((1u << bits) - 1u) << sh);
+  snprintf(m, sizeof m, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = and i32 %s, %d", m, word, (int)keep);
+  snprintf(o, sizeof o, "%s", ir_e_tmp(e));
+  ir_ll_ins(e, "%s = or i32 %s, %s", o, m, z);
+  var_write(e, var, idx / per, o);
 }
 
 /* var.loadv / var.storev: whole words where the vector covers them (a paired
@@ -365,17 +399,35 @@ static void emit_var_vec(IrEmit *e, IrRef v) {
   const char *VT = LT(e, vt), *T = LT(e, e->f->vars[var].type);
   char acc[80], x[80];
   int per = ir_var_per_word(e, var);
-  if (per && first % per == 0 && len % per == 0) {
+  int whole = per && first % per == 0 && len % per == 0; /* whole words */
+  if (load && ir_sv_wanted(e, v) && len <= 256) { /* a split vector: no code but for unpacking */
+    const char *el[256];
+    int n = whole ? len / per : len;
+    for (int i = 0; i < n; i++) {
+      if (whole) var_read(e, var, first / per + i, x, sizeof x);
+      else var_elem_load(e, var, first + i, x, sizeof x);
+      el[i] = ir_pr_keep(e, x);
+    }
+    ir_sv_set(e, v, el, n, whole);
+    return;
+  }
+  IrRef src = load ? 0 : ir_e_resolve(e, A(e, v)[0]);
+  if (!load && ir_sv_is(e, src) && (e->sv_words[src] ? whole : strcmp(LT(e, REC(e, vt)->elem), T) == 0)) {
+    if (e->sv_words[src])
+      for (int i = 0; i < len / per; i++) var_write(e, var, first / per + i, e->sv_el[src][i]);
+    else
+      for (int i = 0; i < len; i++) var_elem_store(e, var, first + i, e->sv_el[src][i]);
+    return;
+  }
+  if (whole) {
     int words = len / per;
-    char WT[32], p[32];
+    char WT[32];
     snprintf(WT, sizeof WT, "<%d x i32>", words);
     if (load) {
       snprintf(acc, sizeof acc, "undef");
       for (int i = 0; i < words; i++) {
-        char w[32], d[32];
-        var_word(e, var, first / per + i, p, sizeof p);
-        snprintf(w, sizeof w, "%s", ir_e_tmp(e));
-        ir_ll_ins(e, "%s = load i32, i32* %s, align 4", w, p);
+        char w[80], d[32];
+        var_read(e, var, first / per + i, w, sizeof w);
         snprintf(d, sizeof d, "%s", ir_e_tmp(e));
         ir_ll_ins(e, "%s = insertelement %s %s, i32 %s, i32 %d", d, WT, acc, w, i);
         snprintf(acc, sizeof acc, "%s", d);
@@ -387,10 +439,9 @@ static void emit_var_vec(IrEmit *e, IrRef v) {
     snprintf(ws, sizeof ws, "%s", ir_e_tmp(e));
     ir_ll_ins(e, "%s = bitcast %s %s to %s", ws, VT, VAL(e, A(e, v)[0]), WT);
     for (int i = 0; i < words; i++) {
-      var_word(e, var, first / per + i, p, sizeof p);
       snprintf(x, sizeof x, "%s", ir_e_tmp(e));
       ir_ll_ins(e, "%s = extractelement %s %s, i32 %d", x, WT, ws, i);
-      ir_ll_ins(e, "store i32 %s, i32* %s, align 4", x, p);
+      var_write(e, var, first / per + i, x);
     }
     return;
   }
@@ -398,8 +449,7 @@ static void emit_var_vec(IrEmit *e, IrRef v) {
     snprintf(acc, sizeof acc, "undef");
     for (int i = 0; i < len; i++) {
       char d[32];
-      snprintf(x, sizeof x, "%s", ir_e_tmp(e));
-      var_elem_load(e, var, first + i, x);
+      var_elem_load(e, var, first + i, x, sizeof x);
       snprintf(d, sizeof d, "%s", i == len - 1 ? ir_e_def(e, v) : ir_e_tmp(e));
       ir_ll_ins(e, "%s = insertelement %s %s, %s %s, i32 %d", d, VT, acc, T, x, i);
       snprintf(acc, sizeof acc, "%s", d);
@@ -433,18 +483,11 @@ static void emit_var_opaque(IrEmit *e, uint32_t var) {
     if (strcmp(reg.ll, T) != 0) return; /* would need conversions: leave it */
   }
   for (int i = 0; i < n; i++) {
-    char p[64], x[32], y[32];
-    if (paired) var_word(e, var, i, p, sizeof p);
-    else {
-      char idxs[16];
-      snprintf(idxs, sizeof idxs, "%d", i);
-      var_slot(e, var, "i32", idxs, i, p, sizeof p);
-    }
-    snprintf(x, sizeof x, "%s", ir_e_tmp(e));
-    ir_ll_ins(e, "%s = load %s, %s* %s", x, T, T, p);
+    char x[80], y[32];
+    var_read(e, var, i, x, sizeof x);
     snprintf(y, sizeof y, "%s", ir_e_tmp(e));
     ir_ll_ins(e, "%s = call %s asm sideeffect \"\", \"=%c,0\"(%s %s)", y, T, letter, T, x);
-    ir_ll_ins(e, "store %s %s, %s* %s", T, y, T, p);
+    var_write(e, var, i, y);
   }
 }
 
@@ -461,10 +504,10 @@ static void emit_var(IrEmit *e, IrRef v) {
     emit_var_vec(e, v);
     return;
   }
-  if (in->op == IR_OP_VLOAD) {
-    char dst[32];
-    snprintf(dst, sizeof dst, "%s", ir_e_def(e, v));
-    var_elem_load(e, var, (long long)imm[1], dst);
+  if (in->op == IR_OP_VLOAD) { /* the value stands for the load: no name of its own */
+    char x[80];
+    var_elem_load(e, var, (long long)imm[1], x, sizeof x);
+    e->pr_vtext[v] = ir_pr_keep(e, x);
     return;
   }
   if (in->op == IR_OP_VSTORE) {

@@ -10,9 +10,10 @@
  * sections; LineTablesOnly would make the PTX `.target sm_XX, debug`, which
  * ptxas refuses to optimise ("Optimized debugging not supported").
  *
- * Structured control flow becomes blocks; the only phi is each for loop's
- * induction variable; everything else mutable is an alloca (local variables)
- * that libnvvm's SROA/mem2reg turns into registers. This file holds the module
+ * Structured control flow becomes blocks, with a phi for each for loop's
+ * induction variable; local variables become SSA values with phis where
+ * control flow meets (ir_emit_promote.c), or allocas where the tracer indexed
+ * them with run-time values. This file holds the module
  * and function frame, control flow, values and metadata; ir_emit_ops.c lowers
  * the ops. The module is verified first: the emitter assumes valid IR. */
 #include <stdarg.h>
@@ -132,6 +133,8 @@ const char *ir_ll_const(IrEmit *e, IrType t, int64_t bits) {
 
 const char *ir_ll_val(IrEmit *e, IrRef v) {
   while (e->alias[v]) v = e->alias[v];
+  if (e->pr_vtext && e->pr_vtext[v]) return e->pr_vtext[v];
+  if (e->sv_el && e->sv_el[v]) return ir_sv_build(e, v); /* a split vector some use needs whole after all */
   if (e->field_src[v]) {
     char *s = e->vbuf[e->vnext++ & 7];
     snprintf(s, sizeof e->vbuf[0], "%%v%u.%u", e->field_src[v], e->field_idx[v]);
@@ -184,6 +187,7 @@ void ir_ll_fail(IrEmit *e, IrRef v, const char *fmt, ...) {
 
 static void label(IrEmit *e, const char *kind, int id, const char *part) {
   cl_buf_printf(&e->body, "%s%d.%s:\n", kind, id, part);
+  snprintf(e->cur_label, sizeof e->cur_label, "%s%d.%s", kind, id, part);
   e->terminated = 0;
 }
 
@@ -309,7 +313,10 @@ static void emit_for(IrEmit *e, IrRef v) {
   if (si->op == IR_OP_CONST) sign = ir_imms(f, si)[0] > 0 ? 1 : -1;
   if (!sign) ir_ll_ins(e, "%%for%d.up = icmp sgt %s %s, 0", id, T, ir_ll_val(e, a[2]));
   ir_ll_ins(e, "br label %%for%d.head", id);
+  char pre[40];
+  snprintf(pre, sizeof pre, "%s", e->cur_label);
   label(e, "for", id, "head");
+  ir_pr_loop_open(e, c, v, pre);
   ir_ll_ins(e, "%%v%u = phi %s [ %s, %%for%d.pre ], [ %%for%d.next, %%for%d.latch ]", c->iv, T, ir_ll_val(e, a[0]),
             id, id, id);
   if (sign > 0) ir_ll_ins(e, "%%for%d.go = icmp slt %s %%v%u, %s", id, T, c->iv, ir_ll_val(e, a[1]));
@@ -319,6 +326,7 @@ static void emit_for(IrEmit *e, IrRef v) {
     ir_ll_ins(e, "%%for%d.gt = icmp sgt %s %%v%u, %s", id, T, c->iv, ir_ll_val(e, a[1]));
     ir_ll_ins(e, "%%for%d.go = select i1 %%for%d.up, i1 %%for%d.lt, i1 %%for%d.gt", id, id, id, id);
   }
+  ir_pr_edge(e, &c->exits);
   ir_ll_ins(e, "br i1 %%for%d.go, label %%for%d.body, label %%for%d.exit", id, id, id);
   label(e, "for", id, "body");
 }
@@ -330,24 +338,39 @@ static void emit_end(IrEmit *e) {
   if (c->kind == IR_OP_FOR) {
     IrFunc *f = e->f;
     const char *T = ir_ll_type(e, f->insts[c->iv].type);
+    ir_pr_edge(e, &c->back);
     branch(e, "for", id, "latch");
     label(e, "for", id, "latch");
+    ir_pr_join(e, &c->back);
+    IrEdges latch = {0};
+    ir_pr_edge(e, &latch);
+    ir_pr_loop_close(e, c, &latch);
     ir_ll_ins(e, "%%for%d.next = add %s %%v%u, %s", id, T, c->iv, ir_ll_val(e, c->step));
     int lm = loop_md(e, c->unroll);
     if (lm) ir_ll_ins(e, "br label %%for%d.head, !llvm.loop !%d", id, lm);
     else ir_ll_ins(e, "br label %%for%d.head", id);
+    e->terminated = 1;
     label(e, "for", id, "exit");
+    ir_pr_join(e, &c->exits);
   } else if (c->kind == IR_OP_IF) {
+    ir_pr_edge(e, &c->ends);
     branch(e, "if", id, "end");
     if (!c->has_else) {
       label(e, "if", id, "else");
+      ir_pr_restore(e, c->at_if);
+      ir_pr_edge(e, &c->ends);
       branch(e, "if", id, "end");
     }
     label(e, "if", id, "end");
+    ir_pr_join(e, &c->ends);
   } else {
+    ir_pr_edge(e, &c->back);
     branch(e, "wh", id, "cond");
+    ir_pr_loop_close(e, c, &c->back);
     label(e, "wh", id, "exit");
+    ir_pr_join(e, &c->exits);
   }
+  ir_pr_ctl_free(c);
   e->nctl--;
 }
 
@@ -360,6 +383,7 @@ static void emit_control(IrEmit *e, IrRef v) {
     case IR_OP_FOR: emit_for(e, v); break;
     case IR_OP_IF:
       if (!(c = ctl_push(e, IR_OP_IF))) return;
+      c->at_if = ir_pr_snap(e);
       ir_ll_ins(e, "br i1 %s, label %%if%d.then, label %%if%d.else", ir_ll_val(e, a[0]), c->id, c->id);
       e->terminated = 1;
       label(e, "if", c->id, "then");
@@ -367,16 +391,27 @@ static void emit_control(IrEmit *e, IrRef v) {
     case IR_OP_ELSE:
       c = &e->ctl[e->nctl - 1];
       c->has_else = 1;
+      ir_pr_edge(e, &c->ends);
       branch(e, "if", c->id, "end");
       label(e, "if", c->id, "else");
+      ir_pr_restore(e, c->at_if);
       break;
-    case IR_OP_WHILE:
+    case IR_OP_WHILE: {
       if (!(c = ctl_push(e, IR_OP_WHILE))) return;
+      /* a block of its own before the header, so that the header's entry edge
+         always exists, even after a return */
+      branch(e, "wh", c->id, "pre");
+      label(e, "wh", c->id, "pre");
       branch(e, "wh", c->id, "cond");
+      char pre[40];
+      snprintf(pre, sizeof pre, "%s", e->cur_label);
       label(e, "wh", c->id, "cond");
+      ir_pr_loop_open(e, c, v, pre);
       break;
+    }
     case IR_OP_WCOND:
       c = &e->ctl[e->nctl - 1];
+      ir_pr_edge(e, &c->exits);
       ir_ll_ins(e, "br i1 %s, label %%wh%d.body, label %%wh%d.exit", ir_ll_val(e, a[0]), c->id, c->id);
       e->terminated = 1;
       label(e, "wh", c->id, "body");
@@ -385,6 +420,7 @@ static void emit_control(IrEmit *e, IrRef v) {
     case IR_OP_BREAK:
     case IR_OP_CONTINUE:
       if (!(c = loop_ctl(e))) return;
+      ir_pr_edge(e, in->op == IR_OP_BREAK ? &c->exits : &c->back);
       if (c->kind == IR_OP_FOR) branch(e, "for", c->id, in->op == IR_OP_BREAK ? "exit" : "latch");
       else branch(e, "wh", c->id, in->op == IR_OP_BREAK ? "exit" : "cond");
       break;
@@ -404,6 +440,7 @@ static void emit_prologue(IrEmit *e) {
   for (uint32_t i = 1; i < f->nvar; i++) {
     const IrVarInfo *vi = &f->vars[i];
     const IrTypeRec *r = ir_trec(e->m, vi->type);
+    if (ir_pr_is(e, i)) continue; /* an SSA value (ir_emit_promote.c) */
     if (vi->count == 1) cl_buf_printf(&e->entry, "  %%var%u = alloca %s, align %u\n", i, ir_ll_type(e, vi->type), r->natural);
     else if (ir_var_paired(e, i))
       cl_buf_printf(&e->entry, "  %%var%u = alloca [%d x i32], align 4\n", i, vi->count / ir_var_per_word(e, i));
@@ -470,7 +507,8 @@ static void emit_function(IrEmit *e, ClBuf *annots) {
   e->field_src = calloc(f->ninst + 1, sizeof *e->field_src);
   e->field_idx = calloc(f->ninst + 1, sizeof *e->field_idx);
   e->vflags = calloc(f->ninst + 1, 1);
-  if (!e->alias || !e->field_src || !e->field_idx || !e->vflags) {
+  snprintf(e->cur_label, sizeof e->cur_label, "entry");
+  if (!e->alias || !e->field_src || !e->field_idx || !e->vflags || ir_pr_begin(e) != 0) {
     e->failed = 1;
     goto done;
   }
@@ -510,6 +548,9 @@ static void emit_function(IrEmit *e, ClBuf *annots) {
   cl_buf_add(o, e->body.data ? e->body.data : "", e->body.len);
   cl_buf_puts(o, "}\n\n");
 done:
+  for (uint32_t i = 0; i < e->nctl; i++) ir_pr_ctl_free(&e->ctl[i]); /* left open by a failure */
+  e->nctl = 0;
+  ir_pr_end(e);
   free(e->alias);
   free(e->field_src);
   free(e->field_idx);

@@ -491,6 +491,7 @@ static void emit_call(IrEmit *e, IrRef v) {
 
 /* --- aggregates ---------------------------------------------------------------------------------------------------- */
 static void emit_extract(IrEmit *e, IrRef v) {
+  if (ir_sv_extract(e, v)) return;
   IrRef x = ir_e_resolve(e, A(e, v)[0]);
   IrType t = TY(e, x);
   long long i = (long long)IM(e, v)[0];
@@ -524,6 +525,7 @@ static void emit_pack(IrEmit *e, IrRef v) {
   IrType t = in->type;
   int vec = REC(e, t)->kind == IR_TK_VEC;
   if (!vec && !(e->vflags[v] & IR_EV_NEED_AGG)) return; /* only taken apart again */
+  if (vec && ir_sv_pack(e, v)) return;                    /* a split vector */
   char acc[32] = "undef";
   for (int i = 0; i < in->nargs; i++) {
     char d[32], x[80];
@@ -576,7 +578,9 @@ void ir_emit_op(IrEmit *e, IrRef v) {
       break;
     }
     case IR_LOW_CVT: emit_cvt(e, v); break;
-    case IR_LOW_BITCAST: emit_cast(e, v, "bitcast"); break;
+    case IR_LOW_BITCAST:
+      if (!ir_sv_bitcast(e, v)) emit_cast(e, v, "bitcast");
+      break;
     case IR_LOW_PTRTOINT: emit_ptrtoint(e, v); break;
     case IR_LOW_INTTOPTR: emit_inttoptr(e, v); break;
     case IR_LOW_PTRCAST: emit_ptrcast(e, v); break;

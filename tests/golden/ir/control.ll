@@ -24,8 +24,7 @@ if0.end:
 
 define void @control(i32 addrspace(1)* %v1, i32 %v2, i32 %v3) {
 entry:
-  %var1 = alloca i32, align 4
-  %t2 = alloca {i32, i32, double}, align 8
+  %t8 = alloca {i32, i32, double}, align 8
   %v6 = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
   %v8 = icmp sge i32 %v6, 512
   br i1 %v8, label %if1.then, label %if1.else
@@ -34,11 +33,11 @@ if1.then:
 if1.else:
   br label %if1.end
 if1.end:
-  store i32 0, i32* %var1, align 4
   br label %for2.pre
 for2.pre:
   br label %for2.head
 for2.head:
+  %t0 = phi i32 [ 0, %for2.pre ], [ %t1, %for2.latch ]
   %v14 = phi i32 [ 0, %for2.pre ], [ %for2.next, %for2.latch ]
   %for2.go = icmp slt i32 %v14, %v2
   br i1 %for2.go, label %for2.body, label %for2.exit
@@ -58,11 +57,10 @@ if4.then:
 if4.else:
   br label %if4.end
 if4.end:
-  %v25 = load i32, i32* %var1, align 4
-  %v26 = add i32 %v14, %v25
-  store i32 %v26, i32* %var1, align 4
+  %v26 = add i32 %v14, %t0
   br label %for2.latch
 for2.latch:
+  %t1 = phi i32 [ %t0, %if3.then ], [ %v26, %if4.end ]
   %for2.next = add i32 %v14, 1
   br label %for2.head, !llvm.loop !1
 for2.exit:
@@ -70,13 +68,12 @@ for2.exit:
 for5.pre:
   br label %for5.head
 for5.head:
+  %t2 = phi i32 [ %t0, %for5.pre ], [ %v34, %for5.latch ]
   %v32 = phi i32 [ 8, %for5.pre ], [ %for5.next, %for5.latch ]
   %for5.go = icmp sgt i32 %v32, 0
   br i1 %for5.go, label %for5.body, label %for5.exit
 for5.body:
-  %v33 = load i32, i32* %var1, align 4
-  %v34 = xor i32 %v32, %v33
-  store i32 %v34, i32* %var1, align 4
+  %v34 = xor i32 %v32, %t2
   br label %for5.latch
 for5.latch:
   %for5.next = add i32 %v32, -2
@@ -87,55 +84,54 @@ for6.pre:
   %for6.up = icmp sgt i32 %v3, 0
   br label %for6.head
 for6.head:
+  %t3 = phi i32 [ %t2, %for6.pre ], [ %v40, %for6.latch ]
   %v38 = phi i32 [ %v2, %for6.pre ], [ %for6.next, %for6.latch ]
   %for6.lt = icmp slt i32 %v38, 0
   %for6.gt = icmp sgt i32 %v38, 0
   %for6.go = select i1 %for6.up, i1 %for6.lt, i1 %for6.gt
   br i1 %for6.go, label %for6.body, label %for6.exit
 for6.body:
-  %v39 = load i32, i32* %var1, align 4
-  %v40 = sub i32 %v39, %v38
-  store i32 %v40, i32* %var1, align 4
+  %v40 = sub i32 %t3, %v38
   br label %for6.latch
 for6.latch:
   %for6.next = add i32 %v38, %v3
   br label %for6.head, !llvm.loop !5
 for6.exit:
+  br label %wh7.pre
+wh7.pre:
   br label %wh7.cond
 wh7.cond:
-  %v44 = load i32, i32* %var1, align 4
-  %v46 = icmp ult i32 %v44, 1000
+  %t4 = phi i32 [ %t3, %wh7.pre ], [ %t5, %if8.end ]
+  %v46 = icmp ult i32 %t4, 1000
   br i1 %v46, label %wh7.body, label %wh7.exit
 wh7.body:
-  %v48 = icmp eq i32 %v44, 0
+  %v48 = icmp eq i32 %t4, 0
   br i1 %v48, label %if8.then, label %if8.else
 if8.then:
-  store i32 1, i32* %var1, align 4
   br label %if8.end
 if8.else:
-  %v52 = shl i32 %v44, 1
-  store i32 %v52, i32* %var1, align 4
+  %v52 = shl i32 %t4, 1
   br label %if8.end
 if8.end:
+  %t5 = phi i32 [ 1, %if8.then ], [ %v52, %if8.else ]
   br label %wh7.cond
 wh7.exit:
-  %v56 = load i32, i32* %var1, align 4
-  %v57 = call i32 @clamp(i32 %v56, i32 0, i32 %v2)
+  %v57 = call i32 @clamp(i32 %t4, i32 0, i32 %v2)
   %v58 = call {i32, i32} asm "add.cc.u32 $0, $2, $3; addc.u32 $1, 0, 0;", "=r,=r,r,r"(i32 %v57, i32 %v6)
   %v59 = getelementptr i32, i32 addrspace(1)* %v1, i32 %v6
   %v60 = extractvalue {i32, i32} %v58, 0
   store i32 %v60, i32 addrspace(1)* %v59, align 4
-  %t0 = getelementptr [18 x i8], [18 x i8] addrspace(1)* @.str0, i64 0, i64 0
-  %t1 = addrspacecast i8 addrspace(1)* %t0 to i8*
-  %t3 = getelementptr {i32, i32, double}, {i32, i32, double}* %t2, i32 0, i32 0
-  store i32 %v6, i32* %t3, align 4
-  %t4 = getelementptr {i32, i32, double}, {i32, i32, double}* %t2, i32 0, i32 1
-  store i32 %v57, i32* %t4, align 4
-  %t5 = fpext float 0x3FE0000000000000 to double
-  %t6 = getelementptr {i32, i32, double}, {i32, i32, double}* %t2, i32 0, i32 2
-  store double %t5, double* %t6, align 8
-  %t7 = bitcast {i32, i32, double}* %t2 to i8*
-  %t8 = call i32 @vprintf(i8* %t1, i8* %t7)
+  %t6 = getelementptr [18 x i8], [18 x i8] addrspace(1)* @.str0, i64 0, i64 0
+  %t7 = addrspacecast i8 addrspace(1)* %t6 to i8*
+  %t9 = getelementptr {i32, i32, double}, {i32, i32, double}* %t8, i32 0, i32 0
+  store i32 %v6, i32* %t9, align 4
+  %t10 = getelementptr {i32, i32, double}, {i32, i32, double}* %t8, i32 0, i32 1
+  store i32 %v57, i32* %t10, align 4
+  %t11 = fpext float 0x3FE0000000000000 to double
+  %t12 = getelementptr {i32, i32, double}, {i32, i32, double}* %t8, i32 0, i32 2
+  store double %t11, double* %t12, align 8
+  %t13 = bitcast {i32, i32, double}* %t8 to i8*
+  %t14 = call i32 @vprintf(i8* %t7, i8* %t13)
   %v65 = icmp eq i32 %v57, -1
   br i1 %v65, label %if9.then, label %if9.else
 if9.then:

@@ -11,9 +11,7 @@ declare void @llvm.nvvm.barrier0()
 
 define void @memory(float addrspace(1)* %v1, i32 addrspace(1)* %v2, i64 addrspace(1)* %v3, double addrspace(1)* %v4, i32 %v5, float %v6) {
 entry:
-  %var1 = alloca [4 x float], align 4
   %var2 = alloca [8 x i32], align 4
-  %var3 = alloca [4 x i32], align 4
   %v38 = bitcast [4096 x i8] addrspace(3)* @memory.smem38 to float addrspace(3)*
   %v39 = bitcast [0 x i8] addrspace(3)* @__cl_dsmem to float addrspace(3)*
   %v73 = bitcast [64 x i8] addrspace(3)* @memory.smem73 to i32 addrspace(3)*
@@ -86,135 +84,98 @@ entry:
   %v46 = getelementptr float, float addrspace(3)* %v39, i32 %v7
   %v47 = extractelement <2 x float> %v45, i32 1
   store float %v47, float addrspace(3)* %v46, align 4
-  %t37 = getelementptr [4 x float], [4 x float]* %var1, i32 0, i32 0
-  store float %v6, float* %t37, align 4
-  %t38 = getelementptr [4 x float], [4 x float]* %var1, i32 0, i32 1
-  store float %v6, float* %t38, align 4
-  %t39 = getelementptr [4 x float], [4 x float]* %var1, i32 0, i32 2
-  store float %v6, float* %t39, align 4
-  %t40 = getelementptr [4 x float], [4 x float]* %var1, i32 0, i32 3
-  store float %v6, float* %t40, align 4
-  %t41 = getelementptr [4 x float], [4 x float]* %var1, i32 0, i32 0
-  %v53 = load float, float* %t41, align 4
-  %t42 = getelementptr [4 x float], [4 x float]* %var1, i32 0, i32 3
-  %v54 = load float, float* %t42, align 4
-  %v55 = fadd float %v53, %v54
+  %v55 = fadd float %v6, %v6
   %v57 = and i32 %v7, 7
-  %t43 = getelementptr [8 x i32], [8 x i32]* %var2, i32 0, i32 %v57
-  store i32 %v7, i32* %t43, align 4
+  %t37 = getelementptr [8 x i32], [8 x i32]* %var2, i32 0, i32 %v57
+  store i32 %v7, i32* %t37, align 4
   %v59 = and i32 %v5, 7
-  %t44 = getelementptr [8 x i32], [8 x i32]* %var2, i32 0, i32 %v59
-  %v60 = load i32, i32* %t44, align 4
+  %t38 = getelementptr [8 x i32], [8 x i32]* %var2, i32 0, i32 %v59
+  %v60 = load i32, i32* %t38, align 4
   %v62 = getelementptr i32, i32 addrspace(1)* %v2, i32 3
   store i32 %v60, i32 addrspace(1)* %v62, align 4
   %v65 = getelementptr float, float addrspace(1)* %v1, i32 20
   store float %v55, float addrspace(1)* %v65, align 16
   %v69 = getelementptr float, float addrspace(1)* %v1, i32 21
-  %t45 = ptrtoint float addrspace(1)* %v1 to i64
-  %v70 = call float asm sideeffect "atom.global.add.f32 $0, [$1], $2;", "=f,l,f,~{memory}"(i64 %t45, float %v6)
+  %t39 = ptrtoint float addrspace(1)* %v1 to i64
+  %v70 = call float asm sideeffect "atom.global.add.f32 $0, [$1], $2;", "=f,l,f,~{memory}"(i64 %t39, float %v6)
   store float %v70, float addrspace(1)* %v69, align 4
-  %t46 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v72 = call i32 asm sideeffect "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t46, i32 %v5)
-  %t47 = ptrtoint i32 addrspace(3)* %v73 to i32
-  %v74 = call i32 asm sideeffect "atom.shared.max.s32 $0, [$1], $2;", "=r,r,r,~{memory}"(i32 %t47, i32 %v72)
-  %t48 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v75 = call i32 asm sideeffect "atom.global.inc.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t48, i32 %v74)
+  %t40 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v72 = call i32 asm sideeffect "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t40, i32 %v5)
+  %t41 = ptrtoint i32 addrspace(3)* %v73 to i32
+  %v74 = call i32 asm sideeffect "atom.shared.max.s32 $0, [$1], $2;", "=r,r,r,~{memory}"(i32 %t41, i32 %v72)
+  %t42 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v75 = call i32 asm sideeffect "atom.global.inc.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t42, i32 %v74)
   %v76 = sext i32 %v75 to i64
-  %t49 = ptrtoint i64 addrspace(1)* %v3 to i64
-  %v77 = call i64 asm sideeffect "atom.relaxed.cta.global.exch.b64 $0, [$1], $2;", "=l,l,l,~{memory}"(i64 %t49, i64 %v76)
+  %t43 = ptrtoint i64 addrspace(1)* %v3 to i64
+  %v77 = call i64 asm sideeffect "atom.relaxed.cta.global.exch.b64 $0, [$1], $2;", "=l,l,l,~{memory}"(i64 %t43, i64 %v76)
   %v78 = trunc i64 %v77 to i32
-  %t50 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v79 = call i32 asm sideeffect "atom.global.cas.b32 $0, [$1], $2, $3;", "=r,l,r,r,~{memory}"(i64 %t50, i32 %v5, i32 %v78)
+  %t44 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v79 = call i32 asm sideeffect "atom.global.cas.b32 $0, [$1], $2, $3;", "=r,l,r,r,~{memory}"(i64 %t44, i32 %v5, i32 %v78)
   %v80 = fpext float %v6 to double
-  %t51 = ptrtoint double addrspace(1)* %v4 to i64
-  %v81 = call double asm sideeffect "atom.global.add.f64 $0, [$1], $2;", "=d,l,d,~{memory}"(i64 %t51, double %v80)
+  %t45 = ptrtoint double addrspace(1)* %v4 to i64
+  %v81 = call double asm sideeffect "atom.global.add.f64 $0, [$1], $2;", "=d,l,d,~{memory}"(i64 %t45, double %v80)
+  %t46 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v82 = call i32 asm sideeffect "atom.global.min.s32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t46, i32 %v79)
+  %t47 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v83 = call i32 asm sideeffect "atom.global.min.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t47, i32 %v82)
+  %t48 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v84 = call i32 asm sideeffect "atom.global.max.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t48, i32 %v83)
+  %t49 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v85 = call i32 asm sideeffect "atom.global.dec.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t49, i32 %v84)
+  %t50 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v86 = call i32 asm sideeffect "atom.global.and.b32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t50, i32 %v85)
+  %t51 = ptrtoint i32 addrspace(1)* %v2 to i64
+  %v87 = call i32 asm sideeffect "atom.global.or.b32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t51, i32 %v86)
   %t52 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v82 = call i32 asm sideeffect "atom.global.min.s32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t52, i32 %v79)
-  %t53 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v83 = call i32 asm sideeffect "atom.global.min.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t53, i32 %v82)
-  %t54 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v84 = call i32 asm sideeffect "atom.global.max.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t54, i32 %v83)
-  %t55 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v85 = call i32 asm sideeffect "atom.global.dec.u32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t55, i32 %v84)
-  %t56 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v86 = call i32 asm sideeffect "atom.global.and.b32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t56, i32 %v85)
-  %t57 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v87 = call i32 asm sideeffect "atom.global.or.b32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t57, i32 %v86)
-  %t58 = ptrtoint i32 addrspace(1)* %v2 to i64
-  %v88 = call i32 asm sideeffect "atom.global.xor.b32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t58, i32 %v87)
+  %v88 = call i32 asm sideeffect "atom.global.xor.b32 $0, [$1], $2;", "=r,l,r,~{memory}"(i64 %t52, i32 %v87)
   %v90 = getelementptr i32, i32 addrspace(1)* %v2, i32 5
   store i32 %v88, i32 addrspace(1)* %v90, align 4
   %v92 = bitcast float addrspace(1)* %v1 to i16 addrspace(1)*
   %v93 = bitcast i16 addrspace(1)* %v92 to <8 x i16> addrspace(1)*
-  %t59 = bitcast <8 x i16> addrspace(1)* %v93 to <4 x i32> addrspace(1)*
-  %t60 = ptrtoint <8 x i16> addrspace(1)* %v93 to i64
-  %t61 = call {i32, i32, i32, i32} asm sideeffect "ld.global.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l"(i64 %t60)
-  %t62 = extractvalue {i32, i32, i32, i32} %t61, 0
-  %t63 = insertelement <4 x i32> undef, i32 %t62, i32 0
-  %t64 = extractvalue {i32, i32, i32, i32} %t61, 1
-  %t65 = insertelement <4 x i32> %t63, i32 %t64, i32 1
-  %t66 = extractvalue {i32, i32, i32, i32} %t61, 2
-  %t67 = insertelement <4 x i32> %t65, i32 %t66, i32 2
-  %t68 = extractvalue {i32, i32, i32, i32} %t61, 3
-  %t69 = insertelement <4 x i32> %t67, i32 %t68, i32 3
-  %v94 = bitcast <4 x i32> %t69 to <8 x i16>
-  %t70 = bitcast <8 x i16> %v94 to <4 x i32>
-  %t71 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 0
-  %t72 = extractelement <4 x i32> %t70, i32 0
-  store i32 %t72, i32* %t71, align 4
-  %t73 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
-  %t74 = extractelement <4 x i32> %t70, i32 1
-  store i32 %t74, i32* %t73, align 4
-  %t75 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 2
-  %t76 = extractelement <4 x i32> %t70, i32 2
-  store i32 %t76, i32* %t75, align 4
-  %t77 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 3
-  %t78 = extractelement <4 x i32> %t70, i32 3
-  store i32 %t78, i32* %t77, align 4
-  %t79 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 3
-  %t80 = load i32, i32* %t79, align 4
-  %t81 = lshr i32 %t80, 0
-  %v96 = trunc i32 %t81 to i16
-  %t82 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
-  %t83 = load i32, i32* %t82, align 4
-  %t84 = zext i16 %v96 to i32
-  %t85 = shl i32 %t84, 16
-  %t86 = and i32 %t83, 65535
-  %t87 = or i32 %t86, %t85
-  store i32 %t87, i32* %t82, align 4
-  %t88 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 0
-  %t89 = load i32, i32* %t88, align 4
-  %t90 = insertelement <4 x i32> undef, i32 %t89, i32 0
-  %t91 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
-  %t92 = load i32, i32* %t91, align 4
-  %t93 = insertelement <4 x i32> %t90, i32 %t92, i32 1
-  %t94 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 2
-  %t95 = load i32, i32* %t94, align 4
-  %t96 = insertelement <4 x i32> %t93, i32 %t95, i32 2
-  %t97 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 3
-  %t98 = load i32, i32* %t97, align 4
-  %t99 = insertelement <4 x i32> %t96, i32 %t98, i32 3
-  %v98 = bitcast <4 x i32> %t99 to <8 x i16>
+  %t53 = bitcast <8 x i16> addrspace(1)* %v93 to <4 x i32> addrspace(1)*
+  %t54 = ptrtoint <8 x i16> addrspace(1)* %v93 to i64
+  %t55 = call {i32, i32, i32, i32} asm sideeffect "ld.global.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l"(i64 %t54)
+  %t56 = extractvalue {i32, i32, i32, i32} %t55, 0
+  %t57 = insertelement <4 x i32> undef, i32 %t56, i32 0
+  %t58 = extractvalue {i32, i32, i32, i32} %t55, 1
+  %t59 = insertelement <4 x i32> %t57, i32 %t58, i32 1
+  %t60 = extractvalue {i32, i32, i32, i32} %t55, 2
+  %t61 = insertelement <4 x i32> %t59, i32 %t60, i32 2
+  %t62 = extractvalue {i32, i32, i32, i32} %t55, 3
+  %t63 = insertelement <4 x i32> %t61, i32 %t62, i32 3
+  %v94 = bitcast <4 x i32> %t63 to <8 x i16>
+  %t64 = bitcast <8 x i16> %v94 to <4 x i32>
+  %t65 = extractelement <4 x i32> %t64, i32 0
+  %t66 = extractelement <4 x i32> %t64, i32 1
+  %t67 = extractelement <4 x i32> %t64, i32 2
+  %t68 = extractelement <4 x i32> %t64, i32 3
+  %t69 = lshr i32 %t68, 0
+  %t70 = trunc i32 %t69 to i16
+  %t71 = zext i16 %t70 to i32
+  %t72 = shl i32 %t71, 16
+  %t73 = and i32 %t66, 65535
+  %t74 = or i32 %t73, %t72
+  %t75 = insertelement <4 x i32> undef, i32 %t65, i32 0
+  %t76 = insertelement <4 x i32> %t75, i32 %t74, i32 1
+  %t77 = insertelement <4 x i32> %t76, i32 %t67, i32 2
+  %t78 = insertelement <4 x i32> %t77, i32 %t68, i32 3
+  %v98 = bitcast <4 x i32> %t78 to <8 x i16>
   %v100 = getelementptr i16, i16 addrspace(1)* %v92, i32 64
   %v101 = bitcast i16 addrspace(1)* %v100 to <8 x i16> addrspace(1)*
-  %t100 = bitcast <8 x i16> addrspace(1)* %v101 to <4 x i32> addrspace(1)*
-  %t101 = bitcast <8 x i16> %v98 to <4 x i32>
-  %t102 = ptrtoint <8 x i16> addrspace(1)* %v101 to i64
-  %t103 = extractelement <4 x i32> %t101, i32 0
-  %t104 = extractelement <4 x i32> %t101, i32 1
-  %t105 = extractelement <4 x i32> %t101, i32 2
-  %t106 = extractelement <4 x i32> %t101, i32 3
-  call void asm sideeffect "st.global.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r"(i64 %t102, i32 %t103, i32 %t104, i32 %t105, i32 %t106)
-  %t108 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 1
-  %t109 = load i32, i32* %t108, align 4
-  %t110 = lshr i32 %t109, 16
-  %t107 = trunc i32 %t110 to i16
-  %t111 = insertelement <2 x i16> undef, i16 %t107, i32 0
-  %t113 = getelementptr [4 x i32], [4 x i32]* %var3, i32 0, i32 2
-  %t114 = load i32, i32* %t113, align 4
-  %t115 = lshr i32 %t114, 0
-  %t112 = trunc i32 %t115 to i16
-  %v103 = insertelement <2 x i16> %t111, i16 %t112, i32 1
+  %t79 = bitcast <8 x i16> addrspace(1)* %v101 to <4 x i32> addrspace(1)*
+  %t80 = bitcast <8 x i16> %v98 to <4 x i32>
+  %t81 = ptrtoint <8 x i16> addrspace(1)* %v101 to i64
+  %t82 = extractelement <4 x i32> %t80, i32 0
+  %t83 = extractelement <4 x i32> %t80, i32 1
+  %t84 = extractelement <4 x i32> %t80, i32 2
+  %t85 = extractelement <4 x i32> %t80, i32 3
+  call void asm sideeffect "st.global.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r"(i64 %t81, i32 %t82, i32 %t83, i32 %t84, i32 %t85)
+  %t86 = lshr i32 %t74, 16
+  %t87 = trunc i32 %t86 to i16
+  %t88 = insertelement <2 x i16> undef, i16 %t87, i32 0
+  %t89 = lshr i32 %t67, 0
+  %t90 = trunc i32 %t89 to i16
+  %v103 = insertelement <2 x i16> %t88, i16 %t90, i32 1
   %v105 = getelementptr i16, i16 addrspace(1)* %v92, i32 80
   %v106 = bitcast i16 addrspace(1)* %v105 to <2 x i16> addrspace(1)*
   store <2 x i16> %v103, <2 x i16> addrspace(1)* %v106, align 4
