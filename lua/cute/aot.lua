@@ -100,7 +100,8 @@ local function collect(entry, archs, idx)
   local per_arch = {}
   local spec0
   for i, arch in ipairs(archs) do
-    local ka = k:with({ arch = arch, checked = false })
+    -- always traced: an export records the IR (and its hash) of what it ships
+    local ka = k:with({ arch = arch, checked = false, trace_key = false })
     local spec = ka:_specialise(#args, unpack(args))
     per_arch[i] = { arch = arch, cubin = spec.compiled:cubin(), ir = spec.compiled:ir() }
     spec0 = spec0 or spec

@@ -62,6 +62,12 @@ function compiler.set_warning_handler(fn)
   return old
 end
 
+--- Sends a warning (one line or several) to the warning handler.
+function compiler.warn(msg)
+  if type(msg) ~= "string" then err.raise("compiler.warn: expected a string, got %s", type(msg)) end
+  for line in msg:gmatch("[^\n]+") do warning_handler(line) end
+end
+
 local function warn_lines(text)
   for line in text:gmatch("[^\n]+") do warning_handler(line) end
 end
@@ -241,7 +247,9 @@ function compiler.options(t)
   if getmetatable(t) == Options then return t end
   if t ~= nil and type(t) ~= "table" then err.raise("compiler.options: expected a table, got %s", type(t)) end
   local o = ffi.new("NvOptions")
-  C.options_default(o)
+  -- the GPU is asked for its arch (cuInit) only when no arch is named
+  local env_arch = os.getenv("CUTELUA_ARCH")
+  if (t and t.arch ~= nil) or (env_arch and env_arch ~= "") then C.options_base(o) else C.options_default(o) end
   local r = new_result()
   if C.options_from_env(o, r) ~= 0 then err.raise("compiler options from the environment: %s", part(r, "message")) end
   local keep = {}
@@ -328,6 +336,25 @@ function compiler.versions()
   local r = new_result()
   if C.versions(r) ~= 0 then fail(r) end
   return part(r, "versions")
+end
+
+local build_id_cache
+--- cutelua's build id: 16 hex digits, a hash of the Lua modules and .cdef
+-- files bundled into this build and of the C sources of the compiler path
+-- (computed by embedgen when cutelua is built). In development mode
+-- (CUTELUA_SOURCE_DIR / --source-dir) the bundled files' part is computed
+-- once per process from the files under that directory, as they are then;
+-- modules that the build does not bundle yet are not seen. Returns nil and
+-- why when a file there cannot be read.
+function compiler.build_id()
+  if build_id_cache then return build_id_cache end
+  local dir = debug.getregistry()["cutelua.source_dir"] -- what the module searcher reads (src/host/cl_host.c)
+  local hex, msg = ffi.new("char[17]"), ffi.new("char[512]")
+  if require("cute._c").host.build_id(type(dir) == "string" and dir or nil, hex, msg, 512) ~= 0 then
+    return nil, ffi.string(msg)
+  end
+  build_id_cache = ffi.string(hex, 16)
+  return build_id_cache
 end
 
 --- The SHA-256 of a string, as 64 hex digits.
@@ -440,9 +467,12 @@ end
 -- info (all optional): name (for dumps and messages; default the first
 -- kernel), kind ("nvvm"/"ptx"; default guessed), key_text (what the cache
 -- key hashes; default the source text: the tracer gives the printed IR),
--- salt, ir (the printed IR, kept and dumped as the "ir" stage), meta (bytes
--- stored with the cache entry), locate (function(diag) -> "file:line" for
--- failures C could not map to Lua).
+-- salt, ir (the printed IR, kept and dumped as the "ir" stage; or a function
+-- returning it, called only when the IR is asked for: m:ir(), or an "ir"
+-- dump), meta (bytes stored with the cache entry; or a function returning
+-- them, called on a miss after the source function), refresh (true: do not
+-- look in the cache, compile and store over what is there), locate
+-- (function(diag) -> "file:line" for failures C could not map to Lua).
 function compiler.compile(source, opts, info)
   info = info or {}
   if type(info) ~= "table" then err.raise("compiler.compile: info must be a table, got %s", type(info)) end
@@ -457,8 +487,18 @@ function compiler.compile(source, opts, info)
     err.raise("compiler.compile: with a function as the source, give info.key_text (what the cache key hashes)")
   end
   if C.cache_key(r, key_text, #key_text, info.salt, opts.c) ~= 0 then fail(r, nil, nil, "compiler.compile") end
-  if info.ir then C.set_part(r, PART.ir, info.ir, #info.ir) end
-  local hit = C.cache_get(r, opts.c) == 1
+  local ir_fn
+  if type(info.ir) == "function" then
+    ir_fn = info.ir
+  elseif info.ir ~= nil then
+    if type(info.ir) ~= "string" then
+      err.raise("compiler.compile: info.ir must be the IR text or a function returning it, got %s", type(info.ir))
+    end
+    C.set_part(r, PART.ir, info.ir, #info.ir)
+  end
+  -- with keep "ir" (stage id == part id), a lazy IR is produced for the dump
+  local dump_ir = ir_fn and bit.band(opts.c.keep, bit.lshift(1, PART.ir)) ~= 0
+  local hit = not info.refresh and C.cache_get(r, opts.c) == 1
   if not hit then
     if not text then
       text = source()
@@ -466,13 +506,22 @@ function compiler.compile(source, opts, info)
         err.raise("compiler.compile: the source function returned %s, not a string", type(text))
       end
     end
-    if info.meta then C.set_part(r, PART.meta, info.meta, #info.meta) end
+    local meta = info.meta
+    if type(meta) == "function" then meta = meta() end -- after source(): it may describe what source() made
+    if meta ~= nil then
+      if type(meta) ~= "string" then err.raise("compiler.compile: info.meta must be a string, got %s", type(meta)) end
+      C.set_part(r, PART.meta, meta, #meta)
+    end
     if C.compile(r, text, #text, kind_of(text, info), opts.c) ~= 0 then fail(r, nil, info.locate, info.name) end
     C.cache_put(r, opts.c)
   elseif text and bit.band(opts.c.keep, bit.lshift(1, PART.ll)) ~= 0 and kind_of(text, info) == 1 then
     C.set_part(r, PART.ll, text, #text) -- so that a hit dumps its NVVM IR too (stage id == part id)
   end
-  local m = setmetatable({ _r = r, _source = source, options = opts, key = ffi.string(C.key(r)),
+  if dump_ir then
+    local s = ir_fn()
+    C.set_part(r, PART.ir, s, #s)
+  end
+  local m = setmetatable({ _r = r, _source = source, _ir_fn = ir_fn, options = opts, key = ffi.string(C.key(r)),
     arch = opts:get("arch"), origin = ffi.string(C.origin_name(C.info(r, INFO.origin))) }, Module)
   m.name = info.name or first_kernel(r) or "module"
   -- Warnings: spills (not again for a kernel served from this process's memory), notes.
@@ -501,11 +550,20 @@ function Module:log() return self:stage("log") end
 -- also after a cache hit in another process.
 function Module:meta() return self:stage("meta") end
 
---- The printed cutelua IR, when the caller gave it.
+--- The printed cutelua IR, when the caller gave it (as text, or as a
+-- function that produces it now, e.g. by tracing the kernel again).
 function Module:ir()
   local s = part(self._r, "ir")
-  if s == "" then err.raise("module %s: no IR was given to compiler.compile (info.ir)", self.name) end
-  return s
+  if s ~= "" then return s end
+  if self._ir_fn then
+    s = self._ir_fn()
+    if type(s) ~= "string" then
+      err.raise("module %s: the IR function returned %s, not a string", self.name, type(s))
+    end
+    C.set_part(self._r, PART.ir, s, #s)
+    return s
+  end
+  err.raise("module %s: no IR was given to compiler.compile (info.ir)", self.name)
 end
 
 --- The NVVM IR compiled (for PTX input: an error). After a cache hit it is

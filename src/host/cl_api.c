@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cl_dl.h"
+#include "cl_host.h"
 #include "rt.h"
 #include "cl_version.h"
 #include "nv_compile.h"
@@ -32,12 +33,23 @@ static uint64_t host_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static int host_build_id(const char *dir, char *hex17, char *msg, size_t msglen) {
+  uint64_t id = 0;
+  ClBuf err = {0};
+  int st = cl_host_build_id(dir, &id, &err);
+  if (st == 0 && hex17) snprintf(hex17, 17, "%016llx", (unsigned long long)id);
+  if (st != 0 && msg && msglen) snprintf(msg, msglen, "%s", cl_buf_str(&err));
+  cl_buf_free(&err);
+  return st;
+}
+
 static const CLHostApi host_api = {
     .abi = CL_HOST_ABI,
     .version = host_version,
     .lib_status = host_lib_status,
     .now_ns = host_now_ns,
     .cuda_home = cl_dl_cuda_home,
+    .build_id = host_build_id,
 };
 
 const void *cl_host_api(void) { return &host_api; }

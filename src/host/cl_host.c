@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cl_api.h"
+#include "cl_fnv.h"
 
 #define REG_SOURCE_DIR "cutelua.source_dir"
 #define REG_TRACEBACK "cutelua.traceback"
@@ -68,6 +69,32 @@ int cl_host_push_file(lua_State *L, const char *path) {
     return 0;
   }
   return 1;
+}
+
+int cl_host_build_id(const char *dir, uint64_t *id, ClBuf *err) {
+  if (!dir || !*dir) {
+    *id = cl_build_id;
+    return 0;
+  }
+  uint64_t h = CL_FNV_OFFSET;
+  ClBuf path = {0}, b = {0};
+  int st = 0;
+  for (size_t i = 0; i < cl_bundle_count && st == 0; i++) {
+    cl_buf_clear(&path);
+    cl_buf_printf(&path, "%s/%s", dir, cl_bundle_files[i].path);
+    cl_buf_clear(&b);
+    int e = cl_buf_read_file(&b, cl_buf_str(&path));
+    if (e) {
+      cl_buf_printf(err, "cannot read %s (CUTELUA_SOURCE_DIR) for the build id: %s", cl_buf_str(&path), strerror(e));
+      st = -1;
+    } else {
+      h = cl_fnv_file(h, cl_bundle_files[i].path, b.data ? b.data : "", b.len);
+    }
+  }
+  cl_buf_free(&path);
+  cl_buf_free(&b);
+  if (st == 0) *id = cl_fnv_build_id(h, cl_source_hash);
+  return st;
 }
 
 /* package.loaders entry: finds bundled modules. Like the standard searchers it

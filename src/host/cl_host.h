@@ -11,6 +11,7 @@
 #define CL_HOST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cl_buf.h"
 
@@ -25,6 +26,20 @@ typedef struct ClBundleFile {
 
 extern const ClBundleFile cl_bundle_files[];
 extern const size_t cl_bundle_count;
+
+/* cutelua's build id (src/host/cl_fnv.h), written by `embedgen --build-id`:
+ * the hash of the bundled files, of the C sources of the compiler path
+ * (src/ir, src/nvvm, src/util, src/host), and the two combined. */
+extern const uint64_t cl_bundle_hash;
+extern const uint64_t cl_source_hash;
+extern const uint64_t cl_build_id;
+
+/* The build id. With dir NULL, the one built in; with dir (development mode,
+ * CUTELUA_SOURCE_DIR), the bundled files' part is computed again from the
+ * files as they are under dir now (files the build does not bundle yet are
+ * not seen). Returns 0, or -1 with why in err when a file under dir cannot be
+ * read. */
+int cl_host_build_id(const char *dir, uint64_t *id, ClBuf *err);
 
 /* Installs the searcher and the API table. Returns 0, or -1 with a message in err. */
 int cl_host_setup(struct lua_State *L, ClBuf *err);

@@ -179,6 +179,7 @@ static void sha256_hex(const void *data, size_t len, char *hex65) { nv_sha256_he
 
 static const CLNvApi api = {
     .abi = NV_API_ABI,
+    .options_base = nv_options_base,
     .options_default = nv_options_default,
     .options_from_env = options_from_env,
     .options_set_arch = options_set_arch,

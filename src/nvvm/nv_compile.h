@@ -37,6 +37,9 @@
  * limit; cache on, in nv_default_cache_dir(); dumps to the current directory.
  * Environment variables are NOT read here (nv_options_from_env). */
 void nv_options_default(NvOptions *o);
+/* The same without asking the GPU (the arch is the fallback, sm_90a): for a
+   caller that sets the arch itself, so that no cuInit is paid for nothing. */
+void nv_options_base(NvOptions *o);
 /* 0, or -1 for an arch not in the table (o unchanged). */
 int nv_options_set_arch(NvOptions *o, const char *arch);
 /* Applies the CUTELUA_* variables (NV_ENV below) over o. -1 with a message

@@ -113,14 +113,19 @@ const char *nv_default_cache_dir(void) {
   return dir;
 }
 
-void nv_options_default(NvOptions *o) {
+void nv_options_base(NvOptions *o) {
   memset(o, 0, sizeof *o);
-  int a = nv_arch_detect(NULL, 0);
-  o->arch = a >= 0 ? a : nv_arch_find(NV_ARCH_FALLBACK);
+  o->arch = nv_arch_find(NV_ARCH_FALLBACK);
   o->opt_level = 3;
   o->ftz = -1;
   o->cache = 1;
   snprintf(o->cache_dir, sizeof o->cache_dir, "%s", nv_default_cache_dir());
+}
+
+void nv_options_default(NvOptions *o) {
+  nv_options_base(o);
+  int a = nv_arch_detect(NULL, 0);
+  if (a >= 0) o->arch = a;
 }
 
 int nv_options_set_arch(NvOptions *o, const char *arch) {

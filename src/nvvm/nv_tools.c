@@ -118,9 +118,16 @@ const char *nv_jitlink_error_name(int code) {
 static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 static int driver_version;
 
+/* cuDriverGetVersion needs no cuInit: a process that compiles from the cache
+   and never launches does not pay for initialising the driver. */
 static void ask_driver(void) {
-  const RtDriver *d = rt_driver(NULL);
-  if (d) driver_version = d->version;
+  ClBuf err = {0};
+  void *lib = cl_dl_lib(CL_LIB_CUDA, &err);
+  cl_buf_free(&err);
+  if (!lib) return;
+  int (*get)(int *) = (int (*)(int *))cl_dl_sym(lib, "cuDriverGetVersion");
+  int v = 0;
+  if (get && get(&v) == 0) driver_version = v;
 }
 
 int nv_driver_version(void) {

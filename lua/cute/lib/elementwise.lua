@@ -17,8 +17,9 @@ local THREADS, UNROLL = 256, 4
 
 --- A kernel applying f elementwise: out[i] = f(in1[i], ..., inK[i], scalars...)
 -- over 1-D contiguous tensors of one size. f gets values (f32 for narrow
--- float inputs) and returns a value, converted to out's dtype.
-function M.map_kernel(name, ninputs, f)
+-- float inputs) and returns a value, converted to out's dtype. opts: the
+-- kernel's options (cute.kernel); a trace_key only when f is fixed by it.
+function M.map_kernel(name, ninputs, f, opts)
   return cute.kernel(name, function(...)
     local args = { ... }
     local inputs, out = {}, args[ninputs + 1]
@@ -66,14 +67,17 @@ function M.map_kernel(name, ninputs, f)
         end
       end
     end)
-  end)
+  end, opts)
 end
 
 --- The launch grid of a map kernel over n elements of dtype dt.
 function M.grid(n, dt) return math.max(1, math.ceil(n / (16 / dt.bytes * THREADS * UNROLL))) end
 
-local copy_k = M.map_kernel("copy", 1, function(x) return x end)
-local axpb_k = M.map_kernel("axpb", 1, function(x, a, b) return a * x + b end)
+-- (their functions are this file's: the trace_key, with cutelua's build id,
+-- determines them)
+local copy_k = M.map_kernel("copy", 1, function(x) return x end, { trace_key = "cute.lib.elementwise:copy" })
+local axpb_k = M.map_kernel("axpb", 1, function(x, a, b) return a * x + b end,
+  { trace_key = "cute.lib.elementwise:axpb" })
 
 local function flat(t) return t:view(cute.make_layout(t:size())) end
 
@@ -114,7 +118,7 @@ local add_bcast_k = cute.kernel("add_broadcast", function(a, b, c)
       end
     end
   end)
-end)
+end, { trace_key = "cute.lib.elementwise:add_broadcast" })
 M.kernels.add_broadcast = add_bcast_k
 
 function M.add_broadcast(a, b, c)

@@ -71,7 +71,7 @@ local fill_k = cute.kernel("cute_fill", function(t, mode, seed, a, b)
     end
     t[i] = M.from_f64(v, dt)
   end
-end, { max_threads = THREADS })
+end, { max_threads = THREADS, trace_key = "cute.lib.fill" })
 M.kernel = fill_k
 
 --- Fills device tensor t on the device. mode: "iota" (a = start, b = step),

@@ -59,7 +59,9 @@ end
 -- The kernel for one configuration (cached by its key).
 local kernels = {}
 
-local function build(cfg)
+-- trace_key: the configuration's key (M.kernel), which with the signature
+-- determines the kernel's IR: everything the body captures comes from cfg.
+local function build(cfg, trace_key)
   local BM, BN, BK, STAGES = cfg.bm, cfg.bn, cfg.bk, cfg.stages
   local WM, WN = cfg.wm, cfg.wn
   local ta = cute.dtype.get(cfg.a_dtype)
@@ -264,7 +266,7 @@ local function build(cfg)
         end)
       end
     end
-  end)
+  end, { trace_key = trace_key })
 end
 
 M._build = build
@@ -272,7 +274,10 @@ M._build = build
 --- The kernel for a configuration: cfg = {a_dtype, acc_dtype, a_major,
 -- b_major ("k" or "mn"), a_vec, b_vec (elements a global -> shared copy),
 -- bm, bn, bk, stages, wm, wn, group, even (all extents multiples of the
--- tiles), beta (C is read)}.
+-- tiles), beta (C is read), ldmatrix (false: plain shared-memory reads)}.
+-- The key of the configuration is the kernel's trace_key, so a kernel
+-- compiled before (in any process, with the disk cache) is found without
+-- tracing it (docs/compiler.md).
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "acc_dtype", "a_major", "b_major", "a_vec", "b_vec", "bm", "bn", "bk", "stages",
@@ -282,7 +287,7 @@ function M.kernel(cfg)
   key = table.concat(key, ",")
   local k = kernels[key]
   if not k then
-    k = build(cfg)
+    k = build(cfg, "cute.lib.gemm:" .. key)
     kernels[key] = k
   end
   return k
@@ -314,6 +319,7 @@ local function dims3(t, what)
 end
 
 local function view(t, shape, stride)
+  if t.fake then return tensor.fake_tensor(t.dtype, shape, L.make_layout(shape, stride), { align = t:alignment() }) end
   return tensor.from_ptr(t:data_ptr(), t.dtype, L.make_layout(shape, stride))
 end
 
@@ -357,13 +363,12 @@ function M.pick(m, n, k, dt)
   return CONFIGS.small16
 end
 
---- C = alpha * A @ B + beta * C on device tensors: A (M x K), B (K x N), C
--- (M x N), each optionally batched (a third mode L), any strides with one
--- unit stride each. C is made (f32, or i32 for 8-bit integers; row-major)
--- when not given. opts: alpha (1), beta (0; C is then not read), config (a
--- table overriding M.pick's: bm, bn, bk, stages, wm, wn), stream.
--- Returns C.
-function M.gemm(A, B, C, opts)
+--- What cute.gemm(A, B, C, opts) launches, without launching: a table with
+-- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
+-- grid, block, config and C. With fake tensors (cute.fake_tensor; a fake C
+-- is made when none is given) `plan.kernel:compile(unpack(plan.args))`
+-- compiles what cute.gemm would run, without a GPU.
+function M.plan(A, B, C, opts)
   if C ~= nil and not tensor.is_device_tensor(C) and type(C) == "table" and opts == nil then
     opts, C = C, nil
   end
@@ -380,7 +385,7 @@ function M.gemm(A, B, C, opts)
   mma_op(dt.name == "f32" and cute.tf32 or dt, dt.is_integer and cute.i32 or cute.f32) -- refuses what has no atom
   local acc = dt.is_integer and cute.i32 or cute.f32
   if C == nil then
-    C = cute.tensor(acc, batch > 1 and { m, n, batch } or { m, n }, "row")
+    C = (A.fake and tensor.fake_tensor or cute.tensor)(acc, batch > 1 and { m, n, batch } or { m, n }, "row")
   end
   local cs, cd = dims3(C, "C")
   if cs[1] ~= m or cs[2] ~= n or cs[3] ~= batch then
@@ -409,12 +414,24 @@ function M.gemm(A, B, C, opts)
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
   cfg.beta = beta ~= 0
-  local kern = M.kernel(cfg)
-  M._last_kernel, M._last_args = kern, { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) } -- for bench/gemm_probe.lua
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
-  kern { grid = { tiles, 1, batch }, block = cfg.wm * cfg.wn * 32, stream = opts.stream }(Av, Bv, Cv,
-    cute.f32(alpha), cute.f32(beta))
-  return C
+  return { kernel = M.kernel(cfg), args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) },
+    grid = { tiles, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C }, opts
+end
+
+--- C = alpha * A @ B + beta * C on device tensors: A (M x K), B (K x N), C
+-- (M x N), each optionally batched (a third mode L), any strides with one
+-- unit stride each. C is made (f32, or i32 for 8-bit integers; row-major)
+-- when not given. opts: alpha (1), beta (0; C is then not read), config (a
+-- table overriding M.pick's: bm, bn, bk, stages, wm, wn), stream.
+-- Returns C.
+function M.gemm(A, B, C, opts)
+  local p
+  p, opts = M.plan(A, B, C, opts)
+  M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
+  local a = p.args
+  p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(a[1], a[2], a[3], a[4], a[5])
+  return p.C
 end
 
 return M

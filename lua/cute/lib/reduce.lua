@@ -47,7 +47,7 @@ local function partial_kernel(name)
     end)
     local r = reduce_frag(frag, vec * UNROLL, op)
     cute.if_(tid:eq(0), function() partial[bid] = r end)
-  end)
+  end, { trace_key = "cute.lib.reduce:partial:" .. name })
 end
 
 -- One block reduces n partials (f32), 4 per thread per step.
@@ -60,7 +60,7 @@ local function final_kernel(name)
     for i in cute.range(tid, n, THREADS) do acc.value = op.combine(acc.value, partial[i]) end
     local r = common.block_reduce(acc.value, op.combine, op.identity, THREADS)
     cute.if_(tid:eq(0), function() out[0] = r end)
-  end)
+  end, { trace_key = "cute.lib.reduce:final:" .. name })
 end
 
 local kernels = {}
@@ -122,7 +122,7 @@ local function row_kernel(name)
     end
     local r = common.block_reduce(acc, op.combine, op.identity, THREADS)
     cute.if_(tid:eq(0), function() out[row] = r:to(out.dtype) end)
-  end)
+  end, { trace_key = "cute.lib.reduce:rows:" .. name })
 end
 
 local row_kernels = {}

@@ -169,7 +169,7 @@ local softmax_k = cute.kernel("softmax_rows", function(x, y, cfg)
   -- x_i - m - log(s) in base 2: one exp a value, no division
   local shift = mscaled + cute.log2(s, { fast = true })
   io.store(y, row, function(i) return cute.exp2(cute.fma(f32(xf[i]), LOG2E, -shift), { fast = true }) end)
-end)
+end, { trace_key = "cute.lib.rowwise:softmax" })
 
 local rms_k = cute.kernel("rmsnorm_rows", function(x, w, y, eps, cfg)
   local threads, chunks = cfg.threads, cfg.chunks
@@ -186,7 +186,7 @@ local rms_k = cute.kernel("rmsnorm_rows", function(x, w, y, eps, cfg)
   cute.opaque(xf)
   local scale = cute.rsqrt(ss / N:to(cute.f32) + eps)
   io.store(y, row, function(i, p) return f32(xf[i]) * scale * p[1] end, { w })
-end)
+end, { trace_key = "cute.lib.rowwise:rmsnorm" })
 
 local ln_k = cute.kernel("layernorm_rows", function(x, w, b, y, eps, cfg)
   local threads, chunks = cfg.threads, cfg.chunks
@@ -215,7 +215,7 @@ local ln_k = cute.kernel("layernorm_rows", function(x, w, b, y, eps, cfg)
   cute.opaque(xf)
   local rstd = cute.rsqrt(var + eps)
   io.store(y, row, function(i, p) return cute.fma((f32(xf[i]) - mean) * rstd, p[1], p[2]) end, { w, b })
-end)
+end, { trace_key = "cute.lib.rowwise:layernorm" })
 
 M.kernels = { softmax = softmax_k, rmsnorm = rms_k, layernorm = ln_k }
 

@@ -128,7 +128,7 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
       end
     end
   end
-end, { max_threads = THREADS })
+end, { max_threads = THREADS, trace_key = "cute.lib.sgemm" })
 
 M.kernel = k
 

@@ -38,7 +38,7 @@ local k = cute.kernel("transpose", function(a, b)
       cute.if_(cute.and_((c0 + ty + j):lt(Nc), (r0 + tx):lt(Mr)), function() tb[{ ty + j, tx }] = s[{ tx, ty + j }] end)
     end
   end)
-end)
+end, { trace_key = "cute.lib.transpose:transpose" })
 M.kernel32 = k
 
 -- The wide variant: a 64 x 64 tile, 16 x 16 threads, 16-byte accesses to
@@ -84,7 +84,7 @@ local kw = cute.kernel("transpose64", function(a, b)
       end
     end
   end)
-end)
+end, { trace_key = "cute.lib.transpose:transpose64" })
 M.kernel = kw
 
 --- b = a^T: a row-major M x N, b row-major N x M (same dtype); 64 x 64
