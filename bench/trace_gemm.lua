@@ -8,7 +8,10 @@
 -- 1. with the compile cache off: the time to trace the Lua body into the IR,
 --    and the rest of the compile (printing the IR, emitting NVVM IR, libnvvm,
 --    ptxas), medians of the repeats (each a fresh kernel object: a full trace);
--- 2. from a warm disk cache (a scratch directory) in a new `cutelua` process:
+-- 2. cold in a new `cutelua` process (cache off): the compile call as the
+--    child times it (G.kernel(cfg) and the specialisation: from Lua to the
+--    cubin, loading libnvvm and nvJitLink included), and the whole process;
+-- 3. from a warm disk cache (a scratch directory) in a new `cutelua` process:
 --    the compile call as the child times it (G.kernel(cfg) and the
 --    specialisation for the arguments: from Lua to the cubin), and the whole
 --    child process, start to exit; keyed before tracing (the kernel's
@@ -87,15 +90,29 @@ f:close()
 
 local function now() return tonumber(host.now_ns()) / 1e6 end
 local function child(c, mode)
-  local cmd = string.format("env -u CUTELUA_CACHE -u CUTELUA_KEEP -u CUTELUA_SOURCE_DIR CUTELUA_ARCH=sm_90a "
-    .. "CUTELUA_CACHE_DIR='%s' '%s' '%s' %d %d %d %d %d %d %s 2>&1", dir, arg[-1], script, c[1], c[2], c[3], c[4], c[5],
-    c[6], mode)
+  local cmd = string.format("env -u CUTELUA_CACHE -u CUTELUA_KEEP -u CUTELUA_SOURCE_DIR CUTELUA_ARCH=sm_90a %s"
+    .. "CUTELUA_CACHE_DIR='%s' '%s' '%s' %d %d %d %d %d %d %s 2>&1", mode == "cold" and "CUTELUA_CACHE=0 " or "", dir,
+    arg[-1], script, c[1], c[2], c[3], c[4], c[5], c[6], mode)
   local p0 = now()
   local out = io.popen(cmd):read("*a")
   local wall = now() - p0
   local ms, origin, pretraced = out:match("^([%d.]+) (%a+) (%a+)\n$")
   if not ms then error("child failed: " .. out) end
   return tonumber(ms), wall, origin, pretraced
+end
+
+print()
+print(string.format("| cold, in a new process (sm_90a, cache off, %d repeats) | compile call, median ms | min ms | "
+  .. "whole process, median ms | min ms |", repeats))
+print("|---|---:|---:|---:|---:|")
+for _, c in ipairs(CONFIGS) do
+  local xs, procs = {}, {}
+  for _ = 1, repeats do
+    local ms, wall, origin = child(c, "cold")
+    assert(origin == "compiled", "expected a compile, got " .. origin)
+    xs[#xs + 1], procs[#procs + 1] = ms, wall
+  end
+  print(string.format("| %s | %.1f | %.1f | %.1f | %.1f |", label(c), median(xs), min(xs), median(procs), min(procs)))
 end
 
 print()

@@ -435,6 +435,9 @@ function M.stats()
   return out
 end
 
+-- CUTELUA_TRACE_JIT=1 keeps the JIT on while tracing.
+local trace_jit_off = os.getenv("CUTELUA_TRACE_JIT") ~= "1"
+
 -- Traces one specialisation into a new IR module.
 local function trace(k, specs, opts, copts)
   stats.traces = stats.traces + 1
@@ -448,11 +451,17 @@ local function trace(k, specs, opts, copts)
   -- launched or compiled it, found once rather than by a stack walk per op
   local src = debug.getinfo(k.fn, "S").source
   local internal = require("cute._err").is_internal(src)
+  -- The trace runs in LuaJIT's interpreter: a body is run once, and compiling
+  -- its paths to machine code costs more than it saves (a GEMM traces in 27 ms
+  -- interpreted, 45-50 ms with the JIT in a new process; docs/tracer.md)
+  local jit_was_on = trace_jit_off and jit.status()
+  if jit_was_on then jit.off() end
   local ok, e = pcall(function()
     local args, params = make_params(T, specs, k.names, opts.checked)
     if internal then core.at_user_line(k.fn, unpack(args, 1, #specs)) else k.fn(unpack(args, 1, #specs)) end
     return params
   end)
+  if jit_was_on then jit.on() end
   if not ok then
     core.abort()
     error(e, 0)
