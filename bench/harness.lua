@@ -177,7 +177,9 @@ end
 
 function H:metadata()
   local info = cute.device_info()
-  local commit = os.getenv("CUTELUA_COMMIT") or shell("git rev-parse --short HEAD")
+  -- the bundle's commit first: it is the one the binary was built from (a
+  -- checkout on the GPU machine may carry an older .git)
+  local commit = os.getenv("CUTELUA_COMMIT")
   if not commit then
     local f = io.open(".gpu/commit")
     if f then
@@ -185,6 +187,7 @@ function H:metadata()
       f:close()
     end
   end
+  commit = commit or shell("git rev-parse --short HEAD")
   return {
     gpu = info.name,
     sm_count = info.sm_count,
