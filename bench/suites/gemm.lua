@@ -58,6 +58,9 @@ return function(h)
       ["256x128x32 s4 4x2"] = { bm = 256, bn = 128, bk = 32, stages = 4, wm = 4, wn = 2 },
       ["128x128x64 s3 2x2"] = { bm = 128, bn = 128, bk = 64, stages = 3, wm = 2, wn = 2 },
       ["128x256x32 s3 2x4"] = { bm = 128, bn = 256, bk = 32, stages = 3, wm = 2, wn = 4 },
+      ["128x256x64 s3 2x4 group 4"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4, group = 4 },
+      ["128x256x64 s3 2x4 group 16"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4, group = 16 },
+      ["128x256x64 s3 2x4 group 32"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4, group = 32 },
     } do
       case("gemm " .. name, 4096, 4096, 4096, cute.bf16, cute.bf16, cfg, nil, 0.6, 2 ^ -8)
     end
