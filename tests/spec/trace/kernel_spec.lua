@@ -15,6 +15,21 @@ describe("cute.kernel", function()
     assert.equal(2, k.nspecs)
   end)
 
+  it("traces with the JIT off and turns it back on, also after an error in the body", function()
+    local during
+    local k = cute.kernel("jit_probe", function(a)
+      during = jit.status()
+      a[0] = 1
+    end)
+    assert.is_true(jit.status())
+    k:compile(H.f32())
+    assert.equal(os.getenv("CUTELUA_TRACE_JIT") == "1", during) -- CUTELUA_TRACE_JIT=1 keeps it on
+    assert.is_true(jit.status())
+    local bad = cute.kernel("jit_probe_bad", function(a) a[0] = a.no_such_field.x end)
+    assert.is_truthy(H.error_of(function() bad:compile(H.f32()) end))
+    assert.is_true(jit.status())
+  end)
+
   it("passes compile-time false and nil as themselves", function()
     local seen = {}
     local k = cute.kernel("flags", function(a, f, g)
