@@ -84,6 +84,17 @@ local function dyn(x)
 end
 M.dyn = dyn
 
+-- x == n for a literal number n, without calling a traced value's __eq (which
+-- must find its caller to tell cutelua's code from the user's: a stack walk
+-- that took an eighth of a GEMM's trace). Traced values are never literals.
+local rawequal = rawequal
+local function lit(x, n)
+  if rawequal(x, n) then return true end
+  if type(x) ~= "cdata" or cdata_dyn(x) then return false end
+  return x == n -- 64-bit integer cdata
+end
+M.lit = lit
+
 --- True for a static leaf (a Lua number).
 function M.is_static(x) return type(x) == "number" end
 
@@ -224,8 +235,8 @@ function M.add(a, b)
     if r >= LIMIT or r <= -LIMIT then overflow(a, "+", b) end
     return r
   end
-  if b == 0 then return a end
-  if a == 0 then return b end
+  if lit(b, 0) then return a end
+  if lit(a, 0) then return b end
   if is_basis(a) or is_basis(b) or getmetatable(a) == SUM or getmetatable(b) == SUM then
     if is_basis(a) and is_basis(b) and a.k == b.k then
       return setmetatable({ v = M.add(a.v, b.v), p = a.p, k = a.k }, EMT)
@@ -241,7 +252,7 @@ function M.sub(a, b)
     if r >= LIMIT or r <= -LIMIT then overflow(a, "-", b) end
     return r
   end
-  if b == 0 then return a end
+  if lit(b, 0) then return a end
   return dispatch("sub", a, b)
 end
 
@@ -258,9 +269,9 @@ function M.mul(a, b)
     if r >= LIMIT or r <= -LIMIT then overflow(a, "*", b) end
     return r
   end
-  if a == 1 then return b end
-  if b == 1 then return a end
-  if a == 0 or b == 0 then return 0 end
+  if lit(a, 1) then return b end
+  if lit(b, 1) then return a end
+  if lit(a, 0) or lit(b, 0) then return 0 end
   if is_basis(a) then return scale(a, b) end
   if is_basis(b) then return scale(b, a) end
   return dispatch("mul", a, b)
@@ -276,9 +287,9 @@ function M.div(a, b)
     if b == 0 then divzero(a, "div", b) end
     return floor(a / b)
   end
-  if b == 1 then return a end
-  if b == 0 then divzero(a, "div", b) end
-  if a == 0 then return 0 end
+  if lit(b, 1) then return a end
+  if lit(b, 0) then divzero(a, "div", b) end
+  if lit(a, 0) then return 0 end
   return dispatch("div", a, b)
 end
 
@@ -290,9 +301,9 @@ function M.mod(a, b)
     if r ~= 0 and (r < 0) ~= (b < 0) then r = r + b end
     return r
   end
-  if b == 1 then return 0 end
-  if b == 0 then divzero(a, "mod", b) end
-  if a == 0 then return 0 end
+  if lit(b, 1) then return 0 end
+  if lit(b, 0) then divzero(a, "mod", b) end
+  if lit(a, 0) then return 0 end
   return dispatch("mod", a, b)
 end
 
@@ -360,7 +371,7 @@ function M.bxor(a, b)
     local bh, bl = split(b)
     return bit.bxor(ah, bh) * TWO32 + u32(bit.bxor(al, bl))
   end
-  if b == 0 then return a end
+  if lit(b, 0) then return a end
   return dispatch("bxor", a, b)
 end
 

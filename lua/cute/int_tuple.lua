@@ -249,7 +249,7 @@ end
 M.is_static = is_static
 
 local function has_underscore(t)
-  if t == U then return true end
+  if rawequal(t, U) then return true end
   if is_tuple(t) then
     for i = 1, #t do
       if has_underscore(t[i]) then return true end
@@ -453,7 +453,7 @@ local function crd2idx(c, s, d, op, strict)
         raise("%s: coordinate %s is out of range for shape %s", opname(op), show(c), show(s))
       end
     end
-  elseif c == U then
+  elseif rawequal(c, U) then
     raise("%s: coordinate contains _ (use slice_ to keep modes)", opname(op))
   elseif not arith.dyn(c) then
     raise("%s: coordinate %s is not an integer", opname(op), show(c))

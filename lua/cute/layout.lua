@@ -324,7 +324,7 @@ local function coalesce_modes(shape, stride)
   local rs, rd, n = {}, {}, 0
   for i = 1, #fs do
     local s, d = fs[i], fd[i]
-    if s ~= 1 then
+    if not arith.lit(s, 1) then
       if n > 0 and product_is(rs[n], rd[n], d) then
         rs[n] = mul(rs[n], s)
       else
@@ -402,7 +402,7 @@ end
 -- Slicing ---------------------------------------------------------------------
 
 local function slice_rec(c, s, d, out_s, out_d, op)
-  if c == U then
+  if rawequal(c, U) then
     out_s[#out_s + 1], out_d[#out_d + 1] = s, d
     return 0
   end

@@ -450,7 +450,7 @@ function ThrCopy:_matrix_rows(t)
       end
     end
     local o = arith.add(base, rest_l(ri))
-    if h ~= 0 then o = arith.add(o, arith.mul(h, rest_stride0)) end
+    if not arith.lit(h, 0) then o = arith.add(o, arith.mul(h, rest_stride0)) end
     return o
   end
   local function swizzled(o)

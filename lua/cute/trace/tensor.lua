@@ -101,7 +101,7 @@ end
 
 -- ptr + offset elements, as a pointer value with the alignment that is known.
 local function address(t, offset, align)
-  if offset == 0 and (not align or align == t.align) then return t.ptr end
+  if arith.lit(offset, 0) and (not align or align == t.align) then return t.ptr end
   local pt = core.ptr(core.scalar(t.dtype), t.space, align or align_after(t, offset))
   if type(offset) == "number" then
     offset = core.const((math.abs(offset) >= 2 ^ 31) and core.i64 or core.i32, offset)
