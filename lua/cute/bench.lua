@@ -13,7 +13,8 @@
 -- GPU time, at least `min_reps`. Figures: median and spread (p10, p90, min,
 -- max) of the per-repetition times.
 --
--- Options: warmup_ms (25), min_time_ms (300; 20 when CUTELUA_BENCH_QUICK=1),
+-- Options: keep_times (the result's `times` lists every repetition's ms),
+-- warmup_ms (25), min_time_ms (300; 20 when CUTELUA_BENCH_QUICK=1),
 -- min_reps (10), max_reps (100000), flush_l2 (false: when true, a buffer twice
 -- the L2 size is overwritten before every repetition), stream (default
 -- stream), bytes (bytes moved per repetition, for GB/s), flops (per
@@ -129,7 +130,9 @@ function M.bench(fn, opts)
   for _, e in ipairs(evs) do e:free() end
   start:free()
   stop:free()
-  return M.summarise(times, opts)
+  local r = M.summarise(times, opts)
+  if opts.keep_times then r.times = times end
+  return r
 end
 
 -- cute.bench(fn, opts) is M.bench; cute.bench.summarise, cute.bench.quick stay reachable.
