@@ -141,13 +141,23 @@ wh5.exit:
   %v96 = load i32, i32* %t55, align 4
   %v97 = add i32 %t50, %v96
   store i32 %v97, i32 addrspace(1)* %v93, align 4
-  %t56 = lshr i32 %t30, 16
-  %t57 = trunc i32 %t56 to i16
-  %v102 = add i32 %v6, 32
-  %t58 = getelementptr i32, i32 addrspace(1)* %v2, i32 %v6
-  %v103 = getelementptr i32, i32 addrspace(1)* %t58, i32 32
-  %v104 = zext i16 %t57 to i32
-  store i32 %v104, i32 addrspace(1)* %v103, align 4
+  %t56 = insertelement <4 x i16> undef, i16 %v13, i32 0
+  %t57 = insertelement <4 x i16> %t56, i16 %v13, i32 1
+  %t58 = insertelement <4 x i16> %t57, i16 %v13, i32 2
+  %t59 = insertelement <4 x i16> %t58, i16 %v13, i32 3
+  %v105 = bitcast <4 x i16> %t59 to <2 x i32>
+  %v107 = add i32 %v6, 64
+  %t60 = getelementptr i32, i32 addrspace(1)* %v2, i32 %v6
+  %v108 = getelementptr i32, i32 addrspace(1)* %t60, i32 64
+  %v109 = extractelement <2 x i32> %v105, i32 0
+  store i32 %v109, i32 addrspace(1)* %v108, align 4
+  %t61 = lshr i32 %t30, 16
+  %t62 = trunc i32 %t61 to i16
+  %v114 = add i32 %v6, 32
+  %t63 = getelementptr i32, i32 addrspace(1)* %v2, i32 %v6
+  %v115 = getelementptr i32, i32 addrspace(1)* %t63, i32 32
+  %v116 = zext i16 %t62 to i32
+  store i32 %v116, i32 addrspace(1)* %v115, align 4
   ret void
 }
 

@@ -4,7 +4,8 @@
 -- var.storev without building a vector), a counter changed in an if without
 -- else, in a nested loop with break and continue, and through a while; an
 -- optimisation barrier on a promoted variable; a variable indexed at run time
--- stays in memory. The PTX has no local memory at all but for that one.
+-- stays in memory; an unpacked pair bitcast to a 32-bit lane is built whole
+-- where that needs it. The PTX has no local memory but for the one table.
 return {
   sm = 80,
   ptx = { "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ld.local", "st.local" },
@@ -68,6 +69,13 @@ return {
       k:var_loadv(acc, 0, 4))
     k:op("store", nil, k:op("gep", nil, oi, lane), k:op("add", nil, k:var_load(cnt, 0),
       k:var_load(tab, { k:op("and", nil, lane, k:const("i32", 3)) })))
+    -- an odd count of bf16: not packed; four of them bitcast to two 32-bit
+    -- lanes cannot stay split, and are built where the bitcast needs them
+    local odd = k:var("bf16", 5)
+    for i = 0, 4 do k:var_store(odd, i, h) end
+    local pair = k:op("bitcast", "<2 x i32>", k:var_loadv(odd, 1, 4))
+    local at64 = k:op("gep", nil, oi, k:op("add", nil, lane, k:const("i32", 64)))
+    k:op("store", nil, at64, k:op("extract", nil, pair, { 0 }))
     local w = k:op("bitcast", "i16", k:var_load(a, 5))
     k:op("store", nil, k:op("gep", nil, oi, k:op("add", nil, lane, k:const("i32", 32))), k:op("cvtu", "i32", w))
   end,
