@@ -214,17 +214,23 @@ local function build(cfg, trace_key)
     local write = cute.var(cute.i32, STAGES - 1)
     load_kblock(read.value, 0)
 
+    -- the copies of a later tile go out after the first k-block's MMAs (cfg.copy_late,
+    -- the default), so that after the barrier the tensor cores start at once
+    -- rather than after every warp's address arithmetic; or before them
+    local copy_late = cfg.copy_late ~= false and kblocks > 1
+    local function next_copies(kt)
+      local next_tile = kt + (STAGES - 1)
+      cute.if_(next_tile:lt(ktiles), function() issue(next_tile, write.value) end)
+      cute.arch.cp_async_commit_group()
+      write.value = cute.where((write.value + 1):eq(STAGES), 0, write.value + 1)
+    end
     cute.range(ktiles, function(kt)
       for kb = 0, kblocks - 1 do
         -- the next k-block's registers while this one multiplies
         if kb < kblocks - 1 then load_kblock(read.value, kb + 1) end
-        if kb == 0 then
-          local next_tile = kt + (STAGES - 1)
-          cute.if_(next_tile:lt(ktiles), function() issue(next_tile, write.value) end)
-          cute.arch.cp_async_commit_group()
-          write.value = cute.where((write.value + 1):eq(STAGES), 0, write.value + 1)
-        end
+        if kb == 0 and not copy_late then next_copies(kt) end
         cute.gemm(mma, tCrC, kblock_view(tCrA, kb), kblock_view(tCrB, kb), tCrC)
+        if kb == 0 and copy_late then next_copies(kt) end
         if kb == kblocks - 1 then
           -- after the tile's last MMAs are issued (they keep the tensor cores
           -- busy through the barrier): the next tile's stage is complete and
@@ -274,14 +280,15 @@ M._build = build
 --- The kernel for a configuration: cfg = {a_dtype, acc_dtype, a_major,
 -- b_major ("k" or "mn"), a_vec, b_vec (elements a global -> shared copy),
 -- bm, bn, bk, stages, wm, wn, group, even (all extents multiples of the
--- tiles), beta (C is read), ldmatrix (false: plain shared-memory reads)}.
+-- tiles), beta (C is read), ldmatrix (false: plain shared-memory reads),
+-- copy_late (false: the next tile's copies before the first k-block's MMAs)}.
 -- The key of the configuration is the kernel's trace_key, so a kernel
 -- compiled before (in any process, with the disk cache) is found without
 -- tracing it (docs/compiler.md).
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "acc_dtype", "a_major", "b_major", "a_vec", "b_vec", "bm", "bn", "bk", "stages",
-    "wm", "wn", "group", "even", "beta", "ldmatrix" } do
+    "wm", "wn", "group", "even", "beta", "ldmatrix", "copy_late" } do
     key[#key + 1] = tostring(cfg[k])
   end
   key = table.concat(key, ",")
