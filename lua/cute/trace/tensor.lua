@@ -520,6 +520,26 @@ function M.smem_allocator()
     T.dyn_smem = math.max(T.dyn_smem or 0, self.offset)
     return new { engine = "ptr", ptr = p, layout = layout, dtype = dt, space = "shared", align = align }
   end
+  --- A tensor over memory already carved, from byte_offset (default 0): a
+  -- pipeline's stages reused after its last stage is read, say. The caller
+  -- synchronises the threads between the two uses.
+  function a.reuse(self, dt, layout, byte_offset)
+    dt = dtype.get(dt)
+    byte_offset = byte_offset or 0
+    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    local n = storage_size(layout, "a shared memory tensor")
+    if not self.base or byte_offset < 0 or byte_offset + n * dt.bytes > self.offset then
+      err.raise("smem:reuse: %d bytes from byte %d, but %d bytes of shared memory are carved", n * dt.bytes,
+        byte_offset, self.offset)
+    end
+    local align = 1024
+    while byte_offset % align ~= 0 do align = align / 2 end
+    align = math.max(align, dt.bytes)
+    local byte_ptr = byte_offset == 0 and self.base
+      or emit("gep", core.ptr(core.scalar(dtype.u8), "shared", align), self.base, core.const(core.i32, byte_offset))
+    local p = emit("ptrcast", core.ptr(core.scalar(dt), "shared", align), byte_ptr)
+    return new { engine = "ptr", ptr = p, layout = layout, dtype = dt, space = "shared", align = align }
+  end
   T.dyn_smem_alloc = a
   return a
 end
