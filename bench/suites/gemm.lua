@@ -67,6 +67,8 @@ return function(h)
         copy_late = false },
       ["128x256x64 s3 2x4 stores from registers"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4,
         smem_epilogue = false },
+      ["128x256x64 s3 2x4 persistent"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4, persistent = true },
+      ["128x128x32 s4 2x2 persistent"] = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 2, persistent = true },
     } do
       case("gemm " .. name, 4096, 4096, 4096, cute.bf16, cute.bf16, cfg, nil, 0.6, 2 ^ -8)
     end

@@ -125,16 +125,26 @@ local function build(cfg, trace_key)
     local pid = cute.block_idx().x
     local group = cfg.group
     local per_group = tiles_n * group
-    local first_m = (pid / per_group) * group
-    local gsize = cute.min(tiles_m - first_m, group)
-    local bm = first_m + (pid % per_group) % gsize
-    local bn = (pid % per_group) / gsize
+    local function coords(tile)
+      local first_m = (tile / per_group) * group
+      local gsize = cute.min(tiles_m - first_m, group)
+      return first_m + (tile % per_group) % gsize, (tile % per_group) / gsize
+    end
+    local bm, bn = coords(pid)
     local l = cute.block_idx().z
     local Al, Bl, Cl = A[{ cute._, cute._, l }], B[{ cute._, cute._, l }], C[{ cute._, cute._, l }]
     local gA = cute.local_tile(Al, { BM, BK }, { bm, cute._ }) -- (BM, BK, k-tiles)
     local gB = cute.local_tile(Bl, { BN, BK }, { bn, cute._ })
     local gC = cute.local_tile(Cl, { BM, BN }, { bm, bn })
     local ktiles = (Kr + (BK - 1)) / BK
+    -- persistent (full tiles only): a CTA an SM, each taking tiles pid,
+    -- pid + grid, ...; the copies run ahead across tiles, so that the next
+    -- tile's first stages load while this one's last k-tiles multiply and its
+    -- results go out (the launch gives min(tiles, SMs) CTAs: M.plan)
+    local persistent = cfg.persistent and cfg.even
+    local nprog = persistent and cute.grid_dim().x
+    local total = ktiles
+    if persistent then total = ((tiles_m * tiles_n - pid + nprog - 1) / nprog) * ktiles end
 
     -- shared memory: STAGES tiles of A and of B, each stage its own swizzled tile
     local smem = cute.smem_allocator()
@@ -175,6 +185,20 @@ local function build(cfg, trace_key)
       cute.copy(copyA, thrA:partition_S(gA[{ cute._, cute._, kt }]), thrA:partition_D(sA(s)), pa)
       cute.copy(copyB, thrB:partition_S(gB[{ cute._, cute._, kt }]), thrB:partition_D(sB(s)), pb)
     end
+    -- persistent: the k-tile whose copies go out next, and its tile
+    local c_kt, c_tile
+    if persistent then
+      c_kt, c_tile = cute.var(cute.i32, 0), cute.var(cute.i32, pid)
+      issue = function(_, s)
+        local cbm, cbn = coords(c_tile.value)
+        local kt = c_kt.value
+        cute.copy(copyA, thrA:partition_S(cute.local_tile(Al, { BM, BK }, { cbm, kt })), thrA:partition_D(sA(s)))
+        cute.copy(copyB, thrB:partition_S(cute.local_tile(Bl, { BN, BK }, { cbn, kt })), thrB:partition_D(sB(s)))
+        local wrap = (kt + 1):eq(ktiles)
+        c_kt.value = cute.where(wrap, 0, kt + 1)
+        c_tile.value = cute.where(wrap, c_tile.value + nprog, c_tile.value)
+      end
+    end
 
     -- register fragments: A and B of a whole k-tile, the accumulators
     local thr = mma:get_slice(tid)
@@ -205,7 +229,7 @@ local function build(cfg, trace_key)
 
     -- prologue: STAGES - 1 tiles in flight
     for s = 0, STAGES - 2 do
-      cute.if_((ktiles - s):gt(0), function() issue(s, s) end)
+      cute.if_((total - s):gt(0), function() issue(s, s) end)
       cute.arch.cp_async_commit_group()
     end
     cute.arch.cp_async_wait_group(STAGES - 2)
@@ -220,11 +244,78 @@ local function build(cfg, trace_key)
     local copy_late = cfg.copy_late ~= false and kblocks > 1
     local function next_copies(kt)
       local next_tile = kt + (STAGES - 1)
-      cute.if_(next_tile:lt(ktiles), function() issue(next_tile, write.value) end)
+      cute.if_(next_tile:lt(total), function() issue(next_tile, write.value) end)
       cute.arch.cp_async_commit_group()
       write.value = cute.where((write.value + 1):eq(STAGES), 0, write.value + 1)
     end
-    cute.range(ktiles, function(kt)
+    -- epilogue: C = alpha acc + beta C, in C's dtype, for the tile gCt
+    local n = cute.size(tCrC)
+    local read_c = cfg.beta
+    local function value(i, old)
+      local v = tCrC[i]
+      if tacc.is_integer then
+        if read_c then v = v * alpha:to(tacc) + old:to(tacc) * beta:to(tacc) else v = v * alpha:to(tacc) end
+        return v:to(C.dtype)
+      end
+      v = v * alpha
+      if read_c then v = cute.fma(beta, old:to(cute.f32), v) end
+      return v:to(C.dtype)
+    end
+    -- full tiles that do not read C go out through shared memory: the
+    -- fragments into a BM x BN tile (rows padded by 16 bytes, so that the 8
+    -- rows a warp writes at once fall in 8 different bank groups), then
+    -- 16-byte pieces of rows to global memory, where storing from the MMA's
+    -- layout writes 4 bytes a thread (store-queue stalls: 7% of the kernel's
+    -- samples). The tile lies over the pipeline's stages, or (persistent:
+    -- the next tile's copies are in flight) in shared memory of its own.
+    local c_bytes = C.dtype.bytes
+    local row_vecs = BN * c_bytes / 16
+    local pad = 16 / c_bytes
+    local c_tile_bytes = BM * (BN + pad) * c_bytes
+    local staged = STAGES * (stage_a + stage_b) * store_dt.bytes
+    local smem_c = even and not read_c and cfg.smem_epilogue ~= false and row_vecs >= 1 and row_vecs % 1 == 0
+      and threads % row_vecs == 0 and BM % (threads / row_vecs) == 0
+      and (persistent and staged + c_tile_bytes + 128 <= 227 * 1024 or c_tile_bytes <= staged)
+    local sC
+    if smem_c then
+      local layC = cute.make_layout({ BM, BN }, { BN + pad, 1 })
+      sC = persistent and smem:tensor(C.dtype, layC, 128) or smem:reuse(C.dtype, layC)
+    end
+    local function epilogue(gCt, rm, rn)
+      local tCgC = thr:partition_C(gCt)
+      local out = cute.make_fragment_like(tCrC, C.dtype)
+      if smem_c then
+        cute.sync_threads() -- every warp is done with the stages (or the last tile's rows)
+        for i = 0, n - 1 do out[i] = value(i) end
+        cute.copy(out, thr:partition_C(sC))
+        cute.sync_threads()
+        local catom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), C.dtype, { num_bits_per_copy = 128 })
+        local copyC = cute.make_tiled_copy_tv(catom,
+          cute.make_layout({ threads / row_vecs, row_vecs }, { row_vecs, 1 }), cute.make_layout({ 1, 16 / c_bytes }))
+        local tc = copyC:get_slice(tid)
+        local from = tc:partition_S(sC)
+        local rows = cute.make_fragment_like(from)
+        cute.copy(copyC, from, rows)
+        cute.copy(copyC, rows, tc:partition_D(gCt))
+      elseif even then
+        local old = read_c and tCgC:load()
+        for i = 0, n - 1 do out[i] = value(i, old and old[i]) end
+        cute.copy(out, tCgC)
+      else
+        local cC = thr:partition_C(cute.make_identity_tensor({ BM, BN }))
+        for i = 0, n - 1 do
+          local c = cC[i]
+          cute.if_(cute.and_(lt(c[1], rm), lt(c[2], rn)), function()
+            tCgC[i] = value(i, read_c and tCgC[i])
+          end)
+        end
+      end
+    end
+
+    -- persistent: the k-tile being multiplied and its tile
+    local k_kt, k_tile
+    if persistent then k_kt, k_tile = cute.var(cute.i32, 0), cute.var(cute.i32, pid) end
+    cute.range(total, function(kt)
       for kb = 0, kblocks - 1 do
         -- the next k-block's registers while this one multiplies
         if kb < kblocks - 1 then load_kblock(read.value, kb + 1) end
@@ -241,63 +332,19 @@ local function build(cfg, trace_key)
           load_kblock(read.value, 0)
         end
       end
+      if persistent then
+        local last = k_kt.value:eq(ktiles - 1)
+        cute.if_(last, function()
+          local tbm, tbn = coords(k_tile.value)
+          epilogue(cute.local_tile(Cl, { BM, BN }, { tbm, tbn }))
+          tCrC:fill(0)
+        end)
+        k_tile.value = cute.where(last, k_tile.value + nprog, k_tile.value)
+        k_kt.value = cute.where(last, 0, k_kt.value + 1)
+      end
     end)
     cute.arch.cp_async_wait_group(0)
-
-    -- epilogue: C = alpha acc + beta C, in C's dtype
-    local tCgC = thr:partition_C(gC)
-    local cC = thr:partition_C(cute.make_identity_tensor({ BM, BN }))
-    local out = cute.make_fragment_like(tCrC, C.dtype)
-    local n = cute.size(tCrC)
-    local read_c = cfg.beta
-    local function value(i, old)
-      local v = tCrC[i]
-      if tacc.is_integer then
-        if read_c then v = v * alpha:to(tacc) + old:to(tacc) * beta:to(tacc) else v = v * alpha:to(tacc) end
-        return v:to(C.dtype)
-      end
-      v = v * alpha
-      if read_c then v = cute.fma(beta, old:to(cute.f32), v) end
-      return v:to(C.dtype)
-    end
-    -- full tiles that do not read C go out through shared memory: the
-    -- fragments into a BM x BN tile over the pipeline's stages (rows padded by
-    -- 16 bytes, so that the 8 rows a warp writes at once fall in 8 different
-    -- bank groups), then 16-byte pieces of rows to global memory, where
-    -- storing from the MMA's layout writes 4 bytes a thread (store-queue
-    -- stalls: 7% of the kernel's samples)
-    local c_bytes = C.dtype.bytes
-    local row_vecs = BN * c_bytes / 16
-    local pad = 16 / c_bytes
-    local smem_c = even and not read_c and cfg.smem_epilogue ~= false and row_vecs >= 1 and row_vecs % 1 == 0
-      and threads % row_vecs == 0 and BM % (threads / row_vecs) == 0
-      and BM * (BN + pad) * c_bytes <= STAGES * (stage_a + stage_b) * store_dt.bytes
-    if smem_c then
-      local sC = smem:reuse(C.dtype, cute.make_layout({ BM, BN }, { BN + pad, 1 }))
-      cute.sync_threads() -- every warp is done with the stages
-      for i = 0, n - 1 do out[i] = value(i) end
-      cute.copy(out, thr:partition_C(sC))
-      cute.sync_threads()
-      local catom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), C.dtype, { num_bits_per_copy = 128 })
-      local copyC = cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / row_vecs, row_vecs }, { row_vecs, 1 }),
-        cute.make_layout({ 1, 16 / c_bytes }))
-      local tc = copyC:get_slice(tid)
-      local from = tc:partition_S(sC)
-      local rows = cute.make_fragment_like(from)
-      cute.copy(copyC, from, rows)
-      cute.copy(copyC, rows, tc:partition_D(gC))
-    elseif even then
-      local old = read_c and tCgC:load()
-      for i = 0, n - 1 do out[i] = value(i, old and old[i]) end
-      cute.copy(out, tCgC)
-    else
-      for i = 0, n - 1 do
-        local c = cC[i]
-        cute.if_(cute.and_(lt(c[1], res_m), lt(c[2], res_n)), function()
-          tCgC[i] = value(i, read_c and tCgC[i])
-        end)
-      end
-    end
+    if not persistent then epilogue(gC, res_m, res_n) end
   end, { trace_key = trace_key })
 end
 
@@ -308,14 +355,15 @@ M._build = build
 -- bm, bn, bk, stages, wm, wn, group, even (all extents multiples of the
 -- tiles), beta (C is read), ldmatrix (false: plain shared-memory reads),
 -- copy_late (false: the next tile's copies before the first k-block's MMAs),
--- smem_epilogue (false: full tiles stored straight from the MMA's registers)}.
+-- smem_epilogue (false: full tiles stored straight from the MMA's registers),
+-- persistent (full tiles: a CTA an SM looping over tiles; M.plan sizes the grid)}.
 -- The key of the configuration is the kernel's trace_key, so a kernel
 -- compiled before (in any process, with the disk cache) is found without
 -- tracing it (docs/compiler.md).
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "acc_dtype", "a_major", "b_major", "a_vec", "b_vec", "bm", "bn", "bk", "stages",
-    "wm", "wn", "group", "even", "beta", "ldmatrix", "copy_late", "smem_epilogue" } do
+    "wm", "wn", "group", "even", "beta", "ldmatrix", "copy_late", "smem_epilogue", "persistent" } do
     key[#key + 1] = tostring(cfg[k])
   end
   key = table.concat(key, ",")
@@ -449,8 +497,14 @@ function M.plan(A, B, C, opts)
   end
   cfg.beta = beta ~= 0
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
+  if not cfg.even then cfg.persistent = nil end
+  local grid_x = tiles
+  if cfg.persistent then -- a CTA an SM (or fewer, for few tiles)
+    local ok, info = pcall(cute.device_info)
+    grid_x = math.min(tiles, ok and info.sm_count or tiles)
+  end
   return { kernel = M.kernel(cfg), args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) },
-    grid = { tiles, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C }, opts
+    grid = { grid_x, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C }, opts
 end
 
 --- C = alpha * A @ B + beta * C on device tensors: A (M x K), B (K x N), C

@@ -133,4 +133,45 @@ describe("cute.gemm", function()
       end
     end
   end)
+
+  it("runs persistent CTAs over more tiles than SMs, and in batches #gpu", function()
+    -- more tiles a matrix than the GPU has SMs: each CTA (at most one an SM)
+    -- takes tiles in turn, its copies running ahead into the next tile; every
+    -- element is checked against float64 (fresh random inputs, C poisoned)
+    local sms = cute.device_info().sm_count
+    for _, case in ipairs {
+      { m = 2048, n = 1280, k = 64, l = 1, cfg = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 2 } },
+      { m = 1024, n = 640, k = 96, l = 2, cfg = { bm = 64, bn = 64, bk = 32, stages = 3, wm = 2, wn = 2 } },
+    } do
+      local m, n, k, l, cfg = case.m, case.n, case.k, case.l, case.cfg
+      cfg.persistent = true
+      local A = cute.tensor(cute.bf16, cute.make_layout({ m, k, l }, { k, 1, m * k })):uniform(-1, 1, 901)
+      local B = cute.tensor(cute.bf16, cute.make_layout({ k, n, l }, { n, 1, k * n })):uniform(-1, 1, 902)
+      local C = cute.tensor(cute.bf16, cute.make_layout({ m, n, l }, { n, 1, m * n })):fill(0 / 0)
+      local plan = G.plan(A, B, C, { config = cfg })
+      local tiles = (m / cfg.bm) * (n / cfg.bn)
+      assert.is_true(plan.config.persistent)
+      assert.equal(math.min(tiles, sms), plan.grid[1])
+      assert.is_true(tiles > sms, "the case must give some CTA more than one tile")
+      cute.gemm(A, B, C, { config = cfg })
+      -- coordinate order: (i, j, b) of an r x c x l tensor is i + r j + r c b
+      local a, b, got = A:to_host():doubles(), B:to_host():doubles(), C:to_host():doubles()
+      for bb = 0, l - 1 do
+        for i = 0, m - 1 do
+          for j = 0, n - 1 do
+            local ref, mag = 0, 0
+            for kk = 0, k - 1 do
+              local p = a[i + m * kk + m * k * bb] * b[kk + k * j + k * n * bb]
+              ref, mag = ref + p, mag + math.abs(p)
+            end
+            local g = got[i + m * j + m * n * bb]
+            if g ~= g or math.abs(g - ref) > 2 ^ -8 * math.max(mag, 1) then -- NaN: not written
+              error(string.format("%dx%d tiles: C[%d,%d,%d] = %.9g, expected %.9g", cfg.bm, cfg.bn, i, j, bb, g, ref))
+            end
+          end
+        end
+      end
+      A:free(); B:free(); C:free()
+    end
+  end)
 end)
