@@ -10,6 +10,33 @@ local function fake(dt, r, c, major)
   return cute.fake_tensor(dt, { r, c, 1 }, l)
 end
 
+-- C (m x n x l) against alpha A @ B + beta hold in float64, every element;
+-- tol scales the sum of the products' magnitudes (and of beta's term). A NaN
+-- (the poison) is an element that was not written. Coordinate order: (i, j, b)
+-- of an r x c x l tensor is i + r j + r c b.
+local function check(A, B, C, m, n, k, l, o)
+  local alpha, beta, hold = o.alpha or 1, o.beta or 0, o.hold
+  local a, b, got = A:to_host():doubles(), B:to_host():doubles(), C:to_host():doubles()
+  for bb = 0, l - 1 do
+    for i = 0, m - 1 do
+      for j = 0, n - 1 do
+        local ref, mag = 0, 0
+        for kk = 0, k - 1 do
+          local p = a[i + m * kk + m * k * bb] * b[kk + k * j + k * n * bb]
+          ref, mag = ref + p, mag + math.abs(p)
+        end
+        local ci = i + m * j + m * n * bb
+        ref = alpha * ref
+        if hold then ref = ref + beta * hold[ci] end
+        local g = got[ci]
+        if g ~= g or math.abs(g - ref) > o.tol * (alpha * math.max(mag, 1) + (hold and 4 * beta or 0)) then
+          error(string.format("%s: C[%d,%d,%d] = %.9g, expected %.9g", o.what, i, j, bb, g, ref))
+        end
+      end
+    end
+  end
+end
+
 describe("cute.gemm", function()
   it("compiles its kernels for every dtype and operand order without spilling", function()
     for _, dt in ipairs { "bf16", "f16", "tf32", "i8" } do
@@ -107,28 +134,9 @@ describe("cute.gemm", function()
           C:fill(c.out.is_integer and 12345 or 0 / 0) -- poisoned: every element must be written
         end
         cute.gemm(A, B, C, { alpha = alpha, beta = beta })
-        -- coordinate order: (i, j, b) of an r x c (x l) tensor is i + r j + r c b
-        local a, b, got = A:to_host():doubles(), B:to_host():doubles(), C:to_host():doubles()
-        for bb = 0, l - 1 do
-          for i = 0, m - 1 do
-            for j = 0, n - 1 do
-              local ref, mag = 0, 0
-              for kk = 0, k - 1 do
-                local p = a[i + m * kk + m * k * bb] * b[kk + k * j + k * n * bb]
-                ref, mag = ref + p, mag + math.abs(p)
-              end
-              local ci2 = i + m * j + m * n * bb
-              ref = alpha * ref
-              if hold then ref = ref + beta * hold[ci2] end
-              local g = got[ci2]
-              local close = math.abs(g - ref) <= c.tol * (alpha * math.max(mag, 1) + (hold and 4 * beta or 0))
-              if not close then
-                error(string.format("%s %dx%dx%d (x%d) A %s B %s beta %g: C[%d,%d,%d] = %.9g, expected %.9g",
-                  c.dt.name, m, n, k, l, majors[1], majors[2], beta, i, j, bb, g, ref))
-              end
-            end
-          end
-        end
+        check(A, B, C, m, n, k, l, { tol = c.tol, alpha = alpha, beta = beta, hold = hold,
+          what = string.format("%s %dx%dx%d (x%d) A %s B %s beta %g", c.dt.name, m, n, k, l, majors[1], majors[2],
+            beta) })
         A:free(); B:free(); C:free()
       end
     end
@@ -154,23 +162,7 @@ describe("cute.gemm", function()
       assert.equal(math.min(tiles, sms), plan.grid[1])
       assert.is_true(tiles > sms, "the case must give some CTA more than one tile")
       cute.gemm(A, B, C, { config = cfg })
-      -- coordinate order: (i, j, b) of an r x c x l tensor is i + r j + r c b
-      local a, b, got = A:to_host():doubles(), B:to_host():doubles(), C:to_host():doubles()
-      for bb = 0, l - 1 do
-        for i = 0, m - 1 do
-          for j = 0, n - 1 do
-            local ref, mag = 0, 0
-            for kk = 0, k - 1 do
-              local p = a[i + m * kk + m * k * bb] * b[kk + k * j + k * n * bb]
-              ref, mag = ref + p, mag + math.abs(p)
-            end
-            local g = got[i + m * j + m * n * bb]
-            if g ~= g or math.abs(g - ref) > 2 ^ -8 * math.max(mag, 1) then -- NaN: not written
-              error(string.format("%dx%d tiles: C[%d,%d,%d] = %.9g, expected %.9g", cfg.bm, cfg.bn, i, j, bb, g, ref))
-            end
-          end
-        end
-      end
+      check(A, B, C, m, n, k, l, { tol = 2 ^ -8, what = string.format("persistent, %dx%d tiles", cfg.bm, cfg.bn) })
       A:free(); B:free(); C:free()
     end
   end)
