@@ -14,6 +14,8 @@
 --                             free=} (h:cublas) that run_case measures in
 --                             turns with the kernel
 --   goal                      the ratio the project aims for (for the record)
+--   settle_ms                 untimed run-in of each turn with a runner peer
+--                             (SETTLE_MS below; 5 in quick mode)
 --   setup() -> state          allocate and fill inputs (fresh random data)
 --   run(state, rep)           the timed work (one repetition)
 --   check(state) -> ok, msg   the result against a CPU reference
@@ -21,10 +23,17 @@
 -- The copy bandwidth is measured once per run. A runner peer (cuBLAS) is
 -- measured with each case, in turns with it: ROUNDS rounds of the kernel
 -- then the peer, each ~1/ROUNDS of the time, and the medians taken over all
--- the repetitions of each. Both then see the same clock and temperature: the
--- board's power limit moves the clock by up to 10% over seconds of tensor-core
--- load, which measured one after the other moved the GEMM's ratio by as much.
+-- the repetitions of each, so that slow drift (temperature) touches both
+-- alike. Each turn first runs its work for SETTLE_MS (a case's settle_ms),
+-- untimed: under sustained tensor-core load the board's power limit sets
+-- the clock, differently for different work, and it takes some 50-100 ms to
+-- move from where the other kernel left it (bench/clock_drift.lua shows
+-- it). Timed at once, each kernel ran at the other's clock: cuBLAS at the
+-- higher one the lighter mma.sync kernel left, that kernel at the lower one
+-- cuBLAS left, and the ratio came out ~15% below the one either kernel
+-- sustains on its own (docs/benchmarks.md).
 local ROUNDS = 5
+local SETTLE_MS = 200
 local cute = require "cute"
 local ffi = require "ffi"
 
@@ -90,7 +99,8 @@ end
 local function interleaved(c, state, peer)
   local mine, theirs = {}, {}
   local total = c.min_time_ms or (H.quick() and 20 or 300)
-  local each = { min_time_ms = total / ROUNDS, warmup_ms = 10, keep_times = true, flush_l2 = c.flush_l2 }
+  local settle = c.settle_ms or (H.quick() and 5 or SETTLE_MS)
+  local each = { min_time_ms = total / ROUNDS, warmup_ms = settle, keep_times = true, flush_l2 = c.flush_l2 }
   for _ = 1, ROUNDS do
     for _, t in ipairs(cute.bench(function(rep) c.run(state, rep) end, each).times) do mine[#mine + 1] = t end
     for _, t in ipairs(cute.bench(peer.run, each).times) do theirs[#theirs + 1] = t end

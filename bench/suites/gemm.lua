@@ -50,7 +50,17 @@ return function(h)
     case("tensor-core gemm", sz, sz, sz, cute.bf16, cute.bf16, nil, nil, 0.6, 2 ^ -8)
   end
   -- the configurations, at 4096^3 (for choosing the table in cute.lib.gemm)
-  if os.getenv("CUTELUA_GEMM_SWEEP") then
+  -- (CUTELUA_GEMM_SWEEP=1: all of them; otherwise Lua patterns, separated by
+  -- commas, one of which a name must match)
+  local sweep = os.getenv("CUTELUA_GEMM_SWEEP")
+  local function chosen(name)
+    if sweep == "1" then return true end
+    for pat in sweep:gmatch("[^,]+") do
+      if name:find(pat) then return true end
+    end
+    return false
+  end
+  if sweep then
     for name, cfg in pairs {
       ["128x128x32 s4 2x2"] = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 2 },
       ["128x256x32 s4 2x4"] = { bm = 128, bn = 256, bk = 32, stages = 4, wm = 2, wn = 4 },
@@ -69,8 +79,21 @@ return function(h)
         smem_epilogue = false },
       ["128x256x64 s3 2x4 persistent"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4, persistent = true },
       ["128x128x32 s4 2x2 persistent"] = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 2, persistent = true },
+      ["128x256x64 s3 2x4 copies branch"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4,
+        copy_branch = true },
+      ["128x256x64 s3 4x4 single"] = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 4, wn = 4, frag_buffers = 1 },
+      ["256x128x64 s3 4x4 single"] = { bm = 256, bn = 128, bk = 64, stages = 3, wm = 4, wn = 4, frag_buffers = 1 },
+      ["128x256x32 s4 4x4 single"] = { bm = 128, bn = 256, bk = 32, stages = 4, wm = 4, wn = 4, frag_buffers = 1 },
+      ["128x128x64 s3 2x4 single 2cta"] = { bm = 128, bn = 128, bk = 64, stages = 3, wm = 2, wn = 4, frag_buffers = 1,
+        min_blocks = 2 },
+      ["128x128x32 s4 2x4 single 2cta"] = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 4, frag_buffers = 1,
+        min_blocks = 2 },
+      ["128x128x32 s4 2x2 copies branch"] = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 2,
+        copy_branch = true },
     } do
-      case("gemm " .. name, 4096, 4096, 4096, cute.bf16, cute.bf16, cfg, nil, 0.6, 2 ^ -8)
+      if chosen(name) then
+          case("gemm " .. name, 4096, 4096, 4096, cute.bf16, cute.bf16, cfg, nil, 0.6, 2 ^ -8)
+      end
     end
   end
 end

@@ -14,8 +14,8 @@
 -- max) of the per-repetition times.
 --
 -- Options: keep_times (the result's `times` lists every repetition's ms),
--- warmup_ms (25), min_time_ms (300; 20 when CUTELUA_BENCH_QUICK=1),
--- min_reps (10), max_reps (100000), flush_l2 (false: when true, a buffer twice
+-- warmup_ms (25; GPU time, the GPU kept busy), min_time_ms (300; 20 when
+-- CUTELUA_BENCH_QUICK=1), min_reps (10), max_reps (100000), flush_l2 (false: when true, a buffer twice
 -- the L2 size is overwritten before every repetition), stream (default
 -- stream), bytes (bytes moved per repetition, for GB/s), flops (per
 -- repetition, for TFLOP/s).
@@ -95,17 +95,29 @@ function M.bench(fn, opts)
   local min_reps = opts.min_reps or 10
   local max_reps = opts.max_reps or 100000
 
-  -- warm-up: at least one call, then until warmup_ms of wall time
+  -- warm-up: one call, then until warmup_ms of GPU time, in batches of
+  -- about a tenth of it (at least 2 ms), so that the GPU stays busy: a long
+  -- warm-up lets the board's clock settle where this work puts it
   local start, stop = runtime.event(), runtime.event()
-  local rep = 0
   start:record(stream)
-  repeat
-    rep = rep + 1
-    fn(rep)
+  fn(1)
+  stop:record(stream)
+  stop:synchronize()
+  local rep = 1
+  local elapsed = start:elapsed_ms(stop)
+  while elapsed < warmup_ms and rep < 100000 do
+    local per = math.max(elapsed / rep, 1e-4)
+    local n = math.max(1, math.min(math.ceil(math.max(warmup_ms / 10, 2) / per),
+      math.ceil((warmup_ms - elapsed) / per), 100000 - rep))
+    for _ = 1, n do
+      rep = rep + 1
+      fn(rep)
+    end
     stop:record(stream)
     stop:synchronize()
-  until start:elapsed_ms(stop) >= warmup_ms or rep >= 1000
-  local per_rep = math.max(start:elapsed_ms(stop) / rep, 1e-4)
+    elapsed = start:elapsed_ms(stop)
+  end
+  local per_rep = math.max(elapsed / rep, 1e-4)
   local reps = math.max(min_reps, math.min(max_reps, math.ceil(min_time / per_rep)))
 
   -- timed repetitions, each between its own pair of events; events are

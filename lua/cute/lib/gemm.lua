@@ -115,7 +115,7 @@ local function build(cfg, trace_key)
   local layB = smem_layout(BN, cfg.b_major, ldsmB)
 
   return cute.kernel("gemm_" .. ta.name .. "_" .. BM .. "x" .. BN .. "x" .. BK, function(A, B, C, alpha, beta)
-    cute.launch_bounds(threads, 1)
+    cute.launch_bounds(threads, cfg.min_blocks or 1)
     local Mr, Kr = A.layout.shape[1], A.layout.shape[2]
     local Nr = B.layout.shape[1]
     local tid = cute.thread_idx().x
@@ -168,19 +168,26 @@ local function build(cfg, trace_key)
       return a:lt(b)
     end
     local even = cfg.even
-    -- one k-tile kt into stage s (nothing past the last tile)
-    local function issue(kt, s)
+    -- one k-tile kt into stage s (nothing past the last tile); live: a
+    -- predicate for all the copies (false: they read nothing, cp.async's
+    -- zero-fill), or nil
+    local function issue(kt, s, live)
       local res_k = Kr - kt * BK
       local pa, pb
       if not even then
         pa = function(r)
           local c = cA[r * nva]
-          return cute.and_(lt(c[1], res_m), lt(c[2], res_k))
+          local p = cute.and_(lt(c[1], res_m), lt(c[2], res_k))
+          return live and cute.and_(live, p) or p
         end
         pb = function(r)
           local c = cB[r * nvb]
-          return cute.and_(lt(c[1], res_n), lt(c[2], res_k))
+          local p = cute.and_(lt(c[1], res_n), lt(c[2], res_k))
+          return live and cute.and_(live, p) or p
         end
+      elseif live then
+        pa = function() return live end
+        pb = pa
       end
       cute.copy(copyA, thrA:partition_S(gA[{ cute._, cute._, kt }]), thrA:partition_D(sA(s)), pa)
       cute.copy(copyB, thrB:partition_S(gB[{ cute._, cute._, kt }]), thrB:partition_D(sB(s)), pb)
@@ -236,15 +243,26 @@ local function build(cfg, trace_key)
     cute.sync_threads()
     local read = cute.var(cute.i32, 0)
     local write = cute.var(cute.i32, STAGES - 1)
-    load_kblock(read.value, 0)
+    local single = cfg.frag_buffers == 1
+    if not single then load_kblock(read.value, 0) end
 
     -- the copies of a later tile go out after the first k-block's MMAs (cfg.copy_late,
     -- the default), so that after the barrier the tensor cores start at once
     -- rather than after every warp's address arithmetic; or before them
     local copy_late = cfg.copy_late ~= false and kblocks > 1
+    -- The copies past the last k-tile are predicated off (branch-free, the
+    -- k-tile clamped so that no address leaves the matrix), so that the
+    -- loop body is one basic block in which ptxas can spread their address
+    -- arithmetic between the MMAs; or skipped by a branch (cfg.copy_branch,
+    -- and the persistent schedule, whose copies advance its tile counters).
+    local copy_branch = cfg.copy_branch or persistent
     local function next_copies(kt)
       local next_tile = kt + (STAGES - 1)
-      cute.if_(next_tile:lt(total), function() issue(next_tile, write.value) end)
+      if copy_branch then
+        cute.if_(next_tile:lt(total), function() issue(next_tile, write.value) end)
+      else
+        issue(cute.min(next_tile, total - 1), write.value, next_tile:lt(total))
+      end
       cute.arch.cp_async_commit_group()
       write.value = cute.where((write.value + 1):eq(STAGES), 0, write.value + 1)
     end
@@ -312,25 +330,31 @@ local function build(cfg, trace_key)
       end
     end
 
+    -- the barrier between k-tiles, after the tile's last MMAs are issued (they
+    -- keep the tensor cores busy through it): the next stage is complete, and
+    -- every thread is done with the one the next copies overwrite; then the
+    -- next tile's first k-block's registers. (ptxas moves register-only work
+    -- across it: placed before the last k-block's MMAs, the SASS is the same.)
+    local function next_stage()
+      cute.arch.cp_async_wait_group(STAGES - 2)
+      cute.sync_threads()
+      read.value = cute.where((read.value + 1):eq(STAGES), 0, read.value + 1)
+      if not single then load_kblock(read.value, 0) end
+    end
     -- persistent: the k-tile being multiplied and its tile
     local k_kt, k_tile
     if persistent then k_kt, k_tile = cute.var(cute.i32, 0), cute.var(cute.i32, pid) end
     cute.range(total, function(kt)
       for kb = 0, kblocks - 1 do
-        -- the next k-block's registers while this one multiplies
-        if kb < kblocks - 1 then load_kblock(read.value, kb + 1) end
+        -- the next k-block's registers while this one multiplies (or, with
+        -- cfg.frag_buffers = 1, this one's just before its MMAs: fewer
+        -- registers, for more warps)
+        if single then load_kblock(read.value, kb)
+        elseif kb < kblocks - 1 then load_kblock(read.value, kb + 1) end
         if kb == 0 and not copy_late then next_copies(kt) end
         cute.gemm(mma, tCrC, kblock_view(tCrA, kb), kblock_view(tCrB, kb), tCrC)
         if kb == 0 and copy_late then next_copies(kt) end
-        if kb == kblocks - 1 then
-          -- after the tile's last MMAs are issued (they keep the tensor cores
-          -- busy through the barrier): the next tile's stage is complete and
-          -- every thread is done with this one; its first k-block's registers
-          cute.arch.cp_async_wait_group(STAGES - 2)
-          cute.sync_threads()
-          read.value = cute.where((read.value + 1):eq(STAGES), 0, read.value + 1)
-          load_kblock(read.value, 0)
-        end
+        if kb == kblocks - 1 then next_stage() end
       end
       if persistent then
         local last = k_kt.value:eq(ktiles - 1)
@@ -356,14 +380,19 @@ M._build = build
 -- tiles), beta (C is read), ldmatrix (false: plain shared-memory reads),
 -- copy_late (false: the next tile's copies before the first k-block's MMAs),
 -- smem_epilogue (false: full tiles stored straight from the MMA's registers),
--- persistent (full tiles: a CTA an SM looping over tiles; M.plan sizes the grid)}.
+-- persistent (full tiles: a CTA an SM looping over tiles; M.plan sizes the grid),
+-- copy_branch (true: the copies past the last k-tile skipped by a branch rather
+-- than predicated off), frag_buffers (1: each k-block's registers loaded just
+-- before its MMAs, for more warps in fewer registers), min_blocks (CTAs an SM
+-- the registers must allow: launch bounds)}.
 -- The key of the configuration is the kernel's trace_key, so a kernel
 -- compiled before (in any process, with the disk cache) is found without
 -- tracing it (docs/compiler.md).
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "acc_dtype", "a_major", "b_major", "a_vec", "b_vec", "bm", "bn", "bk", "stages",
-    "wm", "wn", "group", "even", "beta", "ldmatrix", "copy_late", "smem_epilogue", "persistent" } do
+    "wm", "wn", "group", "even", "beta", "ldmatrix", "copy_late", "smem_epilogue", "persistent", "copy_branch",
+    "frag_buffers", "min_blocks" } do
     key[#key + 1] = tostring(cfg[k])
   end
   key = table.concat(key, ",")

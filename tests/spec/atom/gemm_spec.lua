@@ -142,6 +142,33 @@ describe("cute.gemm", function()
     end
   end)
 
+  it("gives the same results with each main-loop knob #gpu", function()
+    -- copies past the last k-tile skipped by a branch, k-blocks loaded one at
+    -- a time (16 warps), two CTAs an SM; even and uneven shapes, every element
+    -- against float64 (fresh random inputs, C poisoned)
+    local function large(o)
+      local c = { bm = 128, bn = 256, bk = 64, stages = 3, wm = 2, wn = 4 }
+      for key, v in pairs(o) do c[key] = v end
+      return c
+    end
+    local two = { bm = 128, bn = 128, bk = 32, stages = 4, wm = 2, wn = 4, frag_buffers = 1, min_blocks = 2 }
+    for i, case in ipairs {
+      { m = 256, n = 512, k = 320, cfg = large { copy_branch = true } },
+      { m = 200, n = 300, k = 100, cfg = large { copy_branch = true } },
+      { m = 256, n = 512, k = 256, cfg = large { wm = 4, frag_buffers = 1 } },
+      { m = 384, n = 256, k = 96, cfg = two },
+      { m = 130, n = 70, k = 50, cfg = two },
+    } do
+      local m, n, k = case.m, case.n, case.k
+      local A = cute.tensor(cute.bf16, { m, k }, "row"):uniform(-1, 1, 950 + i)
+      local B = cute.tensor(cute.bf16, { k, n }, "row"):uniform(-1, 1, 960 + i)
+      local C = cute.tensor(cute.f32, { m, n }, "row"):fill(0 / 0)
+      cute.gemm(A, B, C, { config = case.cfg })
+      check(A, B, C, m, n, k, 1, { tol = 1e-5, what = string.format("knobs case %d, %dx%dx%d", i, m, n, k) })
+      A:free(); B:free(); C:free()
+    end
+  end)
+
   it("runs persistent CTAs over more tiles than SMs, and in batches #gpu", function()
     -- more tiles a matrix than the GPU has SMs: each CTA (at most one an SM)
     -- takes tiles in turn, its copies running ahead into the next tile; every
