@@ -192,18 +192,24 @@ local function build(cfg, trace_key)
       cute.copy(copyA, thrA:partition_S(gA[{ cute._, cute._, kt }]), thrA:partition_D(sA(s)), pa)
       cute.copy(copyB, thrB:partition_S(gB[{ cute._, cute._, kt }]), thrB:partition_D(sB(s)), pb)
     end
-    -- persistent: the k-tile whose copies go out next, and its tile
-    local c_kt, c_tile
+    -- persistent: the k-tile whose copies go out next, its tile and the
+    -- tile's coordinates (worked out once a tile, when the copies move on to
+    -- the next: the rasterisation divides)
     if persistent then
-      c_kt, c_tile = cute.var(cute.i32, 0), cute.var(cute.i32, pid)
+      local c_kt, c_tile = cute.var(cute.i32, 0), cute.var(cute.i32, pid)
+      local c_bm, c_bn = cute.var(cute.i32, bm), cute.var(cute.i32, bn)
       issue = function(_, s)
-        local cbm, cbn = coords(c_tile.value)
         local kt = c_kt.value
-        cute.copy(copyA, thrA:partition_S(cute.local_tile(Al, { BM, BK }, { cbm, kt })), thrA:partition_D(sA(s)))
-        cute.copy(copyB, thrB:partition_S(cute.local_tile(Bl, { BN, BK }, { cbn, kt })), thrB:partition_D(sB(s)))
+        cute.copy(copyA, thrA:partition_S(cute.local_tile(Al, { BM, BK }, { c_bm.value, kt })),
+          thrA:partition_D(sA(s)))
+        cute.copy(copyB, thrB:partition_S(cute.local_tile(Bl, { BN, BK }, { c_bn.value, kt })),
+          thrB:partition_D(sB(s)))
         local wrap = (kt + 1):eq(ktiles)
         c_kt.value = cute.where(wrap, 0, kt + 1)
-        c_tile.value = cute.where(wrap, c_tile.value + nprog, c_tile.value)
+        cute.if_(wrap, function()
+          c_tile.value = c_tile.value + nprog
+          c_bm.value, c_bn.value = coords(c_tile.value)
+        end)
       end
     end
 
