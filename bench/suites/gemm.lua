@@ -92,7 +92,7 @@ return function(h)
         copy_branch = true },
     } do
       if chosen(name) then
-          case("gemm " .. name, 4096, 4096, 4096, cute.bf16, cute.bf16, cfg, nil, 0.6, 2 ^ -8)
+        case("gemm " .. name, 4096, 4096, 4096, cute.bf16, cute.bf16, cfg, nil, 0.6, 2 ^ -8)
       end
     end
   end

@@ -15,10 +15,10 @@
 --
 -- Options: keep_times (the result's `times` lists every repetition's ms),
 -- warmup_ms (25; GPU time, the GPU kept busy), min_time_ms (300; 20 when
--- CUTELUA_BENCH_QUICK=1), min_reps (10), max_reps (100000), flush_l2 (false: when true, a buffer twice
--- the L2 size is overwritten before every repetition), stream (default
--- stream), bytes (bytes moved per repetition, for GB/s), flops (per
--- repetition, for TFLOP/s).
+-- CUTELUA_BENCH_QUICK=1), min_reps (10), max_reps (100000), flush_l2 (false:
+-- when true, a buffer twice the L2 size is overwritten before every
+-- repetition), stream (default stream), bytes (bytes moved per repetition, for
+-- GB/s), flops (per repetition, for TFLOP/s).
 local runtime = require "cute.runtime"
 local err = require "cute._err"
 
