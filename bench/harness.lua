@@ -132,6 +132,30 @@ function H.download(buf, dt, n, offset)
   return d
 end
 
+--- Checks C = A @ B (device tensors, m x k and k x n; C as written by a GEMM)
+-- against float64: every entry in quick mode, else `samples` entries spread
+-- over C. The error of an entry is relative to the sum of |products|; an
+-- entry left NaN (the poison) was not written. Returns ok, message.
+function H.check_gemm(A, B, C, m, n, k, samples, tol)
+  local c = C:to_host():doubles()
+  local a, b = A:to_host():doubles(), B:to_host():doubles()
+  local worst = 0
+  local count = H.quick() and m * n or samples
+  for t = 0, count - 1 do
+    local i, j
+    if H.quick() then i, j = t % m, math.floor(t / m) else i, j = (t * 7919) % m, (t * 104729) % n end
+    local ref, mag = 0, 0
+    for kk = 0, k - 1 do
+      local p = a[i + kk * m] * b[kk + j * k]
+      ref, mag = ref + p, mag + math.abs(p)
+    end
+    local got = c[i + j * m]
+    if got ~= got then return false, string.format("(%d,%d) not written", i, j) end
+    worst = math.max(worst, math.abs(got - ref) / math.max(mag, 1e-30))
+  end
+  return worst < tol, string.format("worst relative error %.3g", worst)
+end
+
 --- Relative error ||x - y|| / ||y|| over n doubles (NaN if any x is NaN).
 function H.rel_error(x, y, n)
   local num, den = 0, 0
