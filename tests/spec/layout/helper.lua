@@ -51,10 +51,14 @@ function H.layouts(extents, strides, max_rank, limit)
   return out
 end
 
---- The path of the test vectors: $CUTELUA_SHARED_DIR (default ../shared,
--- beside the repository root) /testdata/layout_vectors.json.
+--- The path of the test vectors: tests/data/layout/layout_vectors.json in
+-- this repository (copied from the reference set; README beside it), or
+-- $CUTELUA_LAYOUT_VECTORS to try another file of the same format.
 function H.vectors_path()
-  return (os.getenv("CUTELUA_SHARED_DIR") or "../shared") .. "/testdata/layout_vectors.json"
+  local env = os.getenv("CUTELUA_LAYOUT_VECTORS")
+  if env and env ~= "" then return env end
+  local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+  return here .. "/../../data/layout/layout_vectors.json"
 end
 
 --- The line of the caller of the function that calls this (for checking

@@ -1,5 +1,5 @@
 -- The layout algebra against the 1500 reference test vectors
--- (../shared/testdata/layout_vectors.json; README beside it). Each case is
+-- (tests/data/layout/layout_vectors.json; README beside it). Each case is
 -- its own test. A missing file fails, it never skips.
 --
 -- Layout results are compared exactly (shape and stride); where the form
@@ -70,7 +70,7 @@ local stats = { exact = 0, pointwise = 0, image = 0, quirks = {} }
 describe("layout test vectors", function()
   it("reads " .. path, function()
     assert(fh ~= nil, "the layout test vectors are missing: " .. path
-      .. " (set CUTELUA_SHARED_DIR to the directory holding testdata/layout_vectors.json)")
+      .. " (tests/data/layout/ in the repository; CUTELUA_LAYOUT_VECTORS names another file)")
     assert(data ~= nil, "cannot decode " .. path .. ": " .. tostring(decode_err))
     assert.equal(1500, #data.cases)
   end)
