@@ -61,7 +61,7 @@ print(string.format("PTX: %d mma.sync, %d ldmatrix, %d cp.async (whole kernel, m
 
 if not gpu then
   print("gemm_sm80: no usable GPU: compiled only")
-  os.exit(77)
+  os.exit(77, true) -- closing the Lua state first: everything compiled is freed
 end
 
 -- 3. On the GPU

@@ -47,17 +47,36 @@ function M.is_int(x) return not is_tuple(x) and arith.is_int(x) end
 
 function M.is_underscore(x) return x == U end
 
+--- The deepest nesting of tuples the algebra accepts (a leaf has depth 0,
+-- (4,(2,3)) depth 2). Real layouts stay below 5; the limit turns a table
+-- that contains itself, or one nested beyond reason, into an error that
+-- names the caller's line instead of a stack overflow.
+local MAX_DEPTH = 64
+M.MAX_DEPTH = MAX_DEPTH
+
+-- show(x): a table met again on its own path prints as <cycle>, and nesting
+-- past MAX_DEPTH as "...", so that any value (a bad argument in an error
+-- message included) prints in bounded depth
+local function show_rec(x, depth, path)
+  if type(x) == "number" then return arith.show(x) end
+  if x == nil then return "nil" end
+  if is_tuple(x) then
+    if path[x] then return "<cycle>" end
+    if depth >= MAX_DEPTH then return "(...)" end
+    path[x] = true
+    local parts = {}
+    for i = 1, #x do parts[i] = show_rec(x[i], depth + 1, path) end
+    path[x] = nil
+    return "(" .. table.concat(parts, ",") .. ")"
+  end
+  return arith.show(x)
+end
+
 --- CuTe notation of any value: tuples as (a,(b,c)), leaves as integers,
 -- other objects (layouts, swizzles) through tostring.
 local function show(x)
   if type(x) == "number" then return arith.show(x) end
-  if x == nil then return "nil" end
-  if is_tuple(x) then
-    local parts = {}
-    for i = 1, #x do parts[i] = show(x[i]) end
-    return "(" .. table.concat(parts, ",") .. ")"
-  end
-  return arith.show(x)
+  return show_rec(x, 0, {})
 end
 M._show = show
 M.pretty_str = show
@@ -85,14 +104,39 @@ local function leaf_problem(x, kind)
   return "is not an integer (a " .. type(x) .. ")"
 end
 
-local function check(op, t, kind, what, root)
+-- Why a table nests past MAX_DEPTH: it contains itself, or it is just deep.
+local function nesting_problem(t)
+  local path = {}
+  local function rec(x, depth)
+    if path[x] then return "contains itself (a table nested in its own element)" end
+    if depth > MAX_DEPTH then return nil end
+    path[x] = true
+    for i = 1, #x do
+      local v = x[i]
+      if is_tuple(v) then
+        local why = rec(v, depth + 1)
+        if why then return why end
+      end
+    end
+    path[x] = nil
+    return nil
+  end
+  return rec(t, 1) or string.format("is nested deeper than %d levels (cute.int_tuple.MAX_DEPTH)", MAX_DEPTH)
+end
+
+local function too_deep(op, what, root)
+  raise("%s: %s %s %s", op, what, show(root), nesting_problem(root))
+end
+
+local function check(op, t, kind, what, root, depth)
   if is_tuple(t) then
+    if depth > MAX_DEPTH then too_deep(op, what, root) end
     local n = #t
     if n == 0 then raise("%s: %s %s contains an empty tuple", op, what, show(root)) end
     local keys = 0
     for _ in pairs(t) do keys = keys + 1 end
     if keys ~= n then raise("%s: %s %s is not a proper tuple (holes or non-integer keys)", op, what, show(root)) end
-    for i = 1, n do check(op, t[i], kind, what, root) end
+    for i = 1, n do check(op, t[i], kind, what, root, depth + 1) end
   else
     local why = leaf_problem(t, kind)
     if why then raise("%s: %s %s is invalid: %s %s", op, what, show(root), show(t), why) end
@@ -102,9 +146,29 @@ end
 --- Raises unless t is a valid IntTuple of the given kind (see above);
 -- `op` and `what` name the operation and the argument in the message.
 function M._check(op, t, kind, what)
-  check(op, t, kind or "int", what or "argument", t)
+  check(op, t, kind or "int", what or "argument", t, 1)
   return t
 end
+
+-- true when every tuple inside t is at most MAX_DEPTH - depth levels deep
+local function shallow(t, depth)
+  if depth > MAX_DEPTH then return false end
+  for i = 1, #t do
+    local v = t[i]
+    if type(v) == "table" and is_tuple(v) and not shallow(v, depth + 1) then return false end
+  end
+  return true
+end
+
+--- Raises unless the nesting of x (any value: a tuple of anything, tilers
+-- and projections included) is finite and at most MAX_DEPTH deep. The
+-- structural operations (rank, flatten, congruent, ...) accept any leaves
+-- but recurse through the nesting; this is their only check.
+local function guard(op, x, what)
+  if type(x) == "table" and is_tuple(x) and not shallow(x, 1) then too_deep(op, what or "argument", x) end
+  return x
+end
+M._guard = guard
 
 --- A deep copy of a (validated) tuple, marked with TUPLE.
 local function copy(t)
@@ -138,10 +202,16 @@ local function product(t)
   end
   return t
 end
-M.product = product
+M._product = product
+
+--- product(t): the product of the leaves of t.
+function M.product(t) return product(M._check("product", t, "int")) end
 
 --- Mode i (0-based) of t: the element, or t itself for a leaf and i == 0.
 local function mode(t, i, op)
+  if type(i) ~= "number" then
+    raise("%s: mode index %s is not an integer", op or "get", show(i))
+  end
   if is_tuple(t) then
     local v = t[i + 1]
     if v == nil or i < 0 or i ~= floor(i) then
@@ -161,8 +231,8 @@ function M.get(t, ...)
 end
 
 function M.rank(t, ...) return rank(M.get(t, ...)) end
-function M.depth(t, ...) return depth(M.get(t, ...)) end
-function M.size(t, ...) return product(M.get(t, ...)) end
+function M.depth(t, ...) return depth(guard("depth", M.get(t, ...))) end
+function M.size(t, ...) return product(M._check("size", M.get(t, ...), "int")) end
 
 local function flatten_into(t, out)
   if is_tuple(t) then
@@ -177,11 +247,13 @@ M._flatten_into = flatten_into
 --- The leaves of t as a flat tuple (a leaf stays a leaf, as in C++).
 function M.flatten(t)
   if not is_tuple(t) then return t end
-  return tup(flatten_into(t, {}))
+  return tup(flatten_into(guard("flatten", t), {}))
 end
 
 --- Rebuilds the nesting of `profile` from the flat tuple `flat`.
 function M.unflatten(flat, profile)
+  guard("unflatten", flat, "flat tuple")
+  guard("unflatten", profile, "profile")
   local pos = 0
   local n = is_tuple(flat) and #flat or 1
   local function build(p)
@@ -209,7 +281,8 @@ local function congruent(a, b)
   end
   return true
 end
-M.congruent = congruent
+M._congruent = congruent
+function M.congruent(a, b) return congruent(guard("congruent", a), guard("congruent", b)) end
 
 --- a is weakly congruent to b: a's nesting is a coarsening of b's (a leaf of
 -- a may stand for a whole sub-tuple of b).
@@ -221,7 +294,9 @@ local function weakly_congruent(a, b)
   end
   return true
 end
-M.weakly_congruent = weakly_congruent
+function M.weakly_congruent(a, b)
+  return weakly_congruent(guard("weakly_congruent", a), guard("weakly_congruent", b))
+end
 
 --- Structural equality (leaves compared with arith.equal; unknown -> false).
 local function equal(a, b)
@@ -246,7 +321,8 @@ local function is_static(t)
   end
   return false
 end
-M.is_static = is_static
+M._is_static = is_static
+function M.is_static(t) return is_static(guard("is_static", t)) end
 
 local function has_underscore(t)
   if rawequal(t, U) then return true end
@@ -257,7 +333,8 @@ local function has_underscore(t)
   end
   return false
 end
-M.has_underscore = has_underscore
+M._has_underscore = has_underscore
+function M.has_underscore(t) return has_underscore(guard("has_underscore", t)) end
 
 -- Products and divisions ------------------------------------------------------
 
@@ -300,21 +377,29 @@ local function suffix_product(a, init)
   return init
 end
 
-function M.prefix_product(a, init) return prefix_product(a, init == nil and 1 or init) end
-function M.suffix_product(a, init) return suffix_product(a, init == nil and 1 or init) end
+M._prefix_product, M._suffix_product = prefix_product, suffix_product
+
+-- the public form: a and init validated (init may hold ScaledBases, as strides do)
+local function products(op, f, a, init)
+  M._check(op, a, "int", "argument")
+  if init == nil then return f(a, 1) end
+  return f(a, M._check(op, init, "stride", "init"))
+end
+function M.prefix_product(a, init) return products("prefix_product", prefix_product, a, init) end
+function M.suffix_product(a, init) return products("suffix_product", suffix_product, a, init) end
 M.compact_col_major = M.prefix_product
 M.compact_row_major = M.suffix_product
 
 --- Compact strides that visit the leaves of `shape` in increasing `order`
 -- (congruent with shape; ties go to the earlier leaf).
-function M.compact_order(shape, order)
+local function compact_order(shape, order, op)
   local s = flatten_into(shape, {})
   local o = flatten_into(order, {})
-  if #o ~= #s then raise("make_ordered_layout: order %s does not match shape %s", show(order), show(shape)) end
+  if #o ~= #s then raise("%s: order %s does not match shape %s", op, show(order), show(shape)) end
   local idx = {}
   for i = 1, #s do
     idx[i] = i
-    if type(o[i]) ~= "number" then arith.static(o[i], "make_ordered_layout: order entry " .. show(o[i])) end
+    if type(o[i]) ~= "number" then arith.static(o[i], op .. ": order entry " .. show(o[i])) end
   end
   table.sort(idx, function(x, y)
     if o[x] ~= o[y] then return o[x] < o[y] end
@@ -326,6 +411,12 @@ function M.compact_order(shape, order)
     cur = mul(cur, s[i])
   end
   return M.unflatten(tup(d), shape)
+end
+M._compact_order = compact_order
+function M.compact_order(shape, order)
+  M._check("compact_order", shape, "shape", "shape")
+  M._check("compact_order", order, "int", "order")
+  return compact_order(shape, order, "compact_order")
 end
 
 local function static_pair(op, a, b)
@@ -360,7 +451,11 @@ local function shape_div(a, b, op)
   if a ~= 0 and arith.mod(b, a) == 0 then return 1 end
   raise("%s: neither of %s and %s divides the other", op, show(a), show(b))
 end
-function M.shape_div(a, b) return shape_div(a, b, "shape_div") end
+function M.shape_div(a, b)
+  M._check("shape_div", a, "int", "dividend")
+  M._check("shape_div", b, "shape", "divisor")
+  return shape_div(a, b, "shape_div")
+end
 M._shape_div_op = shape_div
 
 --- ceil_div(a, b): ceil(a/b) per mode (a tuple a is divided from the left,
@@ -382,25 +477,50 @@ local function ceil_div(a, b)
   if is_tuple(b) then return ceil_div(a, product(b)) end
   return arith.ceil_div(a, b)
 end
-M.ceil_div = ceil_div
+M._ceil_div = ceil_div
 
---- round_up(a, b): a rounded up to a multiple of b, per mode.
-function M.round_up(a, b)
+-- a an integer tuple, b a tuple of positive integers (a divisor)
+local function check_quotient(op, a, b)
+  M._check(op, a, "int", "dividend")
+  M._check(op, b, "shape", "divisor")
+end
+
+function M.ceil_div(a, b)
+  check_quotient("ceil_div", a, b)
+  return ceil_div(a, b)
+end
+
+--- round_up(a, b): a rounded up to a multiple of b, per mode (modes of a
+-- that a shorter tuple b does not reach are kept, as C++ pads b with 1).
+local function round_up(a, b)
   if is_tuple(a) then
+    if is_tuple(b) and #b > #a then raise("round_up: %s has more modes than %s", show(b), show(a)) end
     local r = {}
-    for i = 1, #a do r[i] = M.round_up(a[i], is_tuple(b) and b[i] or b) end
+    for i = 1, #a do
+      local bi = b
+      if is_tuple(b) then bi = b[i] or 1 end
+      r[i] = round_up(a[i], bi)
+    end
     return tup(r)
   end
+  if is_tuple(b) then raise("round_up: %s is a tuple but %s is not", show(b), show(a)) end
   return mul(arith.ceil_div(a, b), b)
 end
 
+function M.round_up(a, b)
+  check_quotient("round_up", a, b)
+  return round_up(a, b)
+end
+
 --- The product of each top-level mode.
-function M.product_each(t)
+local function product_each(t)
   if not is_tuple(t) then return t end
   local r = {}
   for i = 1, #t do r[i] = product(t[i]) end
   return tup(r)
 end
+M._product_each = product_each
+function M.product_each(t) return product_each(M._check("product_each", t, "int")) end
 
 local function elem_cmp(a, b, strict, op)
   if is_tuple(a) then
@@ -418,8 +538,13 @@ local function elem_cmp(a, b, strict, op)
 end
 
 --- a < b in every element (a may have fewer top-level modes than b).
-function M.elem_less(a, b) return elem_cmp(a, b, true, "elem_less") end
-function M.elem_leq(a, b) return elem_cmp(a, b, false, "elem_leq") end
+local function compare(op, a, b, strict)
+  M._check(op, a, "int", "left operand")
+  M._check(op, b, "int", "right operand")
+  return elem_cmp(a, b, strict, op)
+end
+function M.elem_less(a, b) return compare("elem_less", a, b, true) end
+function M.elem_leq(a, b) return compare("elem_leq", a, b, false) end
 
 -- Coordinates ----------------------------------------------------------------
 
@@ -446,7 +571,9 @@ local function crd2idx(c, s, d, op, strict)
     return acc
   end
   if type(c) == "number" then
-    if c < 0 or c ~= floor(c) then raise("%s: coordinate %s is not a non-negative integer", opname(op), show(c)) end
+    if c < 0 or c ~= floor(c) or c >= LIMIT then
+      raise("%s: coordinate %s is not a non-negative integer below 2^53", opname(op), show(c))
+    end
     if strict then
       local n = product(s)
       if type(n) == "number" and c >= n then
@@ -473,8 +600,22 @@ local function crd2idx(c, s, d, op, strict)
 end
 M._crd2idx_op = crd2idx
 
+-- shape and (optional) stride of crd2idx/idx2crd: valid and congruent
+local function check_shape_stride(op, shape, stride)
+  M._check(op, shape, "shape", "shape")
+  if stride ~= nil then
+    M._check(op, stride, "stride", "stride")
+    if not congruent(shape, stride) then
+      raise("%s: shape %s and stride %s are not congruent", op, show(shape), show(stride))
+    end
+  end
+end
+M._check_shape_stride = check_shape_stride
+
 --- crd2idx(coord, shape[, stride]): stride defaults to compact column-major.
 function M.crd2idx(coord, shape, stride)
+  check_shape_stride("crd2idx", shape, stride)
+  M._check("crd2idx", coord, "coord", "coordinate")
   if stride == nil then stride = prefix_product(shape, 1) end
   return crd2idx(coord, shape, stride, "crd2idx", false)
 end
@@ -514,9 +655,55 @@ local function idx2crd_strided(idx, s, d, op)
     for i = 1, #s do r[i] = idx2crd_strided(idx, s[i], d[i], op) end
     return tup(r)
   end
+  if rawequal(d, 0) then
+    raise("%s: a mode of extent %s has stride 0, so no offset determines its coordinate", op, show(s))
+  end
   return mod(div(idx, d), s)
 end
-M._idx2crd_strided = idx2crd_strided
+
+-- 1 + the largest offset of (s, d), or nil when a leaf is not a number
+local function offset_bound(s, d)
+  local fs, fd = flatten_into(s, {}), flatten_into(d, {})
+  local bound = 1
+  for i = 1, #fs do
+    if type(fs[i]) ~= "number" or type(fd[i]) ~= "number" then return nil end
+    bound = bound + (fs[i] - 1) * math.abs(fd[i])
+  end
+  return bound
+end
+
+-- idx (an offset, or a tuple of offsets per mode) is a non-negative integer;
+-- with `bounded`, below the layout's largest offset + 1 (when that is static)
+local function check_offset(op, idx, s, d, bounded)
+  if is_tuple(idx) then
+    if is_tuple(s) and #idx == #s then
+      for i = 1, #idx do check_offset(op, idx[i], s[i], d[i], bounded) end
+    end
+    return
+  end
+  if type(idx) == "number" then
+    if idx < 0 or idx ~= floor(idx) or idx >= LIMIT then
+      raise("%s: offset %s is not a non-negative integer below 2^53", op, show(idx))
+    end
+    local bound = bounded and offset_bound(s, d)
+    if bound and idx >= bound then
+      raise("%s: offset %s is out of range for %s:%s (its offsets lie in [0, %s))", op, show(idx), show(s),
+        show(d), show(bound))
+    end
+  elseif not arith.dyn(idx) then
+    raise("%s: offset %s is not an integer", op, show(idx))
+  end
+end
+
+--- (idx div d) mod s per leaf of the layout s:d (shape and stride already
+-- valid), after checking idx. With `bounded`, idx must be an offset of the
+-- layout (below 1 + its largest offset): the coordinate c with L(c) == idx
+-- of a compact layout; without, the formula applies to any idx >= 0, as
+-- C++ idx2crd(idx, shape, stride).
+function M._idx2crd_strided(idx, s, d, op, bounded)
+  check_offset(op, idx, s, d, bounded)
+  return idx2crd_strided(idx, s, d, op)
+end
 
 local function check_index(op, idx, s)
   if is_tuple(idx) then
@@ -526,7 +713,9 @@ local function check_index(op, idx, s)
     return
   end
   if type(idx) == "number" then
-    if idx < 0 or idx ~= floor(idx) then raise("%s: index %s is not a non-negative integer", op, show(idx)) end
+    if idx < 0 or idx ~= floor(idx) or idx >= LIMIT then
+      raise("%s: index %s is not a non-negative integer below 2^53", op, show(idx))
+    end
     local n = product(s)
     if type(n) == "number" and idx >= n then
       raise("%s: index %s is out of range for shape %s (size %s)", op, show(idx), show(s), show(n))
@@ -540,11 +729,13 @@ end
 -- the index (0 <= idx < size(shape)); with a stride, (idx div d) mod s per
 -- leaf (the coordinate of an offset in a compact layout).
 function M.idx2crd(idx, shape, stride)
+  check_shape_stride("idx2crd", shape, stride)
+  guard("idx2crd", idx, "index")
   if stride == nil then
     check_index("idx2crd", idx, shape)
     return idx2crd_nat(idx, shape, "idx2crd")
   end
-  return idx2crd_strided(idx, shape, stride, "idx2crd")
+  return M._idx2crd_strided(idx, shape, stride, "idx2crd")
 end
 M._idx2crd_nat = idx2crd_nat
 
@@ -579,10 +770,23 @@ end
 
 --- The tuple of the modes of t at the 0-based indices in `idx`.
 function M.select(t, idx)
+  if idx == nil then raise("select: the mode indices are missing") end
   if not is_tuple(idx) then idx = { idx } end
   local r = {}
   for k = 1, #idx do r[k] = mode(t, idx[k], "select") end
   return tup(r)
+end
+
+--- The largest rank append and prepend pad a tuple to.
+local MAX_RANK = 65536
+M.MAX_RANK = MAX_RANK
+
+local function check_rank_arg(op, t, n, have)
+  if type(n) ~= "number" or n ~= floor(n) then raise("%s: rank %s is not an integer", op, show(n)) end
+  if n < have then raise("%s: %s already has rank %d > %s", op, show(t), have, show(n)) end
+  if n > MAX_RANK then
+    raise("%s: rank %s is too large (at most %d modes, cute.int_tuple.MAX_RANK)", op, show(n), MAX_RANK)
+  end
 end
 
 --- t with x appended (as one mode); with n, x repeated until rank n.
@@ -591,7 +795,7 @@ function M.append(t, x, n)
   if n == nil then
     m[#m + 1] = x
   else
-    if n < #m then raise("append: %s already has rank %d > %s", show(t), #m, show(n)) end
+    check_rank_arg("append", t, n, #m)
     for i = #m + 1, n do m[i] = x end
   end
   return tup(m)
@@ -600,8 +804,8 @@ end
 --- t with x prepended; with n, x repeated in front until rank n.
 function M.prepend(t, x, n)
   local m = modes_of(t)
+  if n ~= nil then check_rank_arg("prepend", t, n, #m) end
   local k = n == nil and 1 or n - #m
-  if k < 0 then raise("prepend: %s already has rank %d > %s", show(t), #m, show(n)) end
   local r = {}
   for i = 1, k do r[i] = x end
   for i = 1, #m do r[k + i] = m[i] end
@@ -641,7 +845,7 @@ local function dice(proj, t)
   if proj == U then return tup({}) end
   return t
 end
-M.dice = dice
+function M.dice(proj, t) return dice(guard("dice", proj, "projection"), t) end
 
 M._rank_of, M._depth_of = rank, depth
 

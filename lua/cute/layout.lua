@@ -19,7 +19,7 @@ local arith = require "cute.arith"
 local it = require "cute.int_tuple"
 local err = require "cute._err"
 
-local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it.product
+local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it._product
 local flatten_into, modes_of = it._flatten_into, it._modes_of
 local U = it._
 local raise = err.raise
@@ -93,7 +93,9 @@ local function eval(l, c, op)
   local fast = rawget(l, "_fast")
   if fast == nil then fast = prepare(l) end
   if fast and type(c) == "number" then
-    if c < 0 or c ~= floor(c) then raise("%s: coordinate %s is not a non-negative integer", opname(op), show(c)) end
+    if c < 0 or c ~= floor(c) or c >= arith.LIMIT then
+      raise("%s: coordinate %s is not a non-negative integer below 2^53", opname(op), show(c))
+    end
     local fs, fd, n = l._fs, l._fd, l._n
     local acc = 0
     for k = 1, n - 1 do
@@ -148,12 +150,12 @@ function M.make_layout(shape, stride, ...)
   it._check("make_layout", shape, "shape", "shape")
   shape = it._copy(shape)
   if stride == nil or stride == M.LayoutLeft then
-    return new(shape, it.prefix_product(shape, 1))
+    return new(shape, it._prefix_product(shape, 1))
   elseif stride == M.LayoutRight then
-    return new(shape, it.suffix_product(shape, 1))
+    return new(shape, it._suffix_product(shape, 1))
   end
   it._check("make_layout", stride, "stride", "stride")
-  if not it.congruent(shape, stride) then
+  if not it._congruent(shape, stride) then
     raise("make_layout: shape %s and stride %s are not congruent", show(shape), show(stride))
   end
   return new(shape, it._copy(stride))
@@ -163,12 +165,12 @@ end
 -- (congruent with shape); no order: column-major.
 function M.make_ordered_layout(shape, order)
   it._check("make_ordered_layout", shape, "shape", "shape")
-  if order == nil then return new(it._copy(shape), it.prefix_product(shape, 1)) end
+  if order == nil then return new(it._copy(shape), it._prefix_product(shape, 1)) end
   it._check("make_ordered_layout", order, "int", "order")
-  if not it.congruent(shape, order) then
+  if not it._congruent(shape, order) then
     raise("make_ordered_layout: shape %s and order %s are not congruent", show(shape), show(order))
   end
-  return new(it._copy(shape), it.compact_order(shape, order))
+  return new(it._copy(shape), it._compact_order(shape, order, "make_ordered_layout"))
 end
 
 -- the ScaledBasis strides of an identity layout: leaf k of a nested mode m
@@ -196,6 +198,7 @@ function M.make_identity_layout(shape)
 end
 --- make_basis_like(shape): the ScaledBasis strides of make_identity_layout(shape).
 function M.make_basis_like(shape)
+  it._check("make_basis_like", shape, "shape", "shape")
   if not is_tuple(shape) then return 1 end
   return basis_like(shape, {})
 end
@@ -272,22 +275,36 @@ function M.cosize(x, ...)
 end
 
 function M.is_static(x)
-  if is_layout(x) then return it.is_static(x.shape) and it.is_static(x.stride) end
+  if is_layout(x) then return it._is_static(x.shape) and it._is_static(x.stride) end
   return it.is_static(x)
 end
 
 -- Restructuring (each works on a layout by treating shape and stride alike,
 -- and on a tuple as int_tuple does) --------------------------------------------
 
-local function both(f, x, ...)
-  if is_layout(x) then return new(f(x.shape, ...), f(x.stride, ...)) end
+local function has_empty(t)
+  if not is_tuple(t) then return false end
+  if #t == 0 then return true end
+  for i = 1, #t do
+    if has_empty(t[i]) then return true end
+  end
+  return false
+end
+
+-- (IntTuples may hold empty tuples, as in CuTe; a layout's modes may not)
+local function both(op, f, x, ...)
+  if is_layout(x) then
+    local s = f(x.shape, ...)
+    if has_empty(s) then raise("%s: the result would have an empty mode (%s)", op, show(s)) end
+    return new(s, f(x.stride, ...))
+  end
   return f(x, ...)
 end
 
-function M.flatten(x) return both(it.flatten, x) end
-function M.take(x, b, e) return both(it.take, x, b, e) end
-function M.select(x, idx) return both(it.select, x, idx) end
-function M.group_modes(x, b, e) return both(it.group_modes, x, b, e) end
+function M.flatten(x) return both("flatten", it.flatten, x) end
+function M.take(x, b, e) return both("take", it.take, x, b, e) end
+function M.select(x, idx) return both("select", it.select, x, idx) end
+function M.group_modes(x, b, e) return both("group_modes", it.group_modes, x, b, e) end
 
 local UNIT = nil -- the layout 1:0, built below
 
@@ -302,10 +319,7 @@ function M.append(x, y, n) return cat("append", it.append, x, y, n) end
 function M.prepend(x, y, n) return cat("prepend", it.prepend, x, y, n) end
 
 --- dice(proj, x): the modes of x where proj is not _ (cute.X).
-function M.dice(proj, x)
-  if is_layout(x) then return new(it.dice(proj, x.shape), it.dice(proj, x.stride)) end
-  return it.dice(proj, x)
-end
+function M.dice(proj, x) return both("dice", function(t) return it.dice(proj, t) end, x) end
 
 -- Coalesce and filter ---------------------------------------------------------
 
@@ -369,6 +383,7 @@ end
 -- mode k as profile[k] says (an integer: the whole mode; a tuple: recurse).
 function M.coalesce(l, profile)
   check_layout("coalesce", l)
+  it._guard("coalesce", profile, "profile")
   if profile == nil then return new(coalesce_whole(l.shape, l.stride)) end
   return new(by_profile(l.shape, l.stride, profile, "coalesce", coalesce_whole))
 end
@@ -395,6 +410,7 @@ local function filter_whole(shape, stride) return coalesce_whole(zero_extents(sh
 -- move; 1:0 if none does. With a profile, by mode as coalesce.
 function M.filter(l, profile)
   check_layout("filter", l)
+  it._guard("filter", profile, "profile")
   if profile == nil then return new(filter_whole(l.shape, l.stride)) end
   return new(by_profile(l.shape, l.stride, profile, "filter", filter_whole))
 end
@@ -443,8 +459,7 @@ function M.slice_(l, c) return (slice_and_offset(c, l, "slice_")) end
 --- crd2idx(coord, L) or crd2idx(coord, shape[, stride]).
 function M.crd2idx(c, s, d)
   if is_layout(s) then return eval(s, c, "crd2idx") end
-  if d == nil then d = it.prefix_product(s, 1) end
-  return it._crd2idx_op(c, s, d, "crd2idx", false)
+  return it.crd2idx(c, s, d)
 end
 
 --- idx2crd(idx, shape[, stride]) or idx2crd(idx, L) (= idx2crd(idx, shape(L), stride(L))).
@@ -465,22 +480,24 @@ function methods.flatten(l) return M.flatten(l) end
 function methods.get(l, ...) return M.get(l, ...) end
 
 --- L:get_hier_coord(i): the coordinate c with L(c) == i for a compact L.
-function methods.get_hier_coord(l, i) return it._idx2crd_strided(i, l.shape, l.stride, "get_hier_coord") end
+function methods.get_hier_coord(l, i) return it._idx2crd_strided(i, l.shape, l.stride, "get_hier_coord", true) end
 
 --- L:get_flat_coord(i): get_hier_coord with each top-level mode's coordinate
 -- made a 1-D index into that mode.
 function methods.get_flat_coord(l, i)
-  local c = it._idx2crd_strided(i, l.shape, l.stride, "get_flat_coord")
+  local c = it._idx2crd_strided(i, l.shape, l.stride, "get_flat_coord", true)
   if not is_tuple(l.shape) then return c end
   local r = {}
-  for k = 1, #l.shape do r[k] = it._crd2idx_op(c[k], l.shape[k], it.prefix_product(l.shape[k], 1), "get_flat_coord") end
+  for k = 1, #l.shape do
+    r[k] = it._crd2idx_op(c[k], l.shape[k], it._prefix_product(l.shape[k], 1), "get_flat_coord")
+  end
   return tup(r)
 end
 
 --- L:get_1d_coord(i): get_hier_coord as a column-major index into L's shape.
 function methods.get_1d_coord(l, i)
-  local c = it._idx2crd_strided(i, l.shape, l.stride, "get_1d_coord")
-  return it._crd2idx_op(c, l.shape, it.prefix_product(l.shape, 1), "get_1d_coord")
+  local c = it._idx2crd_strided(i, l.shape, l.stride, "get_1d_coord", true)
+  return it._crd2idx_op(c, l.shape, it._prefix_product(l.shape, 1), "get_1d_coord")
 end
 
 -- Everything else (compose, with_shape, ...) comes from the algebra module,

@@ -23,7 +23,7 @@ local L = require "cute.layout"
 local swizzle = require "cute.swizzle"
 local err = require "cute._err"
 
-local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it.product
+local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it._product
 local modes_of = it._modes_of
 local new, is_layout, is_composed = L._new, L.is_layout, L._is_composed
 local check_layout = L._check_layout
@@ -76,7 +76,12 @@ local function static_layout(l) -- _fast: every leaf a number (see cute.layout)
   return fast
 end
 
+-- (nil: the operands are too large or too deep to be worth a key; the
+-- operation itself then validates them)
+local KEY_NODES = 256
+
 local function key_into(x, buf)
+  if #buf > KEY_NODES then return false end
   if type(x) == "number" then
     buf[#buf + 1] = x
   elseif x == nil then
@@ -204,7 +209,9 @@ M._compose_layouts = compose_layouts
 
 local function tiler_layout(t, op)
   if type(t) == "number" then
-    if t < 1 or t ~= floor(t) then raise("%s: tiler %s is not a positive integer", op, show(t)) end
+    if not (t >= 1 and t < arith.LIMIT) or t ~= floor(t) then
+      raise("%s: tiler %s is not a positive integer below 2^53", op, show(t))
+    end
     return new(t, 1)
   end
   if arith.dyn(t) then return new(t, 1) end
@@ -214,6 +221,30 @@ end
 local function bad_tiler(op, t)
   raise("%s: tiler %s must be a layout, an integer, _ or a tuple of those", op, show(t))
 end
+
+-- Raises unless t is a tiler: a layout, a positive integer below 2^53 (or a
+-- dynamic one), _, or a non-empty tuple of tilers, nested at most
+-- cute.int_tuple.MAX_DEPTH deep.
+local function check_tiler(op, t, root, depth)
+  if t == U or is_layout(t) or arith.dyn(t) then return end
+  if type(t) == "number" then
+    if t >= 1 and t < arith.LIMIT and t == floor(t) then return end
+    if rawequal(t, root) then raise("%s: tiler %s is not a positive integer below 2^53", op, show(t)) end
+    raise("%s: tiler %s is invalid: %s is not a positive integer below 2^53", op, show(root), show(t))
+  end
+  if not is_tuple(t) then
+    if rawequal(t, root) then bad_tiler(op, t) end
+    raise("%s: tiler %s is invalid: %s is not a layout, an integer, _ or a tuple of those", op, show(root), show(t))
+  end
+  if depth == 1 then it._guard(op, t, "tiler") end
+  local n = #t
+  if n == 0 then raise("%s: tiler %s contains an empty tuple", op, show(root)) end
+  local keys = 0
+  for _ in pairs(t) do keys = keys + 1 end
+  if keys ~= n then raise("%s: tiler %s is not a proper tuple (holes or non-integer keys)", op, show(root)) end
+  for i = 1, n do check_tiler(op, t[i], root, depth + 1) end
+end
+M._check_tiler = function(op, t) return check_tiler(op, t, t, 1) end
 
 local function compose(a, t, op)
   if t == U then return a end
@@ -246,6 +277,7 @@ function M.composition(a, b)
   end
   if is_composed(a) then return rewrap(a, M.composition(a.outer, b)) end
   check_layout("composition", a, "A")
+  check_tiler("composition", b, b, 1)
   return cached("composition", compose_pub, a, b)
 end
 
@@ -466,7 +498,17 @@ local function unzip(l, t)
   return from_modes(ts, td), rest
 end
 
-local function zipped(l, t)
+local function zipped(l, t, op)
+  if t == U then
+    -- as C++ CuTe: dividing by _ leaves A as it is, and A is taken as its
+    -- own (tile, rest) pair
+    local r = it._rank_of(l.shape)
+    if r ~= 2 then
+      raise("%s: with the tiler _ the layout %s stands for its own (tile, rest) pair, so it must have rank 2, "
+        .. "not %d (a tuple tiler such as {_} keeps a mode whole)", op, tostring(l), r)
+    end
+    return l
+  end
   if not is_tuple(t) then return l end -- already (tile, rest)
   local tile, rest = unzip(l, t)
   if not rest then rest = UNIT end
@@ -494,12 +536,13 @@ local function as_is(z) return z end
 local function family(name, core, post)
   local function impl(a, t)
     local r = core(a, t, name)
-    if post then r = post(zipped(r, t)) end
+    if post then r = post(zipped(r, t, name)) end
     return r
   end
   return function(a, t)
     if is_composed(a) then return rewrap(a, M[name](a.outer, t)) end
     check_layout(name, a, "the layout")
+    check_tiler(name, t, t, 1)
     return cached(name, impl, a, t)
   end
 end

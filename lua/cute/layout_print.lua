@@ -19,6 +19,12 @@
 -- SVG structure (the spec parses it): one <g class="cell" id="c-ROW-COL">
 -- per cell holding a <rect> and a <text>; row and column indices and a
 -- caption outside the grid.
+--
+-- Size limit: a table or picture has at most `max_cells` cells (and a
+-- thread-value layout at most as many (thread, value) pairs); a larger one
+-- is an error naming the limit. Each function takes an optional last
+-- argument {max_cells = N} (math.huge: no limit); the default is the module
+-- setting cute.layout_print.max_cells.
 local it = require "cute.int_tuple"
 local L = require "cute.layout"
 local err = require "cute._err"
@@ -26,6 +32,36 @@ local err = require "cute._err"
 local show = it._show
 
 local M = {}
+
+--- The default limit on the cells of one table or picture: 256 x 256. A
+-- 4096 x 4096 table would take a minute and hundreds of MB.
+M.max_cells = 65536
+
+local function check_limit(op, v, what)
+  -- (v ~= v: NaN)
+  if type(v) ~= "number" or v ~= v or v < 1 or (v ~= math.floor(v) and v ~= math.huge) then
+    err.raise("%s: %s must be a positive integer (or math.huge for no limit), got %s", op, what, show(v))
+  end
+  return v
+end
+
+-- the cell limit for this call: opts.max_cells, or the module setting
+local function limit_of(opts, op)
+  if opts == nil then return check_limit(op, M.max_cells, "cute.layout_print.max_cells") end
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+    err.raise("%s: the options must be a table such as {max_cells = 100000}, got %s", op, show(opts))
+  end
+  for k in pairs(opts) do
+    if k ~= "max_cells" then err.raise("%s: unknown option %s (the option is max_cells)", op, show(k)) end
+  end
+  if opts.max_cells == nil then return check_limit(op, M.max_cells, "cute.layout_print.max_cells") end
+  return check_limit(op, opts.max_cells, "max_cells")
+end
+
+local function over_limit(op, what, n, unit, limit)
+  err.raise("%s: %s has %s %s, more than max_cells = %s (pass {max_cells = N} as the last argument, "
+    .. "or set cute.layout_print.max_cells)", op, what, show(n), unit, show(limit))
+end
 
 -- the grid dimensions of a rank-1 or rank-2 layout
 local function dims(l, op)
@@ -42,8 +78,10 @@ local function dims(l, op)
   return rows, cols, r
 end
 
-local function layout_cells(l, op)
+local function layout_cells(l, op, opts)
+  local limit = limit_of(opts, op)
   local rows, cols, r = dims(l, op)
+  if rows * cols > limit then over_limit(op, tostring(l), rows * cols, "cells", limit) end
   local cells = {}
   for i = 0, rows - 1 do
     cells[i] = {}
@@ -67,13 +105,16 @@ local function tile_dims(tile_mn, op)
   return m, n
 end
 
-local function tv_cells(tv, tile_mn, op)
+local function tv_cells(tv, tile_mn, op, opts)
+  local limit = limit_of(opts, op)
   if not L.is_layout(tv) or L.rank(tv) ~= 2 then
     err.raise("%s: expected a rank-2 (thread, value) layout, got %s", op, tostring(tv))
   end
   local rows, cols = tile_dims(tile_mn, op)
+  if rows * cols > limit then over_limit(op, "the tile " .. show(tile_mn), rows * cols, "cells", limit) end
   local nt, nv = L.size(tv, 0), L.size(tv, 1)
   if type(nt) ~= "number" or type(nv) ~= "number" then err.raise("%s: %s must be static", op, tostring(tv)) end
+  if nt * nv > limit then over_limit(op, tostring(tv), nt * nv, "(thread, value) pairs", limit) end
   local cells = {}
   for i = 0, rows - 1 do cells[i] = {} end
   for v = 0, nv - 1 do
@@ -121,26 +162,31 @@ local function text_grid(title, rows, cols, cells)
   return table.concat(out, "\n") .. "\n"
 end
 
---- The table of offsets of a rank-1 or rank-2 layout, as a string.
-function M.format_layout(l)
-  local rows, cols, cells = layout_cells(l, "format_layout")
+local function format_layout(l, opts, op)
+  local rows, cols, cells = layout_cells(l, op, opts)
   return text_grid(tostring(l), rows, cols, cells)
 end
 
+--- The table of offsets of a rank-1 or rank-2 layout, as a string
+-- (opts: {max_cells = N}, see above).
+function M.format_layout(l, opts) return format_layout(l, opts, "format_layout") end
+
 --- Prints the table of offsets of a layout.
-function M.print_layout(l)
-  local s = M.format_layout(l)
+function M.print_layout(l, opts)
+  local s = format_layout(l, opts, "print_layout")
   io.write(s)
 end
 
---- The T<thread>V<value> table of a thread-value layout over tile_mn, as a string.
-function M.format_layout_tv(tv, tile_mn)
-  local rows, cols, cells = tv_cells(tv, tile_mn, "format_layout_tv")
+local function format_layout_tv(tv, tile_mn, opts, op)
+  local rows, cols, cells = tv_cells(tv, tile_mn, op, opts)
   return text_grid(tostring(tv) .. " over " .. show(tile_mn), rows, cols, cells)
 end
 
-function M.print_layout_tv(tv, tile_mn)
-  local s = M.format_layout_tv(tv, tile_mn)
+--- The T<thread>V<value> table of a thread-value layout over tile_mn, as a string.
+function M.format_layout_tv(tv, tile_mn, opts) return format_layout_tv(tv, tile_mn, opts, "format_layout_tv") end
+
+function M.print_layout_tv(tv, tile_mn, opts)
+  local s = format_layout_tv(tv, tile_mn, opts, "print_layout_tv")
   io.write(s)
 end
 
@@ -214,28 +260,44 @@ local function write(s, path, op)
   return path
 end
 
---- The SVG picture of a rank-1 or rank-2 layout (colour by offset).
-function M.svg_layout(l)
-  local rows, cols, cells = layout_cells(l, "svg_layout")
+local function svg_layout(l, opts, op)
+  local rows, cols, cells = layout_cells(l, op, opts)
   return svg_grid(tostring(l), rows, cols, cells, function(c) return PALETTE[c.key % 8 + 1] end)
+end
+
+--- The SVG picture of a rank-1 or rank-2 layout (colour by offset).
+function M.svg_layout(l, opts) return svg_layout(l, opts, "svg_layout") end
+
+-- print_svg(x, path, opts) and print_svg(x, opts): a table in the place of
+-- the path is the options
+local function path_opts(path, opts, op)
+  if type(path) == "table" and opts == nil then return nil, path end
+  if path ~= nil and type(path) ~= "string" then
+    err.raise("%s: the path must be a string (or nil for stdout), got %s", op, show(path))
+  end
+  return path, opts
 end
 
 --- Writes the SVG picture of a layout to `path` (stdout without one);
 -- returns the path.
-function M.print_svg(l, path)
-  return write(M.svg_layout(l), path, "print_svg")
+function M.print_svg(l, path, opts)
+  path, opts = path_opts(path, opts, "print_svg")
+  return write(svg_layout(l, opts, "print_svg"), path, "print_svg")
 end
 
---- The SVG picture of a thread-value layout over tile_mn (colour by thread).
-function M.svg_tv(tv, tile_mn)
-  local rows, cols, cells = tv_cells(tv, tile_mn, "svg_tv")
+local function svg_tv(tv, tile_mn, opts, op)
+  local rows, cols, cells = tv_cells(tv, tile_mn, op, opts)
   return svg_grid(tostring(tv) .. " over " .. show(tile_mn), rows, cols, cells,
     function(c) return PALETTE[c.key % 16 + 1] end)
 end
 
+--- The SVG picture of a thread-value layout over tile_mn (colour by thread).
+function M.svg_tv(tv, tile_mn, opts) return svg_tv(tv, tile_mn, opts, "svg_tv") end
+
 --- Writes the SVG picture of a thread-value layout to `path` (stdout without one).
-function M.print_svg_tv(tv, tile_mn, path)
-  return write(M.svg_tv(tv, tile_mn), path, "print_svg_tv")
+function M.print_svg_tv(tv, tile_mn, path, opts)
+  path, opts = path_opts(path, opts, "print_svg_tv")
+  return write(svg_tv(tv, tile_mn, opts, "print_svg_tv"), path, "print_svg_tv")
 end
 
 return M

@@ -13,7 +13,7 @@ local L = require "cute.layout"
 local A = require "cute.layout_algebra"
 local err = require "cute._err"
 
-local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it.product
+local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it._product
 local new, is_composed = L._new, L._is_composed
 local check_layout = L._check_layout
 local U = it._
@@ -46,7 +46,7 @@ tile_to_shape = function(block, shape, order)
     raise("%s: the block %s has more modes than the target shape %s", op, tostring(block), show(shape))
   end
   local padded = pad(block, R)
-  local bshape, tshape = it.product_each(padded.shape), it.product_each(is_tuple(shape) and shape or tup { shape })
+  local bshape, tshape = it._product_each(padded.shape), it._product_each(is_tuple(shape) and shape or tup { shape })
   local reps = {}
   for k = 1, R do
     local b, t = bshape[k], tshape[k]
@@ -72,12 +72,13 @@ local function underscores(n)
   return r
 end
 
-local function zd_tile(l, tiler) return zipped(divide(l, tiler, "local_tile"), tiler) end
-local function zd_part(l, tiler) return zipped(divide(l, tiler, "local_partition"), tiler) end
+local function zd_tile(l, tiler) return zipped(divide(l, tiler, "local_tile"), tiler, "local_tile") end
+local function zd_part(l, tiler) return zipped(divide(l, tiler, "local_partition"), tiler, "local_partition") end
 
 local function zipped_divide_any(l, tiler, op)
   if is_composed(l) then return rewrap(l, zipped_divide_any(l.outer, tiler, op)) end
   check_layout(op, l, "the layout")
+  A._check_tiler(op, tiler)
   return cached(op, op == "local_tile" and zd_tile or zd_part, l, tiler)
 end
 
@@ -108,7 +109,7 @@ function M.local_partition(l, tile, index, proj)
     raise("%s: index %s is out of range for the thread layout %s (size %s)", op, show(index), tostring(tile), show(n))
   end
   local coord = tile:get_flat_coord(index)
-  local tiler = it.product_each(tile.shape)
+  local tiler = it._product_each(tile.shape)
   local z = zipped_divide_any(l, tiler, op)
   local outer = is_composed(z) and z.outer or z
   local r1 = it._rank_of(outer.shape[2])
@@ -131,7 +132,7 @@ end
 make_layout_tv = function(thr, val)
   local op = "make_layout_tv"
   local mn = block_rake(thr, val, op, true)
-  local tiler = it.product_each(mn.shape)
+  local tiler = it._product_each(mn.shape)
   local inv = right_inverse(mn, op)
   local nt, nv = product(thr.shape), product(val.shape)
   if product(inv.shape) ~= nt * nv then

@@ -22,14 +22,14 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for f in mod_a.h mod_a.o mod_a.so mod_b.h mod_b.o mod_b.so; do [ -f "$OUT/$f" ] || fail "missing $f"; done
 
 # both modules in one C99 program, and the headers in C++
-"$CC" -std=c99 -Wall -Wextra -pedantic -Werror -I"$OUT" -isystem "$CUDA/include" tests/aot/both.c "$OUT/mod_a.o" \
-  "$OUT/mod_b.o" -L"$CUDA/lib64/stubs" -lcuda -o "$OUT/both" || fail "linking two modules"
+"$CC" -std=c99 -Wall -Wextra -pedantic -Werror ${CUTELUA_TEST_CFLAGS:-} -I"$OUT" -isystem "$CUDA/include" tests/aot/both.c "$OUT/mod_a.o" \
+  "$OUT/mod_b.o" -L"$CUDA/lib64/stubs" -lcuda ${CUTELUA_TEST_LDFLAGS:-} -o "$OUT/both" || fail "linking two modules"
 printf '#include "mod_a.h"\n#include "mod_b.h"\n#include "cutelua_aot.h"\nint main() { return ma_describe() == 0; }\n' \
   > "$OUT/headers.cc"
-"$CXX" -std=c++11 -Wall -Wextra -pedantic -Werror -I"$OUT" -Iinclude -c "$OUT/headers.cc" -o "$OUT/headers.o" \
+"$CXX" -std=c++11 -Wall -Wextra -pedantic -Werror ${CUTELUA_TEST_CFLAGS:-} -I"$OUT" -Iinclude -c "$OUT/headers.cc" -o "$OUT/headers.o" \
   || fail "the headers as C++"
-"$CC" -std=c99 -Wall -Wextra -pedantic -Werror -Iinclude -isystem "$CUDA/include" tests/aot/dyn.c "$LIB" -ldl \
-  -L"$CUDA/lib64/stubs" -lcuda -o "$OUT/dyn" || fail "building the dynamic loader"
+"$CC" -std=c99 -Wall -Wextra -pedantic -Werror ${CUTELUA_TEST_CFLAGS:-} -Iinclude -isystem "$CUDA/include" tests/aot/dyn.c "$LIB" -ldl \
+  -L"$CUDA/lib64/stubs" -lcuda ${CUTELUA_TEST_LDFLAGS:-} -o "$OUT/dyn" || fail "building the dynamic loader"
 # nothing but libcuda and libc (the library's own NEEDED entries)
 for f in mod_a.so; do
   needed=$(readelf -d "$OUT/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p' | tr '\n' ' ')

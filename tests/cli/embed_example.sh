@@ -9,7 +9,8 @@ trap 'rm -rf "$T"' EXIT
 "$CMAKE" --install "$BUILD" --prefix "$T/prefix" >/dev/null
 test -x "$T/prefix/bin/cutelua"
 test -f "$T/prefix/include/cutelua.h"
-"$CMAKE" -S "$SRC/examples/embed" -B "$T/build" -DCMAKE_PREFIX_PATH="$T/prefix" >/dev/null
+"$CMAKE" -S "$SRC/examples/embed" -B "$T/build" -DCMAKE_PREFIX_PATH="$T/prefix" \
+  -DCMAKE_C_FLAGS="${CUTELUA_TEST_CFLAGS:-}" -DCMAKE_EXE_LINKER_FLAGS="${CUTELUA_TEST_LDFLAGS:-}" >/dev/null
 "$CMAKE" --build "$T/build" >/dev/null
 # The installed cutelua runs scripts with no LUA_PATH set up.
 "$T/prefix/bin/cutelua" -e 'assert(require("cute").version())'
