@@ -20,6 +20,7 @@
 #ifndef CUTELUA_H
 #define CUTELUA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -40,13 +41,34 @@ typedef enum cutelua_status {
 } cutelua_status;
 
 /* A new runtime with its own lua_State (standard libraries opened).
- * Returns NULL only when memory is exhausted. */
+ * Returns NULL when memory is exhausted or cutelua's own files cannot be read
+ * (in development mode, CUTELUA_SOURCE_DIR naming a directory without them);
+ * cutelua_open_ex says which. */
 cutelua *cutelua_open(void);
 
 /* A runtime on a lua_State the caller made (with luaL_openlibs done). The
  * state is not closed by cutelua_close. Returns NULL when the state lacks the
- * package library or memory is exhausted. */
+ * package library, memory is exhausted or cutelua's files cannot be read; the
+ * caller's stack and package tables are then as they were. */
 cutelua *cutelua_attach(struct lua_State *L);
+
+/* The same, with the reason for a NULL result written into err (at most
+ * errlen bytes, NUL-terminated; "" on success). */
+cutelua *cutelua_open_ex(char *err, size_t errlen);
+cutelua *cutelua_attach_ex(struct lua_State *L, char *err, size_t errlen);
+
+/* Text-only mode, for good: from now on every chunk this runtime loads must
+ * be Lua source text. LuaJIT bytecode (string.dump, luajit -b) is not
+ * verified when it is loaded: a damaged or malicious bytecode file can crash
+ * the process or corrupt its memory, where a damaged source file only fails
+ * to compile. In text-only mode cutelua_dofile and cutelua_dostring refuse a
+ * bytecode chunk (CUTELUA_ERRSYNTAX, "... is a precompiled (bytecode) chunk:
+ * this runtime loads only Lua source text"), and so do Lua's load,
+ * loadstring, loadfile, dofile and require (for modules on package.path).
+ * Use it whenever a runtime may be handed files it did not write. It is not
+ * a sandbox: Lua code that runs can still do anything Lua can (the FFI, C
+ * modules through require). Returns CUTELUA_OK. */
+int cutelua_set_text_only(cutelua *cl);
 
 /* Frees the runtime; closes the lua_State if cutelua_open made it. NULL is fine. */
 void cutelua_close(cutelua *cl);

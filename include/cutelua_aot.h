@@ -9,10 +9,12 @@
  *   cutelua_aot_launch(m, k, args, stream, err, sizeof err);
  *   cutelua_aot_close(m);
  *
- * cutelua_aot_open dlopens the library, checks its descriptor's ABI and its
- * embedded checksum (metadata and cubins unaltered), and loads it on the
- * current CUDA context's device (device 0's primary context when none is
- * current), picking the cubin by compute capability. Link with libcutelua
+ * cutelua_aot_open first checks the file (cutelua_aot_check_file below: no
+ * truncated or altered library reaches dlopen, where it could crash the
+ * process), then dlopens it, checks its descriptor's ABI and its embedded
+ * checksum (metadata, descriptor tables and cubins unaltered), and loads it
+ * on the current CUDA context's device (device 0's primary context when none
+ * is current), picking the cubin by compute capability. Link with libcutelua
  * (and -ldl on older C libraries). Functions return 0 on success; on failure
  * a message is written into err. */
 #ifndef CUTELUA_AOT_H
@@ -58,6 +60,13 @@ typedef struct cutelua_aot_module {
 typedef struct cutelua_aot cutelua_aot;
 
 int cutelua_aot_open(const char *path, cutelua_aot **out, char *err, size_t errlen);
+/* The checks of the file alone, without loading it: a regular file; a 64-bit
+ * ELF shared library for this machine whose program headers and segments lie
+ * inside the file; and the seal cute.export appended (a SHA-256 of all its
+ * bytes) matching them, so that any change since export, a truncation or one
+ * flipped bit, is refused. The seal detects corruption, not forgery: load
+ * only libraries from a directory that only trusted users can write. */
+int cutelua_aot_check_file(const char *path, char *err, size_t errlen);
 /* The metadata text (cutelua and CUDA versions, archs, kernels and their IR hashes). */
 const char *cutelua_aot_metadata(const cutelua_aot *m);
 /* A kernel by name, or NULL; cutelua_aot_kernel_at(m, i) for i < cutelua_aot_count(m). */

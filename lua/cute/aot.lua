@@ -26,8 +26,11 @@
 -- same C arithmetic. The object needs only the CUDA driver (-lcuda) and libc.
 --
 -- Metadata embedded: cutelua's version, the CUDA version used, the archs, a
--- SHA-256 of each kernel's IR, and a checksum over the metadata and cubins,
--- checked before anything is loaded. Exporting needs a C compiler (CC, else
+-- SHA-256 of each kernel's IR, and a checksum over the metadata, the
+-- descriptor tables (kernel and parameter names, C types, sizes, kinds, the
+-- image table) and the cubins, checked before anything is loaded. The shared
+-- library is also sealed: a SHA-256 of all its bytes appended to the file
+-- (src/aot/aot_file.c), which the loaders check before dlopen. Exporting needs a C compiler (CC, else
 -- cc) and the CUDA headers (CUDA_HOME, else /usr/local/cuda).
 -- luacheck: max line length 130
 local ffi = require "ffi"
@@ -37,6 +40,24 @@ local compiler = require "cute.compiler"
 local kernel_mod = require "cute.kernel"
 
 local M = {}
+
+-- the file checks and the seal (src/aot/aot.cdef)
+local function aot_c() return require("cute._c").aot end
+
+--- Appends (or renews) the seal of a shared library (what cute.export does
+-- last): for tests that make libraries of their own.
+function M._seal(path)
+  local ebuf = ffi.new("char[1024]")
+  if aot_c().seal(path, ebuf, 1024) ~= 0 then err.raise("cute.aot: %s", ffi.string(ebuf)) end
+end
+
+--- Checks an exported library's file without loading it (cutelua_aot_check_file):
+-- true, or false and why.
+function M.check_file(path)
+  local ebuf = ffi.new("char[1024]")
+  if aot_c().check_file(path, ebuf, 1024) ~= 0 then return false, ffi.string(ebuf) end
+  return true
+end
 
 -- ---------------------------------------------------------------------------
 -- Symbolic integers: C expressions (int64_t) the layout algebra can compute
@@ -216,6 +237,51 @@ local function words_of(s)
   return table.concat(out, "\n"), n
 end
 
+-- The C parameters' descriptor rows: name, C type, size, kind (0 pointer, 1
+-- extent, 2 stride, 3 scalar), kernel argument and leaf (0-based).
+local PARAM_KINDS = { ptr = 0, shape = 1, stride = 2, value = 3 }
+local function param_rows(kx)
+  local rows = {}
+  for i, p in ipairs(kx.params) do
+    rows[i] = { name = p.name, ctype = p.ctype, size = ffi.sizeof(p.ctype == "_Bool" and "bool" or p.ctype),
+      kind = PARAM_KINDS[p.what] or 3, arg = p.arg - 1, leaf = (p.leaf or 1) - 1 }
+  end
+  return rows
+end
+
+-- What <prefix>_desc_digest hashes, in its order (integers as "%d;", strings
+-- with their NUL), appended to parts.
+local function desc_digest_parts(kernels, images, meta, parts)
+  local function int(v) parts[#parts + 1] = string.format("%d;", v) end
+  local function str(v) parts[#parts + 1] = v .. "\0" end
+  int(1) -- CUTELUA_AOT_ABI
+  int(#kernels)
+  str(meta) -- what desc.metadata points at
+  for _, kx in ipairs(kernels) do
+    str(kx.kernel.name)
+    str(kx.name)
+    int(kx.dyn_smem)
+    str(kx.name)
+    int(#kx.params)
+    for _, r in ipairs(kx.rows) do
+      str(r.name)
+      str(r.ctype)
+      int(r.size)
+      int(r.kind)
+      int(r.arg)
+      int(r.leaf)
+    end
+  end
+  for _, im in ipairs(images) do
+    int(im.kernel - 1)
+    str(im.arch)
+    int(im.major)
+    int(im.minor)
+    int(im.exact and 1 or 0)
+    int(#im.cubin)
+  end
+end
+
 local function c_string(s)
   return '"' .. s:gsub("\\", "\\\\"):gsub('"', '\\"'):gsub("\n", "\\n") .. '"'
 end
@@ -380,8 +446,8 @@ local function generate(ex)
     images[i] = string.format('  {%d, "%s", %d, %d, %d, %s_cubin_%d, %d},', im.kernel - 1, im.arch, im.major, im.minor,
       im.exact and 1 or 0, P, i, #im.cubin)
   end
-  s("static const struct { int kernel; const char *arch; int major, minor, exact; const uint64_t *data; size_t size; }"
-    .. " %s_images[] = {", P)
+  s("struct %s_image { int kernel; const char *arch; int major, minor, exact; const uint64_t *data; size_t size; };", P)
+  s("static const struct %s_image %s_images[] = {", P, P)
   s(table.concat(images, "\n"))
   s("};")
   s("#define %s_NIMAGES %d", P, #ex.images)
@@ -421,15 +487,42 @@ local function generate(ex)
   s("  return h;")
   s("}")
   s("")
+  s("static uint64_t %s_fnv_int(uint64_t h, long long v) {", P)
+  s("  char b[32];")
+  s("  int n = sprintf(b, \"%lld;\", v);")
+  s("  return %s_fnv(h, b, (size_t)n);", P)
+  s("}")
+  s("")
+  s("static uint64_t %s_fnv_str(uint64_t h, const char *str) { return %s_fnv(h, str, strlen(str) + 1); }", P, P)
+  s("")
+  s("/* the descriptor tables the loaders trust, hashed as cute.export hashed them (defined at the end) */")
+  s("static uint64_t %s_desc_digest(uint64_t h);", P)
+  s("")
+  s("/* The tables are read through pointers that went through volatile objects: the compiler")
+  s(" * would otherwise hash the values it knows from the source, not the bytes in memory, which")
+  s(" * are what a loader reads. */")
   s("int %s_check(char *err, size_t errlen) {", P)
   s("  uint64_t h = 0xcbf29ce484222325ULL;")
   s("  int i;")
-  s("  h = %s_fnv(h, %s_meta, sizeof %s_meta - 1);", P, P, P)
-  s("  for (i = 0; i < %s_NIMAGES; i++) h = %s_fnv(h, %s_images[i].data, %s_images[i].size);", P, P, P, P)
+  s("  const struct %s_image *volatile images_v = %s_images;", P, P)
+  s("  const char *volatile meta_v = %s_meta;", P)
+  s("  const struct %s_image *images = images_v;", P)
+  s("  const char *meta = meta_v;")
+  -- the image sizes against constants before they bound a read: an altered size would read past the cubin
+  s("  if (0")
+  for i, im in ipairs(ex.images) do s("      || images[%d].size != %d", i - 1, #im.cubin) end
+  s("  ) {")
+  s("    if (err && errlen) snprintf(err, errlen, \"%s: the embedded image table was altered; export the module again\");",
+    NAME)
+  s("    return (int)CUDA_ERROR_INVALID_IMAGE;")
+  s("  }")
+  s("  h = %s_fnv(h, meta, sizeof %s_meta - 1);", P, P)
+  s("  for (i = 0; i < %s_NIMAGES; i++) h = %s_fnv(h, images[i].data, images[i].size);", P, P)
+  s("  h = %s_desc_digest(h);", P)
   s("  if (h != %s_checksum) {", P)
-  s("    if (err && errlen) snprintf(err, errlen, \"%s: the embedded metadata or cubins were altered (checksum %%016llx,"
-    .. " expected %%016llx); export the module again\", (unsigned long long)h, (unsigned long long)%s_checksum);", NAME,
-    P)
+  s("    if (err && errlen) snprintf(err, errlen, \"%s: the embedded metadata, descriptor tables or cubins were altered"
+    .. " (checksum %%016llx, expected %%016llx); export the module again\", (unsigned long long)h,"
+    .. " (unsigned long long)%s_checksum);", NAME, P)
   s("    return (int)CUDA_ERROR_INVALID_IMAGE;")
   s("  }")
   s("  return 0;")
@@ -558,10 +651,8 @@ local function generate(ex)
     s("  return %s_%s(%s);", P, kx.name, table.concat(unpacked, ", "))
     s("}")
     local prows = {}
-    local kinds = { ptr = 0, shape = 1, stride = 2, value = 3 }
-    for _, p in ipairs(kx.params) do
-      prows[#prows + 1] = string.format('{"%s", "%s", %d, %d, %d, %d}', p.name, p.ctype, ffi.sizeof(p.ctype == "_Bool" and
-        "bool" or p.ctype), kinds[p.what] or 3, p.arg - 1, (p.leaf or 1) - 1)
+    for _, r in ipairs(kx.rows) do
+      prows[#prows + 1] = string.format('{"%s", "%s", %d, %d, %d, %d}', r.name, r.ctype, r.size, r.kind, r.arg, r.leaf)
     end
     if #prows == 0 then prows[1] = '{"", "", 0, 0, 0, 0}' end
     s("static const cutelua_aot_param %s_%s_params[] = {%s};", P, kx.name, table.concat(prows, ", "))
@@ -576,6 +667,51 @@ local function generate(ex)
   s("static const cutelua_aot_module %s_desc = {CUTELUA_AOT_ABI, %s_meta, %s_NKERNELS, %s_kernel_descs, %s_check,"
     .. " %s_load_any, %s_unload_any, %s_error_name};", P, P, P, P, P, P, P, P)
   s("const cutelua_aot_module *%s_describe(void) { return &%s_desc; }", P, P)
+  s("")
+  -- the digest: loop bounds are constants here, never the (possibly altered) counts in the tables
+  s("static uint64_t %s_desc_digest(uint64_t h) {", P)
+  s("  const cutelua_aot_module *volatile desc_v = &%s_desc;", P)
+  s("  const struct %s_image *volatile images_v = %s_images;", P, P)
+  s("  const char *const *volatile names_v = %s_kernel_names;", P)
+  s("  const char *const *volatile exports_v = %s_export_names;", P)
+  s("  const unsigned *volatile smem_v = %s_dyn_smem;", P)
+  s("  const cutelua_aot_module *d = desc_v;")
+  s("  const struct %s_image *images = images_v;", P)
+  s("  const char *const *names = names_v, *const *exports = exports_v;")
+  s("  const unsigned *smem = smem_v;")
+  s("  int j;")
+  s("  h = %s_fnv_int(h, d->abi);", P)
+  s("  h = %s_fnv_int(h, d->nkernels);", P)
+  s("  h = %s_fnv(h, d->metadata, sizeof %s_meta);", P, P)
+  for ki, kx in ipairs(ex.kernels) do
+    local k = ki - 1
+    s("  h = %s_fnv_str(h, names[%d]);", P, k)
+    s("  h = %s_fnv_str(h, exports[%d]);", P, k)
+    s("  h = %s_fnv_int(h, (long long)smem[%d]);", P, k)
+    s("  h = %s_fnv_str(h, d->kernels[%d].name);", P, k)
+    s("  h = %s_fnv_int(h, d->kernels[%d].nparams);", P, k)
+    if #kx.rows > 0 then
+      s("  for (j = 0; j < %d; j++) {", #kx.rows)
+      s("    const cutelua_aot_param *p = &d->kernels[%d].params[j];", k)
+      s("    h = %s_fnv_str(h, p->name);", P)
+      s("    h = %s_fnv_str(h, p->ctype);", P)
+      s("    h = %s_fnv_int(h, p->size);", P)
+      s("    h = %s_fnv_int(h, p->kind);", P)
+      s("    h = %s_fnv_int(h, p->arg);", P)
+      s("    h = %s_fnv_int(h, p->leaf);", P)
+      s("  }")
+    end
+  end
+  s("  for (j = 0; j < %s_NIMAGES; j++) {", P)
+  s("    h = %s_fnv_int(h, images[j].kernel);", P)
+  s("    h = %s_fnv_str(h, images[j].arch);", P)
+  s("    h = %s_fnv_int(h, images[j].major);", P)
+  s("    h = %s_fnv_int(h, images[j].minor);", P)
+  s("    h = %s_fnv_int(h, images[j].exact);", P)
+  s("    h = %s_fnv_int(h, (long long)images[j].size);", P)
+  s("  }")
+  s("  return h;")
+  s("}")
   s("")
   s("#ifdef CUTELUA_AOT_SHARED")
   s("/* the entry a shared library is found by (cutelua_aot_open, cute.aot.load) */")
@@ -651,12 +787,14 @@ function M.export(spec)
   end
   local version = require("cute").version()
   local cuda = cuda_version()
-  local meta = { "cutelua-aot 1", "cutelua " .. version, "cuda " .. cuda, "prefix " .. prefix,
+  local meta = { "cutelua-aot 2", "cutelua " .. version, "cuda " .. cuda, "prefix " .. prefix,
     "archs " .. table.concat(archs, " ") }
   for _, kx in ipairs(kernels) do meta[#meta + 1] = string.format("kernel %s ir-sha256 %s", kx.name, kx.ir_hash) end
   meta = table.concat(meta, "\n") .. "\n"
   local parts = { meta }
   for _, im in ipairs(images) do parts[#parts + 1] = im.cubin end
+  for _, kx in ipairs(kernels) do kx.rows = param_rows(kx) end
+  desc_digest_parts(kernels, images, meta, parts)
   local sum = fnv1a64(parts)
   local ex = { name = name, prefix = prefix, archs = archs, kernels = kernels, images = images, version = version,
     cuda = cuda, cuda_major = tonumber(cuda:match("^(%d+)")), meta = meta,
@@ -683,6 +821,8 @@ function M.export(spec)
     run(string.format("%s -std=c99 -O2 -fPIC -shared -DCUTELUA_AOT_SHARED -I%s -I%s %s -o %s -L%s/lib64 -L%s/lib64/stubs"
       .. " -lcuda", cc, shell_quote(inc), shell_quote(dir), shell_quote(paths.source), shell_quote(paths.shared),
       shell_quote(home), shell_quote(home)), "linking " .. paths.shared)
+    local ebuf = ffi.new("char[1024]")
+    if aot_c().seal(paths.shared, ebuf, 1024) ~= 0 then err.raise("cute.export: %s", ffi.string(ebuf)) end
   end
   return paths
 end
@@ -712,6 +852,9 @@ void *dlopen(const char *file, int mode);
 void *dlsym(void *handle, const char *name);
 char *dlerror(void);
 ]])
+-- Bound now: the first use of an ffi.C symbol looks it up with dlsym, which
+-- clears the error dlopen left for dlerror (which then returned NULL).
+local dlopen, dlsym, dlerror = ffi.C.dlopen, ffi.C.dlsym, ffi.C.dlerror
 
 local Loaded = {}
 Loaded.__index = function(m, k)
@@ -728,17 +871,26 @@ end
 -- arguments (device tensors for tensors, numbers for scalars) or the flat C
 -- parameters, and an optional last {stream = s}.
 function M.load(path)
+  if type(path) ~= "string" then err.raise("cute.aot.load: expected the path of an exported library, got %s", type(path)) end
+  -- the file first: a truncated or altered library would crash the process inside dlopen
+  local ebuf = ffi.new("char[1024]")
+  if aot_c().check_file(path, ebuf, 1024) ~= 0 then err.raise("cute.aot.load: %s", ffi.string(ebuf)) end
   local runtime = require("cute.runtime")
   local dev = runtime.current_device() -- makes the device's context current
   -- dlopen, never closed: ffi.load's library would be unloaded at exit before
   -- the module's finalizer calls into it
-  local lib = ffi.C.dlopen(path, 2) -- RTLD_NOW
-  if lib == nil then err.raise("cute.aot.load: cannot load %s: %s", path, ffi.string(ffi.C.dlerror())) end
-  local entry = ffi.C.dlsym(lib, "cutelua_aot_entry")
+  local lib = dlopen(path, 2) -- RTLD_NOW
+  if lib == nil then
+    local e = dlerror()
+    err.raise("cute.aot.load: cannot load %s: %s", path, e ~= nil and ffi.string(e) or "dlopen failed")
+  end
+  local entry = dlsym(lib, "cutelua_aot_entry")
   if entry == nil then err.raise("cute.aot.load: %s has no cutelua_aot_entry: not a cute.export library", path) end
   local desc = ffi.cast("const cutelua_aot_module *(*)(void)", entry)()
+  if desc == nil then
+    err.raise("cute.aot.load: %s: its cutelua_aot_entry returned no descriptor: not a cute.export library", path)
+  end
   if desc.abi ~= 1 then err.raise("cute.aot.load: %s has descriptor ABI %d; this cutelua reads 1", path, desc.abi) end
-  local ebuf = ffi.new("char[1024]")
   local rc = desc.check(ebuf, 1024)
   if rc ~= 0 then err.raise("cute.aot.load: %s", ffi.string(ebuf)) end
   local mptr = ffi.new("void *[1]")

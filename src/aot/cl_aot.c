@@ -1,10 +1,12 @@
 /* cl_aot: the C runtime API of exported modules (include/cutelua_aot.h):
- * dlopen a shared library made by cute.export, check it, load it, launch. */
+ * check a shared library made by cute.export (its file before dlopen:
+ * aot_file.c; its descriptor after), load it, launch. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aot_file.h"
 #include "cutelua_aot.h"
 
 struct cutelua_aot {
@@ -23,8 +25,13 @@ int cutelua_aot_open(const char *path, cutelua_aot **out, char *err, size_t errl
   if (!out) FAIL("cutelua_aot_open: no output pointer");
   *out = NULL;
   if (!path) FAIL("cutelua_aot_open: no path");
+  char why[768];
+  if (aot_file_check(path, why, sizeof why) != 0) FAIL("cutelua_aot_open: %s", why);
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) FAIL("cutelua_aot_open: cannot load %s: %s", path, dlerror());
+  if (!lib) {
+    const char *e = dlerror();
+    FAIL("cutelua_aot_open: cannot load %s: %s", path, e ? e : "dlopen failed");
+  }
   const cutelua_aot_module *(*entry)(void);
   *(void **)&entry = dlsym(lib, "cutelua_aot_entry");
   if (!entry) {
@@ -32,8 +39,12 @@ int cutelua_aot_open(const char *path, cutelua_aot **out, char *err, size_t errl
     FAIL("cutelua_aot_open: %s is not a module exported by cutelua (no cutelua_aot_entry)", path);
   }
   const cutelua_aot_module *d = entry();
-  if (!d || d->abi != CUTELUA_AOT_ABI) {
-    int abi = d ? d->abi : -1;
+  if (!d) {
+    dlclose(lib);
+    FAIL("cutelua_aot_open: %s: its cutelua_aot_entry returned no descriptor: not a module exported by cutelua", path);
+  }
+  if (d->abi != CUTELUA_AOT_ABI) {
+    int abi = d->abi;
     dlclose(lib);
     FAIL("cutelua_aot_open: %s has descriptor ABI %d; this cutelua reads %d: export it again", path, abi,
          CUTELUA_AOT_ABI);
@@ -86,4 +97,10 @@ void cutelua_aot_close(cutelua_aot *m) {
   m->desc->unload(m->module);
   dlclose(m->lib);
   free(m);
+}
+
+int cutelua_aot_check_file(const char *path, char *err, size_t errlen) {
+  char why[768];
+  if (aot_file_check(path, why, sizeof why) != 0) FAIL("cutelua_aot_check_file: %s", why);
+  return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "aot_file.h"
 #include "cl_dl.h"
 #include "cl_host.h"
 #include "rt.h"
@@ -60,5 +61,6 @@ const ClApiEntry cl_api_entries[] = {
     {"rt", "CLRtApi", "src/rt/rt.cdef", cl_rt_api},
     {"nvvm", "CLNvApi", "src/nvvm/nvvm.cdef", cl_nv_api},
     {"ir", "CLIrApi", "src/ir/ir.cdef", cl_ir_api},
+    {"aot", "CLAotApi", "src/aot/aot.cdef", cl_aot_api},
 };
 const size_t cl_api_entry_count = sizeof cl_api_entries / sizeof *cl_api_entries;

@@ -109,25 +109,16 @@ static int bundle_searcher(lua_State *L) {
   if (!push_source(L, f, 1)) return lua_error(L);
   size_t len;
   const char *src = lua_tolstring(L, -2, &len);
-  if (luaL_loadbuffer(L, src, len, lua_tostring(L, -1)) != 0)
+  if (luaL_loadbufferx(L, src, len, lua_tostring(L, -1), "t") != 0) /* cutelua's modules are source text */
     return luaL_error(L, "error loading module '%s':\n\t%s", name, lua_tostring(L, -1));
   return 1;
 }
 
-static int install_searcher(lua_State *L, ClBuf *err) {
+/* Inserts the bundle searcher at package.loaders[2]: after package.preload,
+ * before package.path. */
+static void install_searcher(lua_State *L) {
   lua_getglobal(L, "package");
-  if (!lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    cl_buf_puts(err, "the Lua state has no 'package' library (call luaL_openlibs first)");
-    return -1;
-  }
   lua_getfield(L, -1, "loaders");
-  if (!lua_istable(L, -1)) {
-    lua_pop(L, 2);
-    cl_buf_puts(err, "package.loaders is missing");
-    return -1;
-  }
-  /* Insert at position 2: after package.preload, before package.path. */
   int n = (int)lua_objlen(L, -1);
   for (int i = n; i >= 2; i--) {
     lua_rawgeti(L, -1, i);
@@ -147,12 +138,12 @@ static int install_searcher(lua_State *L, ClBuf *err) {
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  return 0;
 }
 
-static int publish_api(lua_State *L, ClBuf *err) {
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "loaded");
+/* Pushes package.loaded["cute._capi"]'s new value: per subsystem its table
+ * pointer, C type and declarations. Raises (inside setup's protected call)
+ * when a declaration file cannot be read. */
+static void push_api(lua_State *L) {
   lua_newtable(L);
   for (size_t i = 0; i < cl_api_entry_count; i++) {
     const ClApiEntry *e = &cl_api_entries[i];
@@ -161,27 +152,51 @@ static int publish_api(lua_State *L, ClBuf *err) {
     lua_setfield(L, -2, "ptr");
     lua_pushstring(L, e->ctype);
     lua_setfield(L, -2, "ctype");
-    if (!cl_host_push_file(L, e->cdef_path)) {
-      lua_pop(L, 5);
-      cl_buf_printf(err, "the declarations of the '%s' API (%s) are missing", e->name, e->cdef_path);
-      return -1;
+    const ClBundleFile *f = find_by_path(e->cdef_path);
+    if (!f) luaL_error(L, "the declarations of the '%s' API (%s) are not bundled (a broken build)", e->name, e->cdef_path);
+    if (!push_source(L, f, 0)) {
+      lua_pushfstring(L, "the declarations of the '%s' API are missing: %s", e->name, lua_tostring(L, -1));
+      lua_error(L);
     }
     lua_setfield(L, -2, "cdef");
     lua_setfield(L, -2, e->name);
   }
-  lua_setfield(L, -2, "cute._capi");
-  lua_pop(L, 2);
-  return 0;
 }
 
-int cl_host_setup(lua_State *L, ClBuf *err) {
+/* The body of cl_host_setup, in a protected call: the caller's state may
+ * have metatables that raise, and memory may run out. Nothing is changed
+ * until everything that can fail for cutelua's own reasons has succeeded. */
+static int setup_body(lua_State *L) {
+  lua_getglobal(L, "package");
+  if (!lua_istable(L, -1))
+    return luaL_error(L, "the Lua state has no 'package' library (call luaL_openlibs first)");
+  lua_getfield(L, -1, "loaders");
+  lua_getfield(L, -2, "loaded");
+  if (!lua_istable(L, -1) || !lua_istable(L, -2))
+    return luaL_error(L, "package.loaders or package.loaded is missing (call luaL_openlibs first)");
   const char *dir = getenv("CUTELUA_SOURCE_DIR");
   if (dir && *dir) {
     lua_pushstring(L, dir);
     lua_setfield(L, LUA_REGISTRYINDEX, REG_SOURCE_DIR);
   }
-  if (install_searcher(L, err)) return -1;
-  return publish_api(L, err);
+  push_api(L);
+  lua_setfield(L, -2, "cute._capi");
+  lua_settop(L, 0);
+  install_searcher(L);
+  return 0;
+}
+
+int cl_host_setup(lua_State *L, ClBuf *err) {
+  int top = lua_gettop(L);
+  int st = lua_cpcall(L, setup_body, NULL);
+  if (st != 0) {
+    const char *msg = lua_tostring(L, -1);
+    cl_buf_puts(err, st == LUA_ERRMEM ? "out of memory" : msg ? msg : "setting up the Lua state failed");
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_SOURCE_DIR);
+  }
+  lua_settop(L, top);
+  return st ? -1 : 0;
 }
 
 /* The message handler: a string message gets a traceback; an object with

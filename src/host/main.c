@@ -166,9 +166,10 @@ int main(int argc, char **argv) {
     }
   }
 
-  cutelua *cl = cutelua_open();
+  char why[1024];
+  cutelua *cl = cutelua_open_ex(why, sizeof why);
   if (!cl) {
-    fprintf(stderr, "%s: cannot create the Lua state (out of memory, or a broken build)\n", progname);
+    fprintf(stderr, "%s: cannot set up the Lua state: %s\n", progname, why);
     return 1;
   }
   lua_State *L = cutelua_state(cl);

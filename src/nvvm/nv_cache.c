@@ -25,7 +25,10 @@
  * kernel each rename a complete, identical entry. A reader checks the magic,
  * version, sizes, key and checksum; an entry that fails is removed and
  * counted as a miss, so it is rebuilt. Entries are not fsynced: after a crash
- * an entry may be empty or partial, which the checks catch. */
+ * an entry may be empty or partial, which the checks catch. An entry is read
+ * only when it is a regular file (opened non-blocking: a FIFO in its place
+ * would block the compile, a link to /dev/zero would be read until memory
+ * runs out), and no further than its header says. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +47,8 @@
 #include "nv_tools.h"
 
 enum { HEADER = 120, VERSION = 1, NPARTS = 4 };
+/* No entry is larger (cubins are megabytes): a header that says more is corrupt. */
+#define MAX_PAYLOAD ((uint64_t)1 << 30)
 static const int stored_parts[NPARTS] = {NV_PART_PTX, NV_PART_CUBIN, NV_PART_LOG, NV_PART_META};
 
 /* ---- the key ---------------------------------------------------------------------- */
@@ -254,6 +259,7 @@ static const char *decode(const ClBuf *f, const char *key, NvResult *r) {
   if (memcmp(p, "CLNVCACH", 8) != 0) return "bad magic";
   if (get_u32(p + 8) != VERSION || get_u32(p + 12) != NPARTS) return "another format version";
   uint64_t payload = get_u64(p + 16);
+  if (payload > MAX_PAYLOAD) return "its header gives an impossible size";
   if (payload != f->len - HEADER) return payload > f->len - HEADER ? "truncated" : "longer than its header says";
   if (memcmp(p + 56, key, 64) != 0) return "holds another key";
   uint8_t sum[32];
@@ -275,6 +281,31 @@ static const char *decode(const ClBuf *f, const char *key, NvResult *r) {
   }
   if (q != end) return "trailing bytes";
   return NULL;
+}
+
+/* An entry's bytes: the header, then as many bytes as it says and one more
+ * (which tells an entry longer than its header). 0 or errno; EINVAL with
+ * *kind for what is not a regular file. */
+static int read_entry(const char *path, ClBuf *f, const char **kind) {
+  int fd = cl_file_open_regular(path, kind);
+  if (fd < 0) return errno ? errno : EIO;
+  int e = cl_buf_read_fd(f, fd, HEADER);
+  if (!e && f->len == HEADER) {
+    uint64_t payload = get_u64((const uint8_t *)f->data + 16);
+    if (payload <= MAX_PAYLOAD) e = cl_buf_read_fd(f, fd, (size_t)payload + 1);
+  }
+  close(fd);
+  return e;
+}
+
+/* Removes an unusable entry; what happened, for the note. */
+static const char *remove_entry(const char *path, char *why, size_t cap) {
+  struct stat st;
+  int st_ok = lstat(path, &st) == 0;
+  int gone = st_ok && S_ISDIR(st.st_mode) ? rmdir(path) == 0 : unlink(path) == 0;
+  if (gone || errno == ENOENT) return "removed";
+  snprintf(why, cap, "could not remove it: %s", strerror(errno));
+  return why;
 }
 
 static int write_all(int fd, const void *data, size_t n) {
@@ -357,7 +388,9 @@ int nv_cache_get(NvResult *r, const NvOptions *o) {
     char path[1200];
     entry_path(path, sizeof path, o->cache_dir, r->key);
     ClBuf f = {0};
-    int e = cl_buf_read_file(&f, path);
+    const char *kind = NULL;
+    char fate[160];
+    int e = read_entry(path, &f, &kind);
     if (e == 0) {
       const char *why = decode(&f, r->key, r);
       cl_buf_free(&f);
@@ -370,10 +403,16 @@ int nv_cache_get(NvResult *r, const NvOptions *o) {
         return 1;
       }
       for (int i = 0; i < NPARTS; i++) cl_buf_clear(&r->part[stored_parts[i]]);
-      cl_buf_printf(&r->part[NV_PART_NOTE], "cache entry %s was unusable (%s): removed, compiling again\n", path, why);
-      unlink(path);
+      cl_buf_printf(&r->part[NV_PART_NOTE], "cache entry %s was unusable (%s): %s, compiling again\n", path, why,
+                    remove_entry(path, fate, sizeof fate));
+      count(&stats.corrupt);
+    } else if (kind) {
+      cl_buf_free(&f);
+      cl_buf_printf(&r->part[NV_PART_NOTE], "cache entry %s was unusable (%s, not a regular file): %s, compiling again\n",
+                    path, kind, remove_entry(path, fate, sizeof fate));
       count(&stats.corrupt);
     } else if (e != ENOENT) {
+      cl_buf_free(&f);
       cl_buf_printf(&r->part[NV_PART_NOTE], "cannot read cache entry %s: %s\n", path, strerror(e));
     }
   }

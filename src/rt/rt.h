@@ -76,6 +76,14 @@ void rt_module_release(RtModule *m);
 int rt_module_function(const RtModule *m, const char *name, RtFunction *f);
 int rt_launch(RtFunction *f, const RtLaunch *cfg, void **args);
 int rt_launch_check(RtFunction *f, const RtLaunch *cfg);
+/* Clusters: at most 16 blocks (beyond 8 the kernel opts in to non-portable
+ * sizes). The size of a launch's cluster in blocks (a dimension 0 counts as
+ * 1; saturates at UINT64_MAX), and the cluster checks of a launch against a
+ * device: 0, or -1 with why (no GPU needed: unit-tested). */
+#define RT_MAX_CLUSTER 16
+#define RT_PORTABLE_CLUSTER 8
+uint64_t rt_cluster_size(const RtLaunch *c);
+int rt_cluster_check(const RtLaunch *c, const RtDeviceInfo *p, ClBuf *why);
 int rt_launch_raw_ns(RtFunction *f, const RtLaunch *c, void **args, int32_t count, double *ns_per_launch);
 int rt_occupancy(const RtFunction *f, int32_t block_threads, uint32_t smem, int32_t *blocks_per_sm);
 int rt_stream_create(RtStream *s);

@@ -97,10 +97,40 @@ static int bad_launch(const RtFunction *f, const RtLaunch *c, const char *fmt, .
   return RT_ERROR;
 }
 
-static int cluster_size(const RtLaunch *c) {
-  int n = 1;
-  for (int i = 0; i < 3; i++) n *= c->cluster[i] ? (int)c->cluster[i] : 1;
+/* In 64 bits: each dimension may be up to 2^32 - 1 (their product in int
+ * overflowed, to 0 or less, and the launch then skipped every cluster check
+ * and dropped the cluster). */
+uint64_t rt_cluster_size(const RtLaunch *c) {
+  uint64_t n = 1;
+  for (int i = 0; i < 3; i++) {
+    uint64_t d = c->cluster[i] ? c->cluster[i] : 1;
+    n = n > UINT64_MAX / d ? UINT64_MAX : n * d; /* saturates: 2^96 does not fit */
+  }
   return n;
+}
+
+int rt_cluster_check(const RtLaunch *c, const RtDeviceInfo *p, ClBuf *why) {
+  static const char axis[] = "xyz";
+  uint64_t cs = rt_cluster_size(c);
+  if (cs <= 1) return 0;
+  if (!p->cluster_launch) {
+    cl_buf_printf(why, "thread block clusters need sm_90 or newer (this is sm_%d%d)", p->cc_major, p->cc_minor);
+    return -1;
+  }
+  if (cs > RT_MAX_CLUSTER) {
+    cl_buf_printf(why, "a cluster of %u x %u x %u = %llu blocks; at most %d are possible (%d portable)",
+                  c->cluster[0] ? c->cluster[0] : 1, c->cluster[1] ? c->cluster[1] : 1,
+                  c->cluster[2] ? c->cluster[2] : 1, (unsigned long long)cs, RT_MAX_CLUSTER, RT_PORTABLE_CLUSTER);
+    return -1;
+  }
+  for (int i = 0; i < 3; i++) {
+    uint32_t ci = c->cluster[i] ? c->cluster[i] : 1;
+    if (c->grid[i] % ci) {
+      cl_buf_printf(why, "grid.%c = %u is not a multiple of the cluster's %u", axis[i], c->grid[i], ci);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 int rt_launch_check(RtFunction *f, const RtLaunch *c) {
@@ -127,16 +157,11 @@ int rt_launch_check(RtFunction *f, const RtLaunch *c) {
                       "%u bytes of dynamic shared memory; at most %d are available (the device's per-block limit %d "
                       "minus %d bytes of static shared memory)",
                       c->smem, f->dyn_smem_limit, p->smem_per_block_optin, f->static_smem);
-  int cs = cluster_size(c);
-  if (cs > 1) {
-    if (!p->cluster_launch) return bad_launch(f, c, "thread block clusters need sm_90 or newer (this is sm_%d%d)",
-                                              p->cc_major, p->cc_minor);
-    if (cs > 16) return bad_launch(f, c, "a cluster of %d blocks; at most 16 are possible (8 portable)", cs);
-    for (int i = 0; i < 3; i++) {
-      uint32_t ci = c->cluster[i] ? c->cluster[i] : 1;
-      if (c->grid[i] % ci)
-        return bad_launch(f, c, "grid.%c = %u is not a multiple of the cluster's %u", axis[i], c->grid[i], ci);
-    }
+  ClBuf why = {0};
+  if (rt_cluster_check(c, p, &why) != 0) {
+    bad_launch(f, c, "%s", cl_buf_str(&why));
+    cl_buf_free(&why);
+    return RT_ERROR;
   }
   return RT_OK;
 }
@@ -149,7 +174,7 @@ static int prepare(const RtDriver *d, RtFunction *f, const RtLaunch *c) {
     if (r != CUDA_SUCCESS) return rt_result(f->device, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", f->name);
     f->dyn_smem_set = (int32_t)c->smem;
   }
-  if (cluster_size(c) > 8 && !f->nonportable_cluster) {
+  if (rt_cluster_size(c) > RT_PORTABLE_CLUSTER && !f->nonportable_cluster) {
     r = d->f_cuFuncSetAttribute((CUfunction)f->handle, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     if (r != CUDA_SUCCESS) return rt_result(f->device, r, "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", f->name);
     f->nonportable_cluster = 1;
@@ -162,7 +187,7 @@ int rt_launch(RtFunction *f, const RtLaunch *c, void **args) {
   const RtDriver *d = rt_enter(f->device);
   if (!d || prepare(d, f, c)) return RT_ERROR;
   CUresult r;
-  if (cluster_size(c) > 1) {
+  if (rt_cluster_size(c) > 1) {
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -190,7 +215,7 @@ int rt_launch(RtFunction *f, const RtLaunch *c, void **args) {
   if (r != CUDA_SUCCESS) {
     char what[200];
     snprintf(what, sizeof what, "launching kernel '%s'", f->name);
-    return rt_result(f->device, r, cluster_size(c) > 1 ? "cuLaunchKernelEx" : "cuLaunchKernel", what);
+    return rt_result(f->device, r, rt_cluster_size(c) > 1 ? "cuLaunchKernelEx" : "cuLaunchKernel", what);
   }
   if (rt_sync_launches()) {
     char what[200];

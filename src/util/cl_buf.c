@@ -2,9 +2,12 @@
 #include "cl_buf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void cl_buf_free(ClBuf *b) {
   free(b->data);
@@ -80,6 +83,61 @@ int cl_buf_read_file(ClBuf *b, const char *path) {
   int err = ferror(f) ? (errno ? errno : EIO) : 0;
   fclose(f);
   if (b->oom) err = ENOMEM;
+  if (err) cl_buf_clear(b);
+  return err;
+}
+
+static const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+int cl_file_open_regular(const char *path, const char **kind) {
+  if (kind) *kind = NULL;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    if (kind) *kind = file_kind(st.st_mode);
+    close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
+int cl_buf_read_fd(ClBuf *b, int fd, size_t max) {
+  char chunk[65536];
+  while (max > 0) {
+    ssize_t n = read(fd, chunk, max < sizeof chunk ? max : sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno ? errno : EIO;
+    if (n == 0) break;
+    cl_buf_add(b, chunk, (size_t)n);
+    if (b->oom) return ENOMEM;
+    max -= (size_t)n;
+  }
+  return 0;
+}
+
+int cl_buf_read_regular(ClBuf *b, const char *path, size_t max, const char **kind) {
+  cl_buf_clear(b);
+  int fd = cl_file_open_regular(path, kind);
+  if (fd < 0) return errno ? errno : EIO;
+  /* one byte past the cap tells a file that is too long */
+  int err = cl_buf_read_fd(b, fd, max < (size_t)-1 ? max + 1 : max);
+  close(fd);
+  if (!err && b->len > max) err = EFBIG;
   if (err) cl_buf_clear(b);
   return err;
 }

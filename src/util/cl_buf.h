@@ -30,4 +30,21 @@ const char *cl_buf_str(const ClBuf *b);
 /* Reads a whole file; returns 0 on success, else errno (buffer left cleared). */
 int cl_buf_read_file(ClBuf *b, const char *path);
 
+/* Files that another process may have put in place (cache entries, exported
+ * libraries) are read through these: a FIFO there would block a plain open
+ * forever, and a link to /dev/zero would be read until memory runs out. */
+/* Opens path for reading only when it is a regular file: opened
+ * non-blocking (a FIFO with no writer does not wait), then checked with
+ * fstat. Returns the descriptor, or -1 with errno; for something that is not
+ * a regular file errno is EINVAL and *kind (when given) names what it is
+ * ("a FIFO", "a directory", "a character device", ...). */
+int cl_file_open_regular(const char *path, const char **kind);
+/* Appends what fd holds, up to max bytes (stops at end of file). 0 on
+ * success, else errno (ENOMEM when the buffer could not grow). */
+int cl_buf_read_fd(ClBuf *b, int fd, size_t max);
+/* A whole regular file of at most max bytes (cl_file_open_regular, then
+ * cl_buf_read_fd): 0, or errno as above, EFBIG when it holds more than max
+ * bytes (buffer left cleared on failure). */
+int cl_buf_read_regular(ClBuf *b, const char *path, size_t max, const char **kind);
+
 #endif

@@ -1,6 +1,9 @@
 /* test_nv_cache: SHA-256, cache keys, the memory cache, the disk cache with
  * its corruption checks (every single-byte flip and every truncation of an
- * entry is caught), eviction, clearing, and processes racing on one entry. */
+ * entry is caught), hostile entries (a FIFO, a link to /dev/zero, a
+ * directory, random mutations: each in a child with a timeout), eviction,
+ * clearing, and processes racing on one entry. CUTELUA_FUZZ_LONG=1 runs
+ * ~30x more random mutations. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "nv_compile.h"
 #include "nv_hash.h"
 #include "nv_testdata.h"
@@ -355,6 +359,154 @@ static void test_disk(void) {
   remove_tree(tmpdir);
 }
 
+/* ---- hostile entries, each looked up in a child (a hang or a crash fails
+ * the check instead of the test program) ---------------------------------- */
+
+typedef struct Hostile {
+  const NvOptions *o;
+  const char *key;
+  const NvResult *want;
+} Hostile;
+
+/* The child: a lookup (which must miss and say why), then a put and a lookup
+ * (which must find the rebuilt entry, where the directory allows it). */
+static int hostile_lookup(void *arg, int fd) {
+  const Hostile *h = arg;
+  ClBuf err = {0}, out = {0};
+  NvResult got = {0};
+  set_key(&got, h->key);
+  int hit = nv_cache_get(&got, h->o);
+  cl_buf_printf(&out, "get %d same %d\nnote %s", hit, hit && same_parts(&got, h->want),
+                cl_buf_str(&got.part[NV_PART_NOTE]));
+  nv_result_free(&got);
+  int put = nv_cache_put(h->want, h->o, &err);
+  nv_cache_clear(h->o, 1, 0, &err);
+  set_key(&got, h->key);
+  int again = nv_cache_get(&got, h->o);
+  cl_buf_printf(&out, "put %d %s\nrebuilt %d same %d origin %s\n", put, put ? cl_buf_str(&err) : "", again,
+                again && same_parts(&got, h->want), nv_origin_name(got.origin));
+  child_say(fd, cl_buf_str(&out));
+  nv_result_free(&got);
+  cl_buf_free(&err);
+  cl_buf_free(&out);
+  return 0;
+}
+
+static ChildResult hostile_run(const Hostile *h) { return child_run(hostile_lookup, (void *)h, 20000); }
+
+static uint64_t fuzz_rand(uint64_t *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return *s;
+}
+
+static void test_disk_hostile(void) {
+  make_tmpdir();
+  NvOptions o;
+  nv_test_options(&o, "sm_90a");
+  o.cache = 1;
+  snprintf(o.cache_dir, sizeof o.cache_dir, "%s", tmpdir);
+  ClBuf err = {0};
+  char key[72], path[1024];
+  nv_cache_key("hostile", 7, NULL, &o, key, &err);
+  NvResult want = fake_result(key, 3000);
+  CHECK_EQ_INT(nv_cache_put(&want, &o, &err), 0);
+  entry_file(path, sizeof path, o.cache_dir, key);
+  ClBuf good = {0};
+  CHECK_EQ_INT(cl_buf_read_file(&good, path), 0);
+  nv_cache_clear(&o, 1, 0, &err);
+  Hostile h = {&o, key, &want};
+
+  /* things that are not files: each refused, named, removed, rebuilt */
+  static const struct {
+    const char *what, *target, *kind;
+  } links[] = {{"a link to /dev/zero", "/dev/zero", "a character device"},
+               {"a link to /dev/urandom", "/dev/urandom", "a character device"},
+               {"a FIFO", NULL, "a FIFO"},
+               {"an empty directory", NULL, "a directory"}};
+  for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+    unlink(path);
+    int made = links[i].target ? symlink(links[i].target, path)
+               : strcmp(links[i].kind, "a FIFO") == 0 ? mkfifo(path, 0644)
+                                                        : mkdir(path, 0755);
+    CHECK_AT(made == 0, "%s: cannot make it", links[i].what);
+    ChildResult c = hostile_run(&h);
+    CHECK_AT(child_clean(&c), "%s in place of a cache entry: the lookup %s", links[i].what, child_describe(&c));
+    CHECK_AT(strstr(c.out, "get 0 ") != NULL, "%s: %s", links[i].what, c.out);
+    char note[160];
+    snprintf(note, sizeof note, "was unusable (%s, not a regular file): removed, compiling again", links[i].kind);
+    CHECK_AT(strstr(c.out, note) != NULL, "%s: %s", links[i].what, c.out);
+    CHECK_AT(strstr(c.out, "rebuilt 1 same 1 origin disk") != NULL, "%s: %s", links[i].what, c.out);
+  }
+  /* a directory that cannot be removed: the note says so (not "removed"),
+   * and the put says why it cannot store the entry */
+  unlink(path);
+  char inner[1100];
+  mkdir(path, 0755);
+  snprintf(inner, sizeof inner, "%s/x", path);
+  mkdir(inner, 0755);
+  ChildResult c = hostile_run(&h);
+  CHECK_AT(child_clean(&c), "a full directory in place of a cache entry: %s", child_describe(&c));
+  CHECK_CONTAINS(c.out, "a directory, not a regular file): could not remove it: Directory not empty, compiling again");
+  CHECK_CONTAINS(c.out, "put -1 cannot store the cache entry");
+  rmdir(inner);
+  rmdir(path);
+  /* a read-only shard directory (only where permissions bind: not as root) */
+  if (geteuid() != 0) {
+    write_bytes(path, &good, good.len / 2);
+    char shard[1100];
+    snprintf(shard, sizeof shard, "%s/%.2s", o.cache_dir, key);
+    chmod(shard, 0555);
+    c = hostile_run(&h);
+    CHECK_AT(child_clean(&c), "a read-only directory: %s", child_describe(&c));
+    CHECK_CONTAINS(c.out, "was unusable (truncated): could not remove it: Permission denied, compiling again");
+    chmod(shard, 0755);
+  }
+
+  /* sizes in the header that the file does not have */
+  static const uint64_t sizes[] = {(uint64_t)1 << 30, ((uint64_t)1 << 30) + 1, (uint64_t)1 << 62, ~(uint64_t)0};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    ClBuf bad = {0};
+    cl_buf_add(&bad, good.data, good.len);
+    for (int b = 0; b < 8; b++) bad.data[16 + b] = (char)(sizes[i] >> 8 * b);
+    write_bytes(path, &bad, bad.len);
+    cl_buf_free(&bad);
+    c = hostile_run(&h);
+    CHECK_AT(child_clean(&c), "payload size %llu: %s", (unsigned long long)sizes[i], child_describe(&c));
+    CHECK_AT(strstr(c.out, "get 0 ") && strstr(c.out, "was unusable (") && strstr(c.out, "rebuilt 1 same 1"),
+             "payload size %llu: %s", (unsigned long long)sizes[i], c.out);
+  }
+
+  /* random truncations and multi-bit flips */
+  int cases = getenv("CUTELUA_FUZZ_LONG") && strcmp(getenv("CUTELUA_FUZZ_LONG"), "1") == 0 ? 3000 : 100;
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  int bad_cases = 0;
+  for (int i = 0; i < cases; i++) {
+    ClBuf bad = {0};
+    cl_buf_add(&bad, good.data, good.len);
+    size_t n = good.len;
+    if (i % 3 == 0) n = (size_t)(fuzz_rand(&seed) % good.len);
+    else
+      for (int f = 1 + (int)(fuzz_rand(&seed) % 4); f > 0; f--) {
+        uint64_t at = fuzz_rand(&seed) % good.len;
+        bad.data[at] ^= (char)(1u << (fuzz_rand(&seed) % 8));
+      }
+    int same = n == good.len && memcmp(bad.data, good.data, n) == 0; /* two flips that cancel */
+    write_bytes(path, &bad, n);
+    cl_buf_free(&bad);
+    if (same) continue;
+    c = hostile_run(&h);
+    int ok = child_clean(&c) && strstr(c.out, "get 0 ") && strstr(c.out, "was unusable (") &&
+             strstr(c.out, "): removed, compiling again") && strstr(c.out, "rebuilt 1 same 1");
+    if (!ok && bad_cases++ < 5) CHECK_AT(0, "random case %d: %s\n%s", i, child_describe(&c), c.out);
+  }
+  CHECK_EQ_INT(bad_cases, 0);
+  printf("cache: %d random mutations of an entry, each caught and rebuilt\n", cases);
+  nv_result_free(&want);
+  cl_buf_free(&good);
+  cl_buf_free(&err);
+  remove_tree(tmpdir);
+}
+
 /* Processes racing on one disk entry: each reads (memory dropped, so always
  * from disk) and rewrites it many times. A reader must see a miss or exactly
  * the right bytes, never a torn or corrupt entry. */
@@ -456,6 +608,7 @@ int main(void) {
   test_key();
   test_memory();
   test_disk();
+  test_disk_hostile();
   test_concurrent();
   test_compiled();
   return check_report();

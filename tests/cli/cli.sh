@@ -46,6 +46,9 @@ expect "runtime traceback" 1 "runtime.lua:4: in main chunk" "$B" "$T/runtime.lua
 expect "bad flag" 2 "unrecognized option '-Q'" "$B" -Q
 expect "missing -e argument" 2 "option '-e' needs an argument" "$B" -e
 expect "missing module" 1 "module 'no.such.mod' not found" "$B" -l no.such.mod
+expect "unreadable source dir" 1 \
+  "cannot set up the Lua state: .*cannot read /nonexistent-checkout/src/host/host.cdef \(CUTELUA_SOURCE_DIR\)" \
+  env CUTELUA_SOURCE_DIR=/nonexistent-checkout "$B" -e 'print(1)'
 
 # a missing CUDA library is named, with where it was looked for
 out=$("$B" -e 'local l = require("cute").libraries().cuda; print(l.ok and ("found " .. l.path) or l.error)' 2>&1)

@@ -95,6 +95,32 @@ describe("the compile cache", function()
     end
   end)
 
+  it("refuses a FIFO, a link to /dev/zero or a directory in place of an entry, with a warning, and rebuilds it",
+    function()
+      -- a FIFO blocked the compile for ever, a link to /dev/zero was read until memory ran out:
+      -- each child runs under `timeout`, so a regression fails here instead of hanging
+      local code = CHILD:format(cwd())
+      local out = H.run(code, { CUTELUA_CACHE_DIR = dir }, dir)
+      local key = field(out, "key")
+      local path = dir .. "/" .. key:sub(1, 2) .. "/" .. key .. ".entry"
+      local script = dir .. "/hostile.lua"
+      H.write(script, code)
+      for _, c in ipairs {
+        { "mkfifo " .. H.quote(path), "a FIFO" },
+        { "ln -s /dev/zero " .. H.quote(path), "a character device" },
+        { "mkdir " .. H.quote(path), "a directory" },
+      } do
+        H.sh("rm -rf " .. H.quote(path) .. " && " .. c[1])
+        local o, rc = H.sh("timeout 60 env -u CUTELUA_CACHE CUTELUA_CACHE_DIR=" .. H.quote(dir) .. " "
+          .. H.quote(H.cutelua()) .. " " .. H.quote(script))
+        assert.equal(0, rc, c[2] .. " (124: it hung): " .. o)
+        assert.equal("compiled", field(o, "origin"), c[2])
+        assert.matches("warning=cache entry .-%.entry was unusable %(" .. c[2]
+          .. ", not a regular file%): removed, compiling again", o, nil, c[2])
+        assert.equal("disk", field(H.run(code, { CUTELUA_CACHE_DIR = dir }, dir), "origin"), c[2])
+      end
+    end)
+
   it("moves with CUTELUA_CACHE_DIR and turns off with CUTELUA_CACHE=0", function()
     local code = CHILD:format(cwd())
     local out = H.run(code, { CUTELUA_CACHE_DIR = dir .. "/moved", CUTELUA_CACHE = "0" }, dir)

@@ -176,6 +176,13 @@ describe("runtime on the GPU", function()
     ok, msg = k:check_launch { grid = 32, block = 32, cluster = 32 }
     assert.is_false(ok)
     assert.matches("at most 16", msg)
+    -- a cluster whose size overflows 32 bits (it once wrapped to 0, skipped these checks and launched
+    -- without a cluster): refused like any other that is too large
+    ok, msg = k:check_launch { grid = 65536, block = 32, cluster = { 65536, 65536, 1 } }
+    assert.is_false(ok)
+    if info.cluster_launch then
+      assert.matches("a cluster of 65536 x 65536 x 1 = 4294967296 blocks; at most 16 are possible", msg)
+    end
     ok, msg = pcall(function() k:launch({ grid = 1, block = 64 }, 3) end)
     assert.is_false(ok)
     assert.matches("argument #1 is a number; pass .*cute.i32%(3%)", msg)
