@@ -88,7 +88,12 @@ local function trace_into(self, m, fname, specs, ret, opts)
   if result ~= nil then
     if not core.is_value(result) then
       if type(result) == "number" and ret then
-        result = core.const(ret, result)
+        local cok, c = pcall(core.const, ret, result, "cute.func " .. self.name .. " return value")
+        if not cok then
+          core.abort()
+          error(c, 0)
+        end
+        result = c
       else
         core.abort()
         err.raise("cute.func %s: a device function returns one traced value (or nothing), not a %s", self.name,

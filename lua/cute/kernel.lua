@@ -174,7 +174,10 @@ local function classify(arg, ann, name, i)
     return { kind = "scalar", dtype = arg.dtype, key = "S" .. arg.dtype.name }
   end
   if type(arg) == "number" then
-    if dtype.is_dtype(ann) then return { kind = "scalar", dtype = ann, key = "S" .. ann.name, plain = true } end
+    if dtype.is_dtype(ann) then
+      dtype.check_value(ann, arg, what .. " (" .. ann.name .. ")")
+      return { kind = "scalar", dtype = ann, key = "S" .. ann.name, plain = true }
+    end
     err.raise("%s is a Lua number: say how the kernel takes it, e.g. cute.i32(%s) or cute.f32(%s) at the call, "
       .. "cute.constexpr(%s) for a compile-time value, or annotate the parameter: cute.kernel(fn, {params = "
       .. "{%s = cute.i32}})", what, tostring(arg), tostring(arg), tostring(arg), name or "name")
@@ -843,7 +846,7 @@ codegen = function(spec, args)
   local DeviceTensor = require("cute.tensor").DeviceTensor
   local env = { DT = DeviceTensor, SC = Scalar, CE = Constexpr, SM = StaticMark, ffi = ffi, enc = encode_narrow,
     getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec,
-    lim = tensor_limit, CK = spec.check }
+    lim = tensor_limit, CK = spec.check, fits = dtype.fits }
   local n = #spec.specs
   local names = {}
   for i = 1, n do names[i] = "a" .. i end
@@ -860,8 +863,8 @@ codegen = function(spec, args)
         src, src, static and "_sig_static" or "_sig", src, tostring(static), i)
     elseif s.kind == "scalar" then
       env["D" .. i] = s.dtype
-      if s.plain then
-        conds[#conds + 1] = string.format("type(%s) == 'number'", a)
+      if s.plain then -- a number the dtype holds (else the signature's classify says why not)
+        conds[#conds + 1] = string.format("type(%s) == 'number' and fits(D%d, %s)", a, i, a)
       else
         conds[#conds + 1] = string.format("getmetatable(%s) == SC and %s.dtype == D%d", a, a, i)
       end
@@ -907,8 +910,8 @@ codegen = function(spec, args)
   end
   local arglist = table.concat(names, ", ")
   local code = string.format([[
-local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK =
-  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK
+local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits =
+  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits
 local guard = function(n%s%s)
   return %s
 end

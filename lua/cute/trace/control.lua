@@ -28,6 +28,7 @@ end
 -- The loop bounds as values of one integer type (i32 unless a bound is an i64 value).
 local function bounds(lo, hi, step)
   local t = core.i32
+  local any_value, wide = false, false
   for _, x in ipairs { lo, hi, step } do
     if is_value(x) then
       local tx = type_of(x)
@@ -35,11 +36,17 @@ local function bounds(lo, hi, step)
         err.raise("cute.range: bounds must be integers, got %s", tx.name)
       end
       if tx.bits > t.bits then t = tx end
+      any_value = true
     elseif type(x) ~= "number" or x ~= math.floor(x) then
       err.raise("cute.range: bounds must be integers or integer values, got %s", core.describe(x))
+    elseif x < -2 ^ 31 or x >= 2 ^ 31 then
+      wide = true
     end
   end
-  return core.coerce(lo, t), core.coerce(hi, t), core.coerce(step, t), t
+  -- Lua numbers alone beyond i32: an i64 loop (with values, their type rules)
+  if wide and not any_value then t = core.i64 end
+  return core.coerce(lo, t, "cute.range start"), core.coerce(hi, t, "cute.range end"),
+    core.coerce(step, t, "cute.range step"), t
 end
 
 local function for_begin(lo, hi, step, unroll)

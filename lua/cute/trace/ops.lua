@@ -250,7 +250,8 @@ local ROUND = { rn = true, rz = true, rm = true, rp = true, rna = true }
 function M.to(x, dt, opts)
   local target = core.scalar(dtype.get(dt))
   if not is_value(x) then
-    if type(x) == "number" or type(x) == "boolean" then return core.const(target, x) end
+    if type(x) == "boolean" and target.kind ~= "bool" then x = x and 1 or 0 end -- explicit: true is 1
+    if type(x) == "number" or type(x) == "boolean" then return core.const(target, x, "to(" .. target.name .. ")") end
     err.raise("to(%s): expected a value or a number, got %s", target.name, describe(x))
   end
   local src = type_of(x)
