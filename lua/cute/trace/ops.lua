@@ -129,7 +129,7 @@ local function compare_error(op)
       if info and is_internal(info.source) then return rawequal(a, b) end
     end
     err.raise("%s on a traced value decides at compile time, but its value is known only when the kernel runs; "
-      .. "use a:%s(b) (and cute.if_ / cute.select with the result)", op,
+      .. "use a:%s(b) (and cute.if_ / cute.where with the result)", op,
       ({ ["=="] = "eq", ["<"] = "lt", ["<="] = "le" })[op])
   end
 end
@@ -328,7 +328,9 @@ local function math_fn(name, irop)
   return function(x, opts)
     if type(x) == "number" and math[name] then return math[name](x) end
     local v, t = float_arg(x, name)
-    local fast = (opts and opts.fast) or (core.current() and core.current().opts.fast_math)
+    -- an explicit {fast = true} is a request (an error on f64, which has no
+    -- approximations); the kernel option fast_math applies to f32 only
+    local fast = (opts and opts.fast) or (t == core.f32 and core.current() and core.current().opts.fast_math)
     return emit(irop or name, t, v, nil, nil, fast and imm("F", "fast") or 0)
   end
 end
