@@ -67,7 +67,7 @@ end
 local function trace_into(self, m, fname, specs, ret, opts)
   local ir = core.ir()
   local T = core.begin(m, fname, "device", ret, opts)
-  local ok, result = pcall(function()
+  local ok, result = xpcall(function()
     local args = {}
     for i, s in ipairs(specs) do
       if s.kind == "const" then
@@ -79,7 +79,7 @@ local function trace_into(self, m, fname, specs, ret, opts)
       end
     end
     return self.fn(unpack(args, 1, #specs))
-  end)
+  end, core.on_trace_error)
   if not ok then
     core.abort()
     error(result, 0)

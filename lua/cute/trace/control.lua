@@ -97,6 +97,20 @@ function M.range(a, b, c, d, e)
   end
   if hi == nil then err.raise("cute.range: give an upper bound: cute.range(n) or cute.range(lo, hi[, step])") end
   local unroll = opts and opts.unroll
+  if opts then
+    for key in pairs(opts) do
+      if key ~= "unroll" then
+        err.raise("cute.range: unknown option '%s'%s (the options are: unroll)", tostring(key),
+          require("cute.compiler")._did_you_mean(key, { "unroll" }))
+      end
+    end
+    if unroll ~= nil and type(unroll) ~= "boolean" and not (type(unroll) == "number" and unroll == math.floor(unroll)
+        and unroll >= 1 and unroll <= 2 ^ 31 - 1) then
+      err.raise("cute.range: unroll must be a whole number of iterations from 1 (no unrolling) to 2147483647, true "
+        .. "(unroll fully) or false (never), got %s", type(unroll) == "number" and core.show_number(unroll)
+        or tostring(unroll))
+    end
+  end
   if body then
     local iv = for_begin(lo, hi, step, unroll)
     body(iv)

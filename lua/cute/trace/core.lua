@@ -251,6 +251,13 @@ M.use = use
 function M.ir_error(what)
   local diag = ffi.string(ir.diag(T.m)):gsub("\n+$", "")
   ir.diag_clear(T.m)
+  local limit = diag:match("past its instruction limit of (%d+)")
+  if limit then
+    err.raise("the kernel's IR reached its limit of %s instructions: a trace that never ends (Lua recursion or a Lua "
+      .. "loop with no exit in the kernel body), or a kernel far larger than usual (cute.lib's largest GEMM has "
+      .. "about 7000). If it really is this large, raise the limit: the kernel option max_ir_ops = n, or "
+      .. "CUTELUA_MAX_IR_OPS=n (0: none)", limit)
+  end
   err.raise("%s%s", what and (what .. ": ") or "", diag)
 end
 
@@ -467,6 +474,20 @@ function M.finish()
   end
   T = trace.parent
   return trace
+end
+
+--- The error handler of a traced body (xpcall): a Lua stack overflow (a
+-- kernel body or device function that recurses without end, or too deeply)
+-- becomes an error at the user's line that says so; other errors pass.
+-- It runs where the error was raised, with the stack still there.
+function M.on_trace_error(e)
+  if type(e) == "string" and e:find("stack overflow", 1, true) and not e:find("recursed too deeply", 1, true) then
+    local where = err.where()
+    return string.format("%s: the kernel body recursed too deeply (Lua stack overflow): a recursive Lua function "
+      .. "in a kernel unrolls at trace time, each call inlined; recurse only to a small depth known when tracing, "
+      .. "and loop on the GPU with cute.range or cute.while_", where or "?")
+  end
+  return e
 end
 
 --- Abandons the trace in progress (an error escaped the body).

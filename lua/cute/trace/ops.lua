@@ -149,14 +149,25 @@ local UCMP = { eq = "eq", ne = "ne", lt = "ult", le = "ule", gt = "ugt", ge = "u
 local FCMP = { eq = "oeq", ne = "une", lt = "olt", le = "ole", gt = "ogt", ge = "oge" }
 
 local imm_cache = {}
---- The numeric value of an enumerated immediate (kind letter, name), e.g. ('P', 'slt').
-local function imm(kind, name)
-  local key = kind .. name
-  local v = imm_cache[key]
+--- The numeric value of an enumerated immediate (kind letter, name), e.g.
+-- ('P', 'slt'). Names often come from the user (a fence's scope, an
+-- atomic's order): an unknown one is an error at the user's line that names
+-- `what` (e.g. "cute.fence scope") and lists the names there are.
+local function imm(kind, name, what)
+  local v = type(name) == "string" and imm_cache[kind .. name]
   if v then return v end
-  v = core.ir().imm_find(string.byte(kind), name)
-  if v < 0 then error("internal error: no immediate " .. name .. " of kind " .. kind) end
-  imm_cache[key] = v
+  local ir = core.ir()
+  v = type(name) == "string" and ir.imm_find(string.byte(kind), name) or -1
+  if v < 0 then
+    local names = {}
+    for i = 0, ir.imm_count(string.byte(kind)) - 1 do
+      local n = ir.imm_name(string.byte(kind), i)
+      if n ~= nil then names[#names + 1] = '"' .. ffi.string(n) .. '"' end
+    end
+    err.raise("%s: unknown %s %s (one of %s)", what or "cute", ffi.string(ir.imm_kind_name(string.byte(kind))),
+      type(name) == "string" and string.format("%q", name) or tostring(name), table.concat(names, ", "))
+  end
+  imm_cache[kind .. name] = v
   return v
 end
 M.imm = imm
