@@ -303,7 +303,12 @@ local function minmax(name, sop, uop, fop)
     end
     local t = arith_type(a, b, "cute." .. name)
     a, b = both(a, b, t)
-    local r = emit(t.kind == "float" and fop or (t.kind == "uint" and uop or sop), t, a, b)
+    local r
+    if t.name == "f16" then -- (the IR's fmin/fmax are f32 and f64: exact through f32, the result one of the two)
+      r = M.to(emit(fop, core.f32, M.to(a, dtype.f32), M.to(b, dtype.f32)), dtype.f16)
+    else
+      r = emit(t.kind == "float" and fop or (t.kind == "uint" and uop or sop), t, a, b)
+    end
     if ... then return M[name](r, ...) end
     return r
   end
