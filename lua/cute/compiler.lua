@@ -123,6 +123,31 @@ local KNOWN = {
   ptxas_options = true, link = true, keep = true, dump_dir = true, cache = true, cache_dir = true,
 }
 
+--- The names in `names` (a list) closest to a misspelt `name`, as " (did you
+-- mean 'x'?)", or "" when none is close (edit distance at most 2, or a third
+-- of the name's length).
+function compiler._did_you_mean(name, names)
+  name = tostring(name)
+  local best, best_d = nil, math.max(2, math.floor(#name / 3))
+  for _, cand in ipairs(names) do
+    -- Levenshtein distance, two rows
+    local prev, cur = {}, {}
+    for j = 0, #cand do prev[j] = j end
+    for i = 1, #name do
+      cur[0] = i
+      local a = name:byte(i)
+      for j = 1, #cand do
+        local cost = a == cand:byte(j) and 0 or 1
+        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      end
+      prev, cur = cur, prev
+    end
+    local d = prev[#cand]
+    if d <= best_d and (not best or d < best_d) then best, best_d = cand, d end
+  end
+  return best and string.format(" (did you mean '%s'?)", best) or ""
+end
+
 local function known_list()
   local names = {}
   for k in pairs(KNOWN) do names[#names + 1] = k end
@@ -193,7 +218,13 @@ end
 -- (link paths and data) go into keep, which the Options value holds.
 local function apply(o, keep, t)
   for k in pairs(t) do
-    if not KNOWN[k] then err.raise("compiler.options: unknown option '%s' (known: %s)", tostring(k), known_list()) end
+    if not KNOWN[k] then
+      local names = {}
+      for n in pairs(KNOWN) do names[#names + 1] = n end
+      table.sort(names)
+      err.raise("compiler.options: unknown option '%s'%s (known: %s)", tostring(k),
+        compiler._did_you_mean(k, names), known_list())
+    end
   end
   if t.arch ~= nil then
     if C.options_set_arch(o, tostring(t.arch)) ~= 0 then
@@ -255,6 +286,17 @@ function compiler.options(t)
   local keep = {}
   apply(o, keep, t or {})
   return setmetatable({ c = o, _keep = keep }, Options)
+end
+
+--- Checks the options of table t (names, types, ranges) as compiler.options
+-- does, without reading the environment or asking the GPU for its arch; the
+-- kernels' options are checked so when a kernel is made.
+function compiler._check_options(t)
+  if getmetatable(t) == Options then return end
+  if type(t) ~= "table" then err.raise("compiler.options: expected a table, got %s", type(t)) end
+  local o = ffi.new("NvOptions")
+  C.options_base(o)
+  apply(o, {}, t)
 end
 
 --- The value of one option, as compiler.options takes it.
@@ -403,6 +445,9 @@ end
 --- The cache key (64 hex digits) of a text under options, with an optional salt.
 function compiler.cache_key(text, opts, salt)
   check_text("cache_key", text)
+  if salt ~= nil and type(salt) ~= "string" then
+    err.raise("compiler.cache_key: the salt must be a string, got %s", type(salt))
+  end
   opts = compiler.options(opts)
   local r = new_result()
   if C.cache_key(r, text, #text, salt, opts.c) ~= 0 then fail(r, nil, nil, "compiler.cache_key") end
@@ -478,6 +523,16 @@ function compiler.compile(source, opts, info)
   if type(info) ~= "table" then err.raise("compiler.compile: info must be a table, got %s", type(info)) end
   if type(source) ~= "string" and type(source) ~= "function" then
     err.raise("compiler.compile: expected NVVM IR or PTX text (or a function returning it), got %s", type(source))
+  end
+  for _, field in ipairs { "name", "kind", "key_text", "salt" } do
+    local v = info[field]
+    if v ~= nil and type(v) ~= "string" then
+      err.raise("compiler.compile: info.%s must be a string, got %s", field,
+        type(v) == "table" and "a table" or (type(v) .. " " .. tostring(v)))
+    end
+  end
+  if info.locate ~= nil and type(info.locate) ~= "function" then
+    err.raise("compiler.compile: info.locate must be a function(diag) -> \"file:line\", got %s", type(info.locate))
   end
   opts = compiler.options(opts)
   local r = new_result()

@@ -45,10 +45,121 @@ Scalar.__index = Scalar
 M.Scalar = Scalar
 function Scalar.__tostring(s) return s.dtype.name .. "(" .. tostring(s.value) .. ")" end
 
+-- ---------------------------------------------------------------------------
+-- Which Lua values a dtype holds exactly (constants in kernels, scalar
+-- arguments): an integer dtype an integral number in its range (lo <= v <
+-- hi); a float dtype any number that does not round to infinity (|v| <
+-- inf_at, half an ulp above the largest finite value fmax, so that
+-- 3.4028235e38 is still an f32 and 1e39 is not; infinities and NaN are float
+-- values, but e4m3 has no infinity); bool true, false, 0 and 1; 64-bit integer
+-- literals (0x...ULL, ...LL) give their bits to the 64-bit dtypes and must fit
+-- narrower ones.
+
+local FLOAT_LIMITS = { -- largest finite value, and where round-to-nearest reaches infinity
+  f16 = { 65504, 65520 },
+  bf16 = { (2 - 2 ^ -7) * 2 ^ 127, (2 - 2 ^ -8) * 2 ^ 127 },
+  tf32 = { (2 - 2 ^ -10) * 2 ^ 127, (2 - 2 ^ -11) * 2 ^ 127 },
+  f32 = { (2 - 2 ^ -23) * 2 ^ 127, (2 - 2 ^ -24) * 2 ^ 127 },
+  f64 = { 1.7976931348623157e308, math.huge },
+  e4m3 = { 448, 464 },
+  e5m2 = { 57344, 61440 },
+}
+
+local floor = math.floor
+
+--- A Lua number as text that names it exactly (integers in full, not 1.0995e+12).
+function M.show_number(v)
+  if v == floor(v) and math.abs(v) < 1e21 then return string.format("%.0f", v) end
+  if v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
+  for digits = 14, 17 do -- the shortest form that reads back exactly
+    local text = string.format("%." .. digits .. "g", v)
+    if tonumber(text) == v then return text end
+  end
+  return string.format("%.17g", v)
+end
+local show_number = M.show_number
+
+--- The values an integer dtype holds, as text ("-128..127").
+function M.range_text(t)
+  if t.kind == "bool" then return "0 or 1" end
+  if t.bits == 64 then
+    return t.kind == "int" and "-9223372036854775808..9223372036854775807" or "0..18446744073709551615"
+  end
+  return string.format("%s..%s", show_number(t.lo), show_number(t.hi - 1))
+end
+local range_text = M.range_text
+
+local function raise(...) require("cute._err").raise(...) end
+
+local function describe(x)
+  if type(x) == "number" then return "the Lua number " .. show_number(x) end
+  if type(x) == "cdata" or type(x) == "table" or type(x) == "userdata" then return type(x) .. " " .. tostring(x) end
+  return type(x)
+end
+
+--- Checks that x (a Lua number, boolean or 64-bit integer cdata) is a value
+-- of dtype t (the rules above) and returns it as the IR's constants and the
+-- FFI take it (booleans of bool as 0/1, 64-bit literals as int64 cdata);
+-- raises at the user's line otherwise, naming the value, the dtype and `what`
+-- (the operation: "tensor store", "cute.i32()", ...).
+function M.check_value(t, x, what)
+  local pre = what and (what .. ": ") or ""
+  local kind = t.kind
+  local tx = type(x)
+  if tx == "boolean" then
+    if kind == "bool" then return x and 1 or 0 end
+    raise("%sthe Lua boolean %s is not a number (%s expected): write a number, or choose between two with "
+      .. "cute.where(c, a, b)", pre, tostring(x), t.name)
+  end
+  if tx == "cdata" and kind ~= "float" and (ffi.istype("uint64_t", x) or ffi.istype("int64_t", x)) then
+    if t.bits == 64 then return ffi.cast("int64_t", x) end -- its bits
+    local n = tonumber(x) -- exact in the range of any narrower dtype
+    if n < t.lo or n >= t.hi then
+      raise("%sthe 64-bit literal %s is out of range for %s (%s)", pre, tostring(x), t.name, range_text(t))
+    end
+    return n
+  end
+  if tx ~= "number" then raise("%sexpected a Lua number for %s, got %s", pre, t.name, describe(x)) end
+  if kind == "float" then
+    if x ~= x then return x end
+    if x == math.huge or x == -math.huge then
+      if t.name == "e4m3" then
+        raise("%sthe Lua number %s is out of range for e4m3: e4m3 has no infinity (the largest finite e4m3 is 448)",
+          pre, tostring(x))
+      end
+      return x
+    end
+    if x >= t.inf_at or x <= -t.inf_at then
+      raise("%sthe Lua number %s is out of range for %s: %s (the largest finite %s is %.9g)", pre, show_number(x),
+        t.name, t.name == "e4m3" and "e4m3 has no infinity" or "it would round to infinity", t.name, t.fmax)
+    end
+    return x
+  end
+  if x ~= x then raise("%sNaN does not fit %s (integers %s)", pre, t.name, range_text(t)) end
+  if x ~= floor(x) then
+    raise("%sthe non-integer %s does not fit %s (integers %s): round it, or use a float type", pre, show_number(x),
+      t.name, range_text(t))
+  end
+  if x < t.lo or x >= t.hi then
+    raise("%sthe Lua number %s is out of range for %s (%s)", pre, show_number(x), t.name, range_text(t))
+  end
+  return x
+end
+local check_value = M.check_value
+
+--- True when the Lua number x is a value of dtype t (check_value's fast path).
+function M.fits(t, x)
+  if t.kind == "float" then return x < t.inf_at and x > -t.inf_at or x ~= x or x == math.huge or x == -math.huge end
+  return x >= t.lo and x < t.hi and x == floor(x)
+end
+
+--- cute.i32(5), cute.f32(0.5), cute.bool(true): a typed scalar (a kernel
+-- argument); the value must be one the dtype holds (check_value).
 function Dtype.__call(t, v)
   if type(v) ~= "number" and type(v) ~= "boolean" and type(v) ~= "cdata" then
-    require("cute._err").raise("%s(): expected a number, got %s", t.name, type(v))
+    raise("cute.%s(): expected a number, got %s", t.name, describe(v))
   end
+  check_value(t, v, "cute." .. t.name .. "()")
   return setmetatable({ dtype = t, value = v }, Scalar)
 end
 
@@ -74,6 +185,16 @@ local function load()
       ir = IR[name],
       tma = info.tma >= 0 and info.tma or nil,
     }, Dtype)
+    if kind == "int" then
+      t.lo, t.hi = -2 ^ (t.bits - 1), 2 ^ (t.bits - 1)
+    elseif kind == "uint" then
+      t.lo, t.hi = 0, 2 ^ t.bits
+    elseif kind == "bool" then
+      t.lo, t.hi = 0, 2
+    else
+      local lim = FLOAT_LIMITS[name] or { math.huge, math.huge }
+      t.fmax, t.inf_at = lim[1], lim[2]
+    end
     t.storage_ptr = ffi.typeof(t.storage .. " *")
     t.storage_array = ffi.typeof(t.storage .. "[?]")
     by_name[name] = t

@@ -67,7 +67,7 @@ end
 local function trace_into(self, m, fname, specs, ret, opts)
   local ir = core.ir()
   local T = core.begin(m, fname, "device", ret, opts)
-  local ok, result = pcall(function()
+  local ok, result = xpcall(function()
     local args = {}
     for i, s in ipairs(specs) do
       if s.kind == "const" then
@@ -79,7 +79,7 @@ local function trace_into(self, m, fname, specs, ret, opts)
       end
     end
     return self.fn(unpack(args, 1, #specs))
-  end)
+  end, core.on_trace_error)
   if not ok then
     core.abort()
     error(result, 0)
@@ -88,7 +88,12 @@ local function trace_into(self, m, fname, specs, ret, opts)
   if result ~= nil then
     if not core.is_value(result) then
       if type(result) == "number" and ret then
-        result = core.const(ret, result)
+        local cok, c = pcall(core.const, ret, result, "cute.func " .. self.name .. " return value")
+        if not cok then
+          core.abort()
+          error(c, 0)
+        end
+        result = c
       else
         core.abort()
         err.raise("cute.func %s: a device function returns one traced value (or nothing), not a %s", self.name,

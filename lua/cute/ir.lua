@@ -67,7 +67,9 @@ local function live(m)
   return m.handle
 end
 
---- A new, empty module. opts: fold (default true), check (default true), sm (default 90).
+--- A new, empty module. opts: fold (default true), check (default true), sm
+-- (default 90), max_ops (the most instructions it may hold, all functions;
+-- default 500000, 0 for no limit).
 function M.module(opts)
   opts = opts or {}
   local ptr = C.module_new()
@@ -76,6 +78,7 @@ function M.module(opts)
   if opts.fold ~= nil then C.module_set(ptr, 0, opts.fold and 1 or 0) end
   if opts.check ~= nil then C.module_set(ptr, 1, opts.check and 1 or 0) end
   if opts.sm ~= nil then m:set_sm(opts.sm) end
+  if opts.max_ops ~= nil then m:set_max_ops(opts.max_ops) end
   return m
 end
 
@@ -96,6 +99,13 @@ function Module:set_sm(sm)
 end
 function Module:set_fold(on) C.module_set(live(self), 0, on and 1 or 0) end
 function Module:set_check(on) C.module_set(live(self), 1, on and 1 or 0) end
+--- The most instructions the module may hold (0: no limit).
+function Module:set_max_ops(n)
+  if type(n) ~= "number" or n ~= math.floor(n) or n < 0 or n > 2 ^ 31 - 1 then
+    err.raise("cute.ir: max_ops must be a whole number from 0 (no limit) to 2147483647, got %s", tostring(n))
+  end
+  C.module_set(live(self), 3, n)
+end
 
 --- A type id from a name ("f32", "ptr<f16, shared, 16>") or an id.
 function Module:type(t)
@@ -254,6 +264,13 @@ function Func:const(t, value)
   t = self.m:type(t)
   local tn = self.m:type_info(t)
   if tn.kind == "float" then return check(self, C.const_float(fh(self), t, value), "const") end
+  -- integer constants wrap at the type's width (the IR's rule), but must be
+  -- whole numbers that an int64 holds (or 64-bit integer cdata)
+  if type(value) == "number" and (value ~= math.floor(value) or value < -2 ^ 63 or value >= 2 ^ 64) then
+    err.raise("cute.ir: const: %s is not a whole number an integer constant can take",
+      require("cute.dtype").show_number(value))
+  end
+  if type(value) == "number" and value >= 2 ^ 63 then value = ffi.cast("int64_t", ffi.cast("uint64_t", value)) end
   return check(self, C.const_int(fh(self), t, value), "const")
 end
 

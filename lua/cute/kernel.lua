@@ -174,7 +174,10 @@ local function classify(arg, ann, name, i)
     return { kind = "scalar", dtype = arg.dtype, key = "S" .. arg.dtype.name }
   end
   if type(arg) == "number" then
-    if dtype.is_dtype(ann) then return { kind = "scalar", dtype = ann, key = "S" .. ann.name, plain = true } end
+    if dtype.is_dtype(ann) then
+      dtype.check_value(ann, arg, what .. " (" .. ann.name .. ")")
+      return { kind = "scalar", dtype = ann, key = "S" .. ann.name, plain = true }
+    end
     err.raise("%s is a Lua number: say how the kernel takes it, e.g. cute.i32(%s) or cute.f32(%s) at the call, "
       .. "cute.constexpr(%s) for a compile-time value, or annotate the parameter: cute.kernel(fn, {params = "
       .. "{%s = cute.i32}})", what, tostring(arg), tostring(arg), tostring(arg), name or "name")
@@ -359,6 +362,134 @@ function M.set_checked(on)
 end
 
 
+-- ---------------------------------------------------------------------------
+-- Kernel options: every name is known and every value checked when the
+-- kernel is made (cute.kernel, k:with), at the user's line.
+
+local function whole(v, lo, hi)
+  return type(v) == "number" and v == math.floor(v) and v >= lo and v <= hi
+end
+
+local function bool_option(name)
+  return function(v, kname)
+    if type(v) ~= "boolean" then
+      err.raise("cute.kernel %s: option %s must be true or false, got %s", kname, name, tostring(v))
+    end
+  end
+end
+
+-- The default limit on a module's IR instructions (docs/tracer.md): far
+-- above the largest kernel of cute.lib, low enough that a trace that never
+-- ends stops within seconds. CUTELUA_MAX_IR_OPS changes it (0: no limit).
+local MAX_IR_OPS_DEFAULT = 500000
+M.MAX_IR_OPS_DEFAULT = MAX_IR_OPS_DEFAULT
+
+-- The limit for a kernel with options opts: its max_ir_ops, else the variable, else the default.
+local function max_ir_ops(opts)
+  if opts.max_ir_ops then return opts.max_ir_ops end
+  local env = os.getenv("CUTELUA_MAX_IR_OPS")
+  if env and env ~= "" then
+    local n = tonumber(env)
+    if not whole(n, 0, 2 ^ 31 - 1) then
+      err.raise("CUTELUA_MAX_IR_OPS must be a whole number of IR instructions up to 2147483647 (0: no limit), got "
+        .. "'%s'", env)
+    end
+    return n
+  end
+  return MAX_IR_OPS_DEFAULT
+end
+
+-- The cluster option as {x, y, z}: a number or a list of up to three
+-- positive whole numbers with at most 16 blocks in all (nil: none).
+local function cluster_dims(c, kname)
+  if c == nil then return nil end
+  local dims = type(c) == "table" and c or { c }
+  local ok = (type(c) == "number" or (type(c) == "table" and not getmetatable(c))) and #dims >= 1 and #dims <= 3
+  local total = 1
+  for key, d in pairs(dims) do
+    if type(key) ~= "number" or not whole(d, 1, 16) then ok = false else total = total * d end
+  end
+  if not ok then
+    local shown = tostring(c)
+    if type(c) == "table" then
+      local parts = {}
+      for key, d in pairs(c) do
+        parts[#parts + 1] = (type(key) == "number" and "" or (tostring(key) .. " = ")) .. tostring(d)
+      end
+      shown = "{" .. table.concat(parts, ", ") .. "}"
+    end
+    err.raise("cute.kernel %s: option cluster must be a number or {x[, y[, z]]} of whole numbers from 1 to 16, got %s",
+      kname, shown)
+  end
+  if total > 16 then
+    err.raise("cute.kernel %s: option cluster {%s} has %d blocks; a cluster has at most 16 (8 portable)", kname,
+      table.concat(dims, ", "), total)
+  end
+  return { dims[1] or 1, dims[2] or 1, dims[3] or 1 }
+end
+
+local KERNEL_OPTIONS = {
+  name = function(v, kname)
+    if type(v) ~= "string" then err.raise("cute.kernel %s: option name must be a string, got %s", kname, type(v)) end
+  end,
+  params = function(v, kname)
+    if type(v) ~= "table" then
+      err.raise("cute.kernel %s: option params must be a table of annotations (by parameter name or position), got %s",
+        kname, type(v))
+    end
+  end,
+  max_threads = function(v, kname)
+    if not whole(v, 1, 1024) then
+      err.raise("cute.kernel %s: option max_threads must be a whole number of threads from 1 to 1024, got %s", kname,
+        tostring(v))
+    end
+  end,
+  min_blocks = function(v, kname)
+    if not whole(v, 1, 32) then
+      err.raise("cute.kernel %s: option min_blocks must be a whole number of blocks an SM from 1 to 32, got %s",
+        kname, tostring(v))
+    end
+  end,
+  cluster = function(v, kname) cluster_dims(v, kname) end,
+  assertions = bool_option("assertions"),
+  checked = bool_option("checked"),
+  trace_key = function(v, kname)
+    if v ~= false and type(v) ~= "string" then
+      err.raise("cute.kernel %s: option trace_key must be a string (what, with the arguments' signature and the "
+        .. "options, determines the kernel's IR) or false, got a %s (%s)", kname, type(v), tostring(v))
+    end
+  end,
+  max_ir_ops = function(v, kname)
+    if not whole(v, 0, 2 ^ 31 - 1) then
+      err.raise("cute.kernel %s: option max_ir_ops must be a whole number of IR instructions up to 2147483647 (0: no "
+        .. "limit; the default is %d), got %s", kname, MAX_IR_OPS_DEFAULT, tostring(v))
+    end
+  end,
+}
+
+-- Raises at the user's line unless every option is known and valid.
+local function check_options(opts, kname)
+  local copts
+  for key, v in pairs(opts) do
+    local check = KERNEL_OPTIONS[key]
+    if check then
+      check(v, kname)
+    elseif COMPILER_OPTIONS[key] then
+      copts = copts or {}
+      copts[key] = v
+    else
+      local names = {}
+      for n in pairs(KERNEL_OPTIONS) do names[#names + 1] = n end
+      for n in pairs(COMPILER_OPTIONS) do if not KERNEL_OPTIONS[n] then names[#names + 1] = n end end
+      table.sort(names)
+      err.raise("cute.kernel %s: unknown option '%s'%s (known: %s)", kname, tostring(key),
+        require("cute.compiler")._did_you_mean(key, names), table.concat(names, ", "))
+    end
+  end
+  if copts then require("cute.compiler")._check_options(copts) end
+end
+M._check_options = check_options
+
 --- cute.kernel(fn[, opts]) or cute.kernel(name, fn[, opts]). opts: name,
 -- params (annotations by parameter name or position: a dtype or
 -- cute.constexpr), max_threads (launch bound), min_blocks (per SM), cluster
@@ -376,6 +507,13 @@ function M.kernel(a, b, c)
   end
   if type(fn) ~= "function" then err.raise("cute.kernel: expected a function, got %s", type(fn)) end
   opts = opts or {}
+  if type(opts) ~= "table" or getmetatable(opts) then
+    err.raise("cute.kernel: the options must be a table (e.g. {max_threads = 256, arch = \"sm_90a\"}), got %s",
+      type(opts) == "string" and string.format("the string %q", opts) or tostring(opts))
+  end
+  if opts.name ~= nil and type(opts.name) ~= "string" then
+    err.raise("cute.kernel: option name must be a string, got %s", type(opts.name))
+  end
   if not name then
     name = opts.name
     if not name then
@@ -383,12 +521,10 @@ function M.kernel(a, b, c)
       name = string.format("kernel_%s_%d", (info.short_src:match("([%w_]+)%.lua$") or "lua"), info.linedefined)
     end
   end
-  if not name:match("^[%a_][%w_]*$") then err.raise("cute.kernel: '%s' is not a valid kernel name", name) end
-  local tk = opts.trace_key
-  if tk ~= nil and tk ~= false and type(tk) ~= "string" then
-    err.raise("cute.kernel %s: option trace_key must be a string (what, with the arguments' signature and the "
-      .. "options, determines the kernel's IR) or false, got a %s (%s)", name, type(tk), tostring(tk))
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    err.raise("cute.kernel: '%s' is not a valid kernel name", tostring(name))
   end
+  check_options(opts, name)
   local names = param_names(fn)
   local ann = {}
   for key, v in pairs(opts.params or {}) do
@@ -399,20 +535,29 @@ function M.kernel(a, b, c)
       ann[found] = v
     end
   end
-  local cluster = opts.cluster and (type(opts.cluster) == "table" and opts.cluster or { opts.cluster }) or nil
+  local cluster = cluster_dims(opts.cluster, name)
   return setmetatable({ name = name, fn = fn, opts = opts, names = names, ann = ann, specs = {}, nspecs = 0,
-    cluster = cluster }, Kernel)
+    cluster = cluster, vararg = debug.getinfo(fn, "u").isvararg }, Kernel)
 end
 
 function Kernel:__tostring() return "cute.kernel(" .. self.name .. ")" end
 
 --- A view of the kernel with other options (its own specialisations).
 function Kernel:with(opts)
+  if type(opts) ~= "table" or getmetatable(opts) then
+    err.raise("%s:with: expected a table of kernel options, e.g. k:with{arch = \"sm_90a\", opt = 2}, got %s; "
+      .. "compile flags are options too: opt (0-3), ptxas_options = \"...\", max_registers, fast_math, lineinfo",
+      self.name, type(opts) == "string" and string.format("the string %q", opts) or tostring(opts))
+  end
   local k = M.kernel(self.name, self.fn, options_of(self, opts))
   return k
 end
 
 local function signature(k, n, ...)
+  if n > #k.names and not k.vararg then
+    err.raise("kernel %s takes %d argument%s (%s), got %d", k.name, #k.names, #k.names == 1 and "" or "s",
+      table.concat(k.names, ", "), n)
+  end
   local specs, keys = {}, {}
   for i = 1, n do
     local s = classify((select(i, ...)), k.ann[i], k.names[i], i)
@@ -446,6 +591,7 @@ local function trace(k, specs, opts, copts)
   -- the target: ops the arch lacks are refused as they are traced, at their line
   local arch = (copts or compiler_options(opts)):get("arch")
   ir.module_set(m, 2, tonumber(arch:match("sm_(%d+)")))
+  ir.module_set(m, 3, max_ir_ops(opts))
   local T = core.begin(m, k.name, "kernel", nil, opts)
   -- a kernel of cutelua's own (cute.lib): all its ops at the user's line that
   -- launched or compiled it, found once rather than by a stack walk per op
@@ -456,11 +602,11 @@ local function trace(k, specs, opts, copts)
   -- interpreted, 45-50 ms with the JIT in a new process; docs/tracer.md)
   local jit_was_on = trace_jit_off and jit.status()
   if jit_was_on then jit.off() end
-  local ok, e = pcall(function()
+  local ok, e = xpcall(function()
     local args, params = make_params(T, specs, k.names, opts.checked)
     if internal then core.at_user_line(k.fn, unpack(args, 1, #specs)) else k.fn(unpack(args, 1, #specs)) end
     return params
-  end)
+  end, core.on_trace_error)
   if jit_was_on then jit.on() end
   if not ok then
     core.abort()
@@ -474,8 +620,12 @@ local function trace(k, specs, opts, copts)
   if max_threads then ir.func_attr(f, 0, max_threads, 1, 1) end
   if min_blocks then ir.func_attr(f, 2, min_blocks, 0, 0) end
   if opts.cluster then
-    local cx = type(opts.cluster) == "table" and opts.cluster or { opts.cluster }
-    ir.func_attr(f, 3, cx[1] or 1, cx[2] or 1, cx[3] or 1)
+    local cx = cluster_dims(opts.cluster, k.name)
+    if tonumber(arch:match("sm_(%d+)")) < 90 then
+      err.raise("kernel %s: option cluster {%s} needs sm_90 or newer; the target is %s", k.name, table.concat(cx, ", "),
+        arch)
+    end
+    ir.func_attr(f, 3, cx[1], cx[2], cx[3])
   end
   if T.dyn_smem then ir.func_attr(f, 5, T.dyn_smem, 0, 0) end
   return { module = m, params = params, dyn_smem = T.dyn_smem or 0, static_smem = T.smem_bytes,
@@ -843,7 +993,7 @@ codegen = function(spec, args)
   local DeviceTensor = require("cute.tensor").DeviceTensor
   local env = { DT = DeviceTensor, SC = Scalar, CE = Constexpr, SM = StaticMark, ffi = ffi, enc = encode_narrow,
     getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec,
-    lim = tensor_limit, CK = spec.check }
+    lim = tensor_limit, CK = spec.check, fits = dtype.fits }
   local n = #spec.specs
   local names = {}
   for i = 1, n do names[i] = "a" .. i end
@@ -860,8 +1010,8 @@ codegen = function(spec, args)
         src, src, static and "_sig_static" or "_sig", src, tostring(static), i)
     elseif s.kind == "scalar" then
       env["D" .. i] = s.dtype
-      if s.plain then
-        conds[#conds + 1] = string.format("type(%s) == 'number'", a)
+      if s.plain then -- a number the dtype holds (else the signature's classify says why not)
+        conds[#conds + 1] = string.format("type(%s) == 'number' and fits(D%d, %s)", a, i, a)
       else
         conds[#conds + 1] = string.format("getmetatable(%s) == SC and %s.dtype == D%d", a, a, i)
       end
@@ -907,8 +1057,8 @@ codegen = function(spec, args)
   end
   local arglist = table.concat(names, ", ")
   local code = string.format([[
-local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK =
-  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK
+local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits =
+  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits
 local guard = function(n%s%s)
   return %s
 end
@@ -1034,8 +1184,9 @@ function M.launch_bounds(max_threads, min_blocks)
     err.raise("cute.launch_bounds: max_threads must be a whole number of threads in 1..1024, got %s",
       tostring(max_threads))
   end
-  if min_blocks ~= nil and (type(min_blocks) ~= "number" or min_blocks < 1 or min_blocks % 1 ~= 0) then
-    err.raise("cute.launch_bounds: min_blocks must be a positive whole number, got %s", tostring(min_blocks))
+  if min_blocks ~= nil and not whole(min_blocks, 1, 32) then
+    err.raise("cute.launch_bounds: min_blocks must be a whole number of blocks an SM from 1 to 32, got %s",
+      tostring(min_blocks))
   end
   T.max_threads, T.min_blocks = max_threads, min_blocks
 end

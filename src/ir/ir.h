@@ -153,8 +153,12 @@ typedef enum IrAttr {
 typedef enum IrOption {
   IR_OPT_FOLD = 0,  /* 1 (default): fold constants and reuse identical pure ops; 0: raw IR */
   IR_OPT_CHECK = 1, /* 1 (default): check each op as it is appended; 0: accept anything (verifier tests) */
-  IR_OPT_SM = 2     /* target for arch-dependent rules, e.g. 80, 89, 90 (default 90) */
+  IR_OPT_SM = 2,    /* target for arch-dependent rules, e.g. 80, 89, 90 (default 90) */
+  IR_OPT_MAX_OPS = 3 /* at most this many instructions in the module, all functions (default
+                        IR_MAX_OPS_DEFAULT; 0 or less: no limit): an endless trace stops with an error */
 } IrOption;
+#define IR_OPT__COUNT 4
+#define IR_MAX_OPS_DEFAULT 500000
 
 /* Printer flags. */
 #define IR_PRINT_LOCS 1 /* append "; file:line (function)" to each op */

@@ -98,6 +98,13 @@ IrModule *ir_func_module(const IrFunc *f) { return f ? f->m : NULL; }
 IrRef ir_append(IrFunc *f, IrOp op, IrType type, const IrRef *args, int nargs, const int64_t *imms) {
   IrModule *m = f->m;
   int nimm = ir_op_info[op].nimm;
+  int limit = m->opt[IR_OPT_MAX_OPS];
+  if (limit > 0 && m->nops >= (uint32_t)limit) {
+    /* the wording "instruction limit" is what the tracer recognises */
+    ir_error(f, 0, "'%s' would be instruction %u of the module, past its instruction limit of %d (a trace that never "
+             "ends, or a kernel far larger than usual)", ir_op_info[op].name, m->nops + 1, limit);
+    return IR_NONE;
+  }
   if (!IR_GROW(m, f->insts, f->capinst, f->ninst + 1) ||
       !IR_GROW(m, f->argpool, f->capargp, f->nargp + (uint32_t)nargs + 1) ||
       !IR_GROW(m, f->immpool, f->capimmp, f->nimmp + (uint32_t)nimm + 1)) {
@@ -106,6 +113,7 @@ IrRef ir_append(IrFunc *f, IrOp op, IrType type, const IrRef *args, int nargs, c
     return IR_NONE;
   }
   IrRef v = f->ninst++;
+  m->nops++;
   IrInst *in = &f->insts[v];
   in->op = (uint16_t)op;
   in->nargs = (uint16_t)nargs;
@@ -126,6 +134,7 @@ void ir_rollback(IrFunc *f, IrRef v) {
   f->nargp = f->insts[v].args;
   f->nimmp = f->insts[v].imms;
   f->ninst = v;
+  f->m->nops--;
 }
 
 int ir_region_open(const IrFunc *f, uint32_t region) {

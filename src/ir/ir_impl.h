@@ -171,7 +171,8 @@ typedef struct IrLoc {
 
 struct IrModule {
   IrArena arena;
-  int opt[3];
+  int opt[IR_OPT__COUNT];
+  uint32_t nops; /* instructions of all its functions (IR_OPT_MAX_OPS bounds it) */
   /* strings: ids 1..nstr-1 */
   const char **strs;
   uint32_t nstr, capstr;

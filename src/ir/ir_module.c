@@ -183,6 +183,7 @@ IrModule *ir_module_new(void) {
   m->opt[IR_OPT_FOLD] = 1;
   m->opt[IR_OPT_CHECK] = 1;
   m->opt[IR_OPT_SM] = 90;
+  m->opt[IR_OPT_MAX_OPS] = IR_MAX_OPS_DEFAULT;
   ir_types_init(m);
   if (m->oom) {
     ir_module_free(m);
@@ -200,10 +201,12 @@ void ir_module_free(IrModule *m) {
 }
 
 void ir_module_set(IrModule *m, IrOption opt, int value) {
-  if (m && (unsigned)opt < 3) m->opt[opt] = value;
+  if (m && (unsigned)opt < IR_OPT__COUNT) m->opt[opt] = value;
 }
 
-int ir_module_get(const IrModule *m, IrOption opt) { return (m && (unsigned)opt < 3) ? m->opt[opt] : -1; }
+int ir_module_get(const IrModule *m, IrOption opt) {
+  return (m && (unsigned)opt < IR_OPT__COUNT) ? m->opt[opt] : -1;
+}
 
 /* --- diagnostics ------------------------------------------------------------------------------------------ */
 const char *ir_diag(const IrModule *m) { return m ? cl_buf_str(&m->diag) : ""; }

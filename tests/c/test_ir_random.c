@@ -1,8 +1,11 @@
 /* test_ir_random: random builder calls (mostly nonsense: random ops, operands,
  * types, immediates, regions, with checking on or off) never crash the builder,
  * the verifier or the printer; whatever verifies also emits, and the NVVM IR of
- * the first of those compiles to a cubin. A fixed seed, so failures repeat. */
+ * the first of those compiles to a cubin. A fixed seed, so failures repeat
+ * (CUTELUA_FUZZ_SEED=n starts from another; CUTELUA_FUZZ_LONG=1 builds 10
+ * times as many modules). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -81,7 +84,11 @@ int main(void) {
   nv_options_set_arch(&o, "sm_90a");
   o.cache = 0;
   o.cache_dir[0] = 0;
-  for (int it = 0; it < 3000; it++) {
+  const char *seed = getenv("CUTELUA_FUZZ_SEED"), *lng = getenv("CUTELUA_FUZZ_LONG");
+  if (seed && *seed) state = strtoull(seed, NULL, 10) | 1;
+  int modules = lng && strcmp(lng, "1") == 0 ? 30000 : 3000;
+  printf("seed %llu, %d modules\n", state, modules);
+  for (int it = 0; it < modules; it++) {
     IrModule *m = random_module();
     int nerr = ir_verify(m);
     ClBuf text = {0};
@@ -108,7 +115,7 @@ int main(void) {
     }
     ir_module_free(m);
   }
-  printf("%d of 3000 random modules verified, %d compiled\n", verified, compiled);
+  printf("%d of %d random modules verified, %d compiled\n", verified, modules, compiled);
   CHECK(verified > 50 && compiled == 40);
   return check_report();
 }

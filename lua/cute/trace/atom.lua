@@ -89,7 +89,7 @@ function arch.cp_async(dst, src, bytes, cache, src_bytes)
   if src_bytes ~= nil then src_bytes = core.coerce(src_bytes, core.i32, "cp_async src_bytes") end
   d = checked(d, bytes, "cp.async write")
   s = checked(s, bytes, "cp.async read", src_bytes == nil and bytes or src_bytes)
-  emit("cp.async", nil, d, s, src_bytes, bytes, imm("C", cache or "ca"))
+  emit("cp.async", nil, d, s, src_bytes, bytes, imm("C", cache or "ca", "cp_async cache"))
 end
 
 --- Closes the group of cp.async issued since the last commit.

@@ -28,6 +28,7 @@ end
 -- The loop bounds as values of one integer type (i32 unless a bound is an i64 value).
 local function bounds(lo, hi, step)
   local t = core.i32
+  local any_value, wide = false, false
   for _, x in ipairs { lo, hi, step } do
     if is_value(x) then
       local tx = type_of(x)
@@ -35,11 +36,17 @@ local function bounds(lo, hi, step)
         err.raise("cute.range: bounds must be integers, got %s", tx.name)
       end
       if tx.bits > t.bits then t = tx end
+      any_value = true
     elseif type(x) ~= "number" or x ~= math.floor(x) then
       err.raise("cute.range: bounds must be integers or integer values, got %s", core.describe(x))
+    elseif x < -2 ^ 31 or x >= 2 ^ 31 then
+      wide = true
     end
   end
-  return core.coerce(lo, t), core.coerce(hi, t), core.coerce(step, t), t
+  -- Lua numbers alone beyond i32: an i64 loop (with values, their type rules)
+  if wide and not any_value then t = core.i64 end
+  return core.coerce(lo, t, "cute.range start"), core.coerce(hi, t, "cute.range end"),
+    core.coerce(step, t, "cute.range step"), t
 end
 
 local function for_begin(lo, hi, step, unroll)
@@ -90,6 +97,20 @@ function M.range(a, b, c, d, e)
   end
   if hi == nil then err.raise("cute.range: give an upper bound: cute.range(n) or cute.range(lo, hi[, step])") end
   local unroll = opts and opts.unroll
+  if opts then
+    for key in pairs(opts) do
+      if key ~= "unroll" then
+        err.raise("cute.range: unknown option '%s'%s (the options are: unroll)", tostring(key),
+          require("cute.compiler")._did_you_mean(key, { "unroll" }))
+      end
+    end
+    if unroll ~= nil and type(unroll) ~= "boolean" and not (type(unroll) == "number" and unroll == math.floor(unroll)
+        and unroll >= 1 and unroll <= 2 ^ 31 - 1) then
+      err.raise("cute.range: unroll must be a whole number of iterations from 1 (no unrolling) to 2147483647, true "
+        .. "(unroll fully) or false (never), got %s", type(unroll) == "number" and core.show_number(unroll)
+        or tostring(unroll))
+    end
+  end
   if body then
     local iv = for_begin(lo, hi, step, unroll)
     body(iv)

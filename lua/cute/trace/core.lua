@@ -46,7 +46,9 @@ function M.scalar(dt)
   dt = dtype.get(dt)
   local t = type_by_key[dt.name]
   if t then return t end
-  return intern { kind = dt.kind, bits = dt.bits, dtype = dt, name = dt.name, ir = dt.ir }
+  -- the values a Lua number may take to be a constant of it (dtype.check_value)
+  return intern { kind = dt.kind, bits = dt.bits, dtype = dt, name = dt.name, ir = dt.ir, lo = dt.lo, hi = dt.hi,
+    fmax = dt.fmax, inf_at = dt.inf_at }
 end
 
 local SPACES = { generic = true, global = true, shared = true, shared_cluster = true, ["local"] = true,
@@ -249,6 +251,13 @@ M.use = use
 function M.ir_error(what)
   local diag = ffi.string(ir.diag(T.m)):gsub("\n+$", "")
   ir.diag_clear(T.m)
+  local limit = diag:match("past its instruction limit of (%d+)")
+  if limit then
+    err.raise("the kernel's IR reached its limit of %s instructions: a trace that never ends (Lua recursion or a Lua "
+      .. "loop with no exit in the kernel body), or a kernel far larger than usual (cute.lib's largest GEMM has "
+      .. "about 7000). If it really is this large, raise the limit: the kernel option max_ir_ops = n, or "
+      .. "CUTELUA_MAX_IR_OPS=n (0: none)", limit)
+  end
   err.raise("%s%s", what and (what .. ": ") or "", diag)
 end
 
@@ -302,15 +311,41 @@ function M.emitn(name, rt, args, imms)
   if rt then return value(ref, rt) end
 end
 
---- A constant of tracer type t.
-function M.const(t, v)
+local show_number, range_text = dtype.show_number, dtype.range_text
+M.show_number = show_number
+
+local function describe(x)
+  if is_value(x) then return types[x.ty].name .. " value" end
+  if type(x) == "number" then return "the Lua number " .. show_number(x) end
+  return type(x)
+end
+M.describe = describe
+
+--- Checks that x (a Lua number, boolean or 64-bit integer cdata) can be a
+-- constant of scalar type t and returns it as const_int/const_float take it;
+-- raises at the user's line otherwise, naming the value, the type and `what`
+-- (the rules: dtype.check_value).
+local function check_const(t, x, what)
+  if not t.dtype then err.raise("%sexpected a %s value, got %s", what and (what .. ": ") or "", t.name, describe(x)) end
+  return dtype.check_value(t.dtype, x, what)
+end
+M.check_const = check_const
+
+local floor = math.floor
+
+--- A constant of tracer type t; what names the operation in errors (a Lua
+-- number that the type cannot hold exactly, see check_const, is an error).
+function M.const(t, v, what)
   if not T then no_trace("a constant") end
-  update_loc()
   local ref
   if t.kind == "float" then
+    if type(v) ~= "number" or v >= t.inf_at or v <= -t.inf_at then v = check_const(t, v, what) end
+    update_loc()
     ref = ir.const_float(T.f, irtype(t), v)
   else
-    if type(v) == "boolean" then v = v and 1 or 0 end
+    local lo = t.lo
+    if not lo or type(v) ~= "number" or v < lo or v >= t.hi or v ~= floor(v) then v = check_const(t, v, what) end
+    update_loc()
     ref = ir.const_int(T.f, irtype(t), v)
   end
   if ref == 0 then M.ir_error("constant") end
@@ -330,13 +365,6 @@ end
 
 -- ---------------------------------------------------------------------------
 -- Mixing Lua numbers and values (the written promotion rules, see docs/tracer.md)
-
-local function describe(x)
-  if is_value(x) then return types[x.ty].name .. " value" end
-  if type(x) == "number" then return "the Lua number " .. tostring(x) end
-  return type(x)
-end
-M.describe = describe
 
 local function rank(t) return t.kind == "float" and 2 or ((t.kind == "int" or t.kind == "uint") and 1 or 0) end
 
@@ -370,15 +398,25 @@ function M.common_type(a, b, opname)
     if type(n) == "boolean" and t.kind == "bool" then return t end
     err.raise("%s of a %s value and %s", opname, t.name, describe(n))
   end
-  if (t.kind == "int" or t.kind == "uint") and n ~= math.floor(n) then
-    err.raise("%s of a %s value and the non-integer %s: convert the value first (x:to(cute.f32))",
-      opname, t.name, tostring(n))
+  local kind = t.kind
+  if kind == "int" or kind == "uint" then
+    if n >= t.lo and n < t.hi and n == floor(n) then return t end -- the common case: i + 1
+    if n ~= floor(n) then
+      err.raise("%s of a %s value and the non-integer %s: convert the value first (x:to(cute.f32))",
+        opname, t.name, show_number(n))
+    end
+    if kind == "uint" and n < 0 then
+      err.raise("%s of a %s value and the negative number %s", opname, t.name, show_number(n))
+    end
+    err.raise("%s of a %s value and the Lua number %s, which is out of range for %s (%s): convert the value to a "
+      .. "wider type first (x:to(cute.i64))", opname, t.name, show_number(n), t.name, range_text(t))
   end
-  if t.kind == "uint" and n < 0 then
-    err.raise("%s of a %s value and the negative number %s", opname, t.name, tostring(n))
+  if kind == "float" then
+    if n >= t.inf_at or n <= -t.inf_at then check_const(t, n, string.format("%s of a %s value", opname, t.name)) end
+    return t
   end
-  if t.kind == "bool" then err.raise("%s of a bool value and a number: arithmetic on bool is not defined", opname) end
-  if rank(t) == 0 and t.kind ~= "ptr" then err.raise("%s on a %s value", opname, t.name) end
+  if kind == "bool" then err.raise("%s of a bool value and a number: arithmetic on bool is not defined", opname) end
+  if rank(t) == 0 and kind ~= "ptr" then err.raise("%s on a %s value", opname, t.name) end
   return t
 end
 
@@ -390,11 +428,11 @@ function M.coerce(x, t, what)
     end
     return x
   end
-  if type(x) == "number" or type(x) == "boolean" then return M.const(t, x) end
+  if type(x) == "number" or type(x) == "boolean" then return M.const(t, x, what or "operand") end
   -- 64-bit integer constants beyond 2^53: LuaJIT's 0x...ULL / LL literals
   if type(x) == "cdata" and (t.kind == "int" or t.kind == "uint") and
       (ffi.istype("uint64_t", x) or ffi.istype("int64_t", x)) then
-    return M.const(t, ffi.cast("int64_t", x))
+    return M.const(t, check_const(t, x, what or "operand"), what)
   end
   err.raise("%s: expected a %s value or a Lua number, got %s", what or "operand", t.name, describe(x))
 end
@@ -436,6 +474,20 @@ function M.finish()
   end
   T = trace.parent
   return trace
+end
+
+--- The error handler of a traced body (xpcall): a Lua stack overflow (a
+-- kernel body or device function that recurses without end, or too deeply)
+-- becomes an error at the user's line that says so; other errors pass.
+-- It runs where the error was raised, with the stack still there.
+function M.on_trace_error(e)
+  if type(e) == "string" and e:find("stack overflow", 1, true) and not e:find("recursed too deeply", 1, true) then
+    local where = err.where()
+    return string.format("%s: the kernel body recursed too deeply (Lua stack overflow): a recursive Lua function "
+      .. "in a kernel unrolls at trace time, each call inlined; recurse only to a small depth known when tracing, "
+      .. "and loop on the GPU with cute.range or cute.while_", where or "?")
+  end
+  return e
 end
 
 --- Abandons the trace in progress (an error escaped the body).

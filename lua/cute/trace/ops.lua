@@ -129,7 +129,7 @@ local function compare_error(op)
       if info and is_internal(info.source) then return rawequal(a, b) end
     end
     err.raise("%s on a traced value decides at compile time, but its value is known only when the kernel runs; "
-      .. "use a:%s(b) (and cute.if_ / cute.select with the result)", op,
+      .. "use a:%s(b) (and cute.if_ / cute.where with the result)", op,
       ({ ["=="] = "eq", ["<"] = "lt", ["<="] = "le" })[op])
   end
 end
@@ -149,14 +149,25 @@ local UCMP = { eq = "eq", ne = "ne", lt = "ult", le = "ule", gt = "ugt", ge = "u
 local FCMP = { eq = "oeq", ne = "une", lt = "olt", le = "ole", gt = "ogt", ge = "oge" }
 
 local imm_cache = {}
---- The numeric value of an enumerated immediate (kind letter, name), e.g. ('P', 'slt').
-local function imm(kind, name)
-  local key = kind .. name
-  local v = imm_cache[key]
+--- The numeric value of an enumerated immediate (kind letter, name), e.g.
+-- ('P', 'slt'). Names often come from the user (a fence's scope, an
+-- atomic's order): an unknown one is an error at the user's line that names
+-- `what` (e.g. "cute.fence scope") and lists the names there are.
+local function imm(kind, name, what)
+  local v = type(name) == "string" and imm_cache[kind .. name]
   if v then return v end
-  v = core.ir().imm_find(string.byte(kind), name)
-  if v < 0 then error("internal error: no immediate " .. name .. " of kind " .. kind) end
-  imm_cache[key] = v
+  local ir = core.ir()
+  v = type(name) == "string" and ir.imm_find(string.byte(kind), name) or -1
+  if v < 0 then
+    local names = {}
+    for i = 0, ir.imm_count(string.byte(kind)) - 1 do
+      local n = ir.imm_name(string.byte(kind), i)
+      if n ~= nil then names[#names + 1] = '"' .. ffi.string(n) .. '"' end
+    end
+    err.raise("%s: unknown %s %s (one of %s)", what or "cute", ffi.string(ir.imm_kind_name(string.byte(kind))),
+      type(name) == "string" and string.format("%q", name) or tostring(name), table.concat(names, ", "))
+  end
+  imm_cache[kind .. name] = v
   return v
 end
 M.imm = imm
@@ -250,7 +261,8 @@ local ROUND = { rn = true, rz = true, rm = true, rp = true, rna = true }
 function M.to(x, dt, opts)
   local target = core.scalar(dtype.get(dt))
   if not is_value(x) then
-    if type(x) == "number" or type(x) == "boolean" then return core.const(target, x) end
+    if type(x) == "boolean" and target.kind ~= "bool" then x = x and 1 or 0 end -- explicit: true is 1
+    if type(x) == "number" or type(x) == "boolean" then return core.const(target, x, "to(" .. target.name .. ")") end
     err.raise("to(%s): expected a value or a number, got %s", target.name, describe(x))
   end
   local src = type_of(x)
@@ -291,7 +303,12 @@ local function minmax(name, sop, uop, fop)
     end
     local t = arith_type(a, b, "cute." .. name)
     a, b = both(a, b, t)
-    local r = emit(t.kind == "float" and fop or (t.kind == "uint" and uop or sop), t, a, b)
+    local r
+    if t.name == "f16" then -- (the IR's fmin/fmax are f32 and f64: exact through f32, the result one of the two)
+      r = M.to(emit(fop, core.f32, M.to(a, dtype.f32), M.to(b, dtype.f32)), dtype.f16)
+    else
+      r = emit(t.kind == "float" and fop or (t.kind == "uint" and uop or sop), t, a, b)
+    end
     if ... then return M[name](r, ...) end
     return r
   end
@@ -327,7 +344,9 @@ local function math_fn(name, irop)
   return function(x, opts)
     if type(x) == "number" and math[name] then return math[name](x) end
     local v, t = float_arg(x, name)
-    local fast = (opts and opts.fast) or (core.current() and core.current().opts.fast_math)
+    -- an explicit {fast = true} is a request (an error on f64, which has no
+    -- approximations); the kernel option fast_math applies to f32 only
+    local fast = (opts and opts.fast) or (t == core.f32 and core.current() and core.current().opts.fast_math)
     return emit(irop or name, t, v, nil, nil, fast and imm("F", "fast") or 0)
   end
 end

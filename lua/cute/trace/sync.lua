@@ -20,11 +20,17 @@ local emit, imm, is_value, type_of = core.emit, ops.imm, core.is_value, core.typ
 
 local function sreg(name) return emit("sreg", core.i32, nil, nil, nil, imm("G", name)) end
 
+local function no_trace(what)
+  err.raise("%s can only be used while tracing a kernel (inside the function given to cute.kernel or cute.func)",
+    what)
+end
+
 -- {x, y, z} of three special registers, read lazily (only the axes used emit code)
-local function dim3(prefix)
+local function dim3(prefix, fname)
   return setmetatable({}, {
     __index = function(t, k)
-      if k ~= "x" and k ~= "y" and k ~= "z" then err.raise("%s has fields x, y and z, not %s", prefix, tostring(k)) end
+      if k ~= "x" and k ~= "y" and k ~= "z" then err.raise("%s has fields x, y and z, not %s", fname, tostring(k)) end
+      if not core.current() then no_trace(fname .. "." .. k) end
       local v = sreg(prefix .. "." .. k)
       rawset(t, k, v)
       return v
@@ -32,15 +38,15 @@ local function dim3(prefix)
   })
 end
 
-function M.thread_idx() return dim3("tid") end
-function M.block_idx() return dim3("ctaid") end
-function M.block_dim() return dim3("ntid") end
-function M.grid_dim() return dim3("nctaid") end
-function M.cluster_idx() return dim3("clusterid") end
-function M.cluster_dim() return dim3("nclusterid") end
+function M.thread_idx() return dim3("tid", "cute.thread_idx()") end
+function M.block_idx() return dim3("ctaid", "cute.block_idx()") end
+function M.block_dim() return dim3("ntid", "cute.block_dim()") end
+function M.grid_dim() return dim3("nctaid", "cute.grid_dim()") end
+function M.cluster_idx() return dim3("clusterid", "cute.cluster_idx()") end
+function M.cluster_dim() return dim3("nclusterid", "cute.cluster_dim()") end
 --- The block's coordinates within its cluster.
-function M.block_idx_in_cluster() return dim3("cluster_ctaid") end
-function M.cluster_shape() return dim3("cluster_nctaid") end
+function M.block_idx_in_cluster() return dim3("cluster_ctaid", "cute.block_idx_in_cluster()") end
+function M.cluster_shape() return dim3("cluster_nctaid", "cute.cluster_shape()") end
 function M.block_rank_in_cluster() return sreg("cluster_ctarank") end
 function M.lane_idx() return sreg("laneid") end
 --- The warp's index in the block (thread index / 32, warp-uniform).
@@ -64,7 +70,7 @@ function M.sync_threads() emit("barrier", nil) end
 --- A named barrier: id 0-15, count threads (a multiple of 32; default: the block).
 -- mode "arrive" signals without waiting.
 function M.barrier(id, count, mode)
-  local m = imm("B", mode == "arrive" and "arrive" or "sync")
+  local m = imm("B", mode or "sync", "cute.barrier mode")
   id = core.coerce(id, core.i32, "cute.barrier id")
   if count then return emit("barrier.named", nil, id, core.coerce(count, core.i32, "cute.barrier count"), nil, m) end
   emit("barrier.named", nil, id, nil, nil, m)
@@ -76,7 +82,8 @@ end
 
 --- A memory fence: scope "cta", "gpu", "cluster" or "sys"; sem "acq_rel" or "sc".
 function M.fence(scope, sem)
-  emit("fence", nil, nil, nil, nil, imm("Y", sem or "acq_rel"), imm("S", scope or "gpu"))
+  emit("fence", nil, nil, nil, nil, imm("Y", sem or "acq_rel", "cute.fence semantics"),
+    imm("S", scope or "gpu", "cute.fence scope"))
 end
 
 -- ---------------------------------------------------------------------------
@@ -124,7 +131,8 @@ function M.warp_reduce(v, op, mask)
   local t = type_of(v)
   local name = op or "add"
   if t.kind == "uint" and (name == "min" or name == "max") then name = "u" .. name end
-  return emit("redux", t, core.coerce(mask or FULL, core.u32, "redux mask"), v, nil, imm("A", name))
+  return emit("redux", t, core.coerce(mask or FULL, core.u32, "redux mask"), v, nil,
+    imm("A", name, "cute.warp_reduce op"))
 end
 
 --- A butterfly reduction over `width` lanes (default 32) with any binary
@@ -156,7 +164,8 @@ local function atomic(op)
     opts = opts or {}
     ptr = checked(ptr, "atomic " .. op)
     return emit("atom", et, ptr, core.coerce(v, et, "cute.atomic_" .. op), nil, imm("A", name),
-      imm("O", opts.order or "relaxed"), imm("S", opts.scope or "gpu"))
+      imm("O", opts.order or "relaxed", "cute.atomic_" .. op .. " order"),
+      imm("S", opts.scope or "gpu", "cute.atomic_" .. op .. " scope"))
   end
 end
 for _, op in ipairs { "add", "min", "max", "and", "or", "xor", "exch", "inc", "dec" } do
@@ -172,7 +181,7 @@ function M.atomic_cas(ptr, cmp, v, opts)
   opts = opts or {}
   ptr = checked(ptr, "atomic cas")
   return emit("atom.cas", et, ptr, core.coerce(cmp, et, "cute.atomic_cas"), core.coerce(v, et, "cute.atomic_cas"),
-    imm("O", opts.order or "relaxed"), imm("S", opts.scope or "gpu"))
+    imm("O", opts.order or "relaxed", "cute.atomic_cas order"), imm("S", opts.scope or "gpu", "cute.atomic_cas scope"))
 end
 
 -- ---------------------------------------------------------------------------
@@ -282,6 +291,17 @@ function M.assert_(cond, msg)
       M.thread_idx().z)
     emit("trap", nil)
   end)
+end
+
+-- Every function here makes GPU code: called outside a trace it says so,
+-- naming itself (not the IR op it would emit).
+for name, f in pairs(M) do
+  if type(f) == "function" and name ~= "warp_reduce_shuffle" then
+    M[name] = function(...)
+      if not core.current() then no_trace("cute." .. name .. "()") end
+      return f(...)
+    end
+  end
 end
 
 M._exports = { "thread_idx", "block_idx", "block_dim", "grid_dim", "cluster_idx", "cluster_dim",

@@ -110,7 +110,65 @@ local function address(t, offset, align)
 end
 M._address = address
 
+-- Static bounds: a static coordinate (or static leaves of one) outside a
+-- static extent of the tensor's shape is an error at the user's line, for
+-- every engine (a register fragment's variable would catch it too, shared
+-- and global memory would not). A 1-D index is checked against the size of
+-- the shape (or of the mode it indexes).
+local static_size_of = setmetatable({}, { __mode = "k" }) -- shape -> its size, or false when not static
+
+local function static_size(s)
+  if type(s) == "number" then return s end
+  if type(s) ~= "table" or not it.is_tuple(s) then return false end
+  local n = static_size_of[s]
+  if n ~= nil then return n end
+  n = 1
+  for i = 1, #s do
+    local m = static_size(s[i])
+    if not m then
+      n = false
+      break
+    end
+    n = n * m
+  end
+  static_size_of[s] = n
+  return n
+end
+
+-- Checks the static parts of coordinate c against shape s; returns the
+-- offending leaf and its extent, or nil.
+local function find_oob(s, c)
+  if type(c) == "number" then
+    local n = static_size(s)
+    if n and (c < 0 or c >= n) then return c, n end
+    return nil
+  end
+  if type(c) == "table" and it.is_tuple(c) and type(s) == "table" and it.is_tuple(s) and #c == #s then
+    for i = 1, #c do
+      local bad, n = find_oob(s[i], c[i])
+      if bad then return bad, n end
+    end
+  end
+  return nil
+end
+
+local function check_bounds(t, c)
+  local s = rawget(t.layout, "shape")
+  if s == nil then return end
+  local bad, n = find_oob(s, c)
+  if bad then
+    if type(c) == "table" then
+      err.raise("coordinate %s is out of bounds of %s: %s is not in 0..%s, the extent of its mode", it._show(c),
+        tostring(t), arith.show(bad), arith.show(n - 1))
+    end
+    err.raise("index %s is out of bounds of %s, which has %s elements (0..%s)", arith.show(c), tostring(t),
+      arith.show(n), arith.show(n - 1))
+  end
+end
+M._check_bounds = check_bounds
+
 local function coord_offset(t, c)
+  check_bounds(t, c)
   local ok, off = pcall(t.layout, c)
   if not ok then err.raise("%s", tostring(off):gsub("^[^:]*:%d+: ", "")) end
   return off
@@ -223,6 +281,7 @@ Tensor.__len = function(t) return L.size(t.layout) end
 
 --- The sub-tensor kept by the cute._ modes of coordinate c.
 function methods.slice(t, c)
+  check_bounds(t, c)
   local layout, off = L.slice_and_offset(c, t.layout)
   return with_offset(t, off, layout)
 end
@@ -479,6 +538,20 @@ local function storage_size(layout, what)
 end
 M._storage_size = storage_size
 
+-- Shared memory a block may have (static plus dynamic), as the IR's
+-- verifier counts it: 227 KiB (sm_90; smaller GPUs have less, which ptxas
+-- and the launch report).
+local SMEM_LIMIT = 232448
+
+-- Raises unless static and dyn bytes (what the kernel has after an
+-- allocation of `bytes`) fit a block.
+local function check_smem(static, dyn, bytes, what)
+  if static + dyn > SMEM_LIMIT then
+    err.raise("%s of %d bytes brings the kernel's shared memory to %d bytes (%d static, %d dynamic); a block has at "
+      .. "most %d (227 KiB)", what, bytes, static + dyn, static, dyn, SMEM_LIMIT)
+  end
+end
+
 --- A static shared-memory tensor of dtype dt with a layout (or a
 -- ComposedLayout carrying a swizzle), aligned to `align` bytes (default 128).
 function M.make_smem_tensor(dt, layout, align)
@@ -488,6 +561,7 @@ function M.make_smem_tensor(dt, layout, align)
   if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
   local n = storage_size(layout, "a shared memory tensor")
   align = align or 128
+  check_smem(T.smem_bytes + n * dt.bytes, T.dyn_smem or 0, n * dt.bytes, "a shared memory tensor")
   local pt = core.ptr(core.scalar(dt), "shared", align)
   local p = emit("smem", pt, nil, nil, nil, n * dt.bytes, align)
   check.note_smem(T, p, n * dt.bytes)
@@ -510,6 +584,8 @@ function M.smem_allocator()
     local n = storage_size(layout, "a shared memory tensor")
     align = align or 128
     self.offset = math.ceil(self.offset / align) * align
+    check_smem(T.smem_bytes, math.max(T.dyn_smem or 0, self.offset + n * dt.bytes), n * dt.bytes,
+      "a dynamic shared memory tensor")
     if not self.base then
       self.base = emit("smem.dyn", core.ptr(core.scalar(dtype.u8), "shared", 1024), nil, nil, nil, 1024)
     end

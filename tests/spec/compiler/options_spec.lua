@@ -39,7 +39,9 @@ describe("compiler.options", function()
 
   it("raises clear errors", function()
     local cases = {
-      { { archh = "sm_80" }, "unknown option 'archh' %(known: arch, cache, cache_dir" },
+      { { archh = "sm_80" }, "unknown option 'archh' %(did you mean 'arch'%?%) %(known: arch, cache, cache_dir" },
+      { { max_register = 32 }, "unknown option 'max_register' %(did you mean 'max_registers'%?%)" },
+      { { zzzz = 1 }, "unknown option 'zzzz' %(known: " },
       { { arch = "sm_91" }, "unknown arch 'sm_91' %(known: sm_80, sm_86, sm_89, sm_90, sm_90a" },
       { { opt = 4 }, "opt must be 0, 1, 2 or 3, got 4" },
       { { opt = 1.5 }, "opt must be 0, 1, 2 or 3, got 1.5" },

@@ -187,7 +187,7 @@ describe("the cache keyed before tracing (trace_key)", function()
     assert.is_true(spec_of(fresh(with(base, { checked = false })), args()).pretraced)
   end)
 
-  it("is not used with a function as a compile-time argument or in an option", function()
+  it("is not used with a function as a compile-time argument", function()
     local base = { arch = "sm_80", cache_dir = dir, trace_key = "fn " .. dir, checked = false, cache = true }
     local function body_f(x, f) x[0] = f() end
     local one = function() return 1 end
@@ -197,15 +197,10 @@ describe("the cache keyed before tracing (trace_key)", function()
       assert.is_false(s.pretraced)
       assert.equal(n + 1, traces())
     end
-    local w = H.warnings(function()
-      for _ = 1, 2 do
-        local s = spec_of(fresh(with(base, { helper = one })), args())
-        assert.is_false(s.pretraced)
-      end
-    end)
-    assert.equal(1, #w) -- once a process
-    assert.matches("kernel scale_tk_here: trace_key not used, the kernel is traced first: option helper holds a "
-      .. "function", w[1])
+    -- (an option holding a function: options are checked, no option takes one)
+    local ok, e = pcall(fresh, with(base, { helper = one }))
+    assert.is_false(ok)
+    assert.matches("unknown option 'helper'", e)
   end)
 
   it("gives the traced compile's IR and NVVM IR after a hit", function()

@@ -196,4 +196,26 @@ describe("cute.ir", function()
     assert.equals(512, n)
     m:free()
   end)
+
+  it("bounds a module's instructions, and takes integer constants as whole numbers", function()
+    local m = ir.module { max_ops = 10 }
+    local k = m:kernel("k")
+    local x = k:param("i32")
+    for _ = 1, 9 do x = k:op("mul", nil, x, x) end
+    raises("ir_spec%.lua:%d+: .*'mul' would be instruction 11 of the module, past its instruction limit of 10",
+      k.op, k, "mul", nil, x, x)
+    m:set_max_ops(0)
+    k:op("mul", nil, x, x)
+    raises("max_ops must be a whole number from 0 %(no limit%) to 2147483647, got %-1", m.set_max_ops, m, -1)
+    -- integer constants wrap at the width (the IR's rule) but must be whole numbers an int64 (or uint64) holds
+    k:const("i8", 255)
+    k:const("i64", 2 ^ 64 - 2 ^ 11)
+    local text = k:print()
+    assert.matches("const %-1 : i8", text)
+    assert.matches("const %-2048 : i64", text)
+    raises("const: 1%.5 is not a whole number", k.const, k, "i32", 1.5)
+    raises("const: 18446744073709551616 is not a whole number", k.const, k, "i64", 2 ^ 64)
+    raises("const: nan is not a whole number", k.const, k, "i32", 0 / 0)
+    m:free()
+  end)
 end)

@@ -6,7 +6,8 @@
 -- IR without a single alloca (every index is static), and pass libnvvm (whose
 -- verifier checks every phi against its block's predecessors and every use
 -- against dominance) and ptxas. The seeds are fixed so that a failure can be
--- reproduced; CUTELUA_FUZZ_SEED=n adds program n.
+-- reproduced; CUTELUA_FUZZ_SEED=n adds program n, CUTELUA_FUZZ_LONG=1 runs 25
+-- times as many.
 local ir = require "cute.ir"
 local compiler = require "cute.compiler"
 
@@ -113,7 +114,7 @@ end
 
 describe("local variables in SSA form", function()
   local seeds = {}
-  for s = 1, 40 do seeds[#seeds + 1] = s * 7919 end
+  for s = 1, os.getenv("CUTELUA_FUZZ_LONG") == "1" and 1000 or 40 do seeds[#seeds + 1] = s * 7919 end
   if os.getenv("CUTELUA_FUZZ_SEED") then seeds[#seeds + 1] = tonumber(os.getenv("CUTELUA_FUZZ_SEED")) end
   local opts = compiler.options { arch = "sm_80", cache = false }
   it("emit phis that libnvvm and ptxas accept, for random structured programs", function()

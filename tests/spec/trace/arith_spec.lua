@@ -117,6 +117,53 @@ describe("tracer arithmetic", function()
     assert.matches("max.f32", ptx)
   end)
 
+  it("applies the kernel option fast_math to f32 math only", function()
+    local names = { "sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "exp2", "log2", "rsqrt", "rcp", "erf" }
+    local d = cute.fake_tensor(cute.f64, 16)
+    local f = cute.fake_tensor(cute.f32, 16)
+    for _, name in ipairs(names) do
+      -- f64 under fast_math: the exact functions (no approximations exist)
+      local ir = H.ir(function(x) x[0] = cute[name](x[1]) end, { d }, { fast_math = true })
+      assert.matches("= " .. name .. " %%%d+ : f64", ir)
+      -- f32 under fast_math: the fast flag
+      ir = H.ir(function(x) x[0] = cute[name](x[1]) end, { f }, { fast_math = true })
+      assert.matches("= " .. name .. "%.fast %%%d+ : f32", ir)
+    end
+    -- both in one kernel, compiled to PTX: approximations for f32, libdevice for f64
+    local ptx = H.ptx(function(x, y)
+      x[0] = cute.sqrt(x[1]) + cute.exp(x[2])
+      y[0] = cute.sqrt(y[1]) + cute.exp(y[2])
+    end, { d, f }, { fast_math = true })
+    assert.matches("sqrt%.rn%.f64", ptx)
+    assert.matches("sqrt%.approx", ptx)
+    -- an explicit request on f64 stays an error, at the user's line
+    local msg = H.error_at(function() H.ir(function(x) x[0] = cute.sqrt(x[1], { fast = true }) end, { d }) end)
+    assert.matches("the fast approximations are for f32, not f64", msg)
+  end)
+
+  it("names cute.where as the ternary when a comparison is misused", function()
+    local msg = H.error_at(function()
+      H.ir(function(x) if x[0] < 1 then x[1] = 1 end end, { cute.fake_tensor(cute.f32, 16) })
+    end, 1)
+    assert.matches("cute%.if_ / cute%.where", msg)
+    assert.is_nil(msg:find("select", 1, true))
+    -- what the docs' table of C operators gives for c ? a : b is the ternary
+    local doc = assert(io.open("docs/tracer.md")):read("*a")
+    local fn = doc:match("| `c %? a : b` | `cute%.(%w+)%(c, a, b%)` |")
+    assert.equal("where", fn)
+    local ir = H.ir(function(x) x[0] = cute[fn](x[1]:lt(0), x[2], x[3]) end, { cute.fake_tensor(cute.f32, 16) })
+    assert.matches("select %%%d+, %%%d+, %%%d+ : f32", ir)
+  end)
+
+  it("takes min and max of f16 values (through f32, exactly)", function()
+    local h = cute.fake_tensor(cute.f16, 16)
+    local ir = H.ir(function(x) x[0] = cute.max(cute.min(x[1], x[2]), 0.5) end, { h })
+    assert.matches("fmin %%%d+, %%%d+ : f32", ir)
+    assert.matches("fmax %%%d+, %%%d+ : f32", ir)
+    assert.matches("store %%1, %%%d+", ir)
+    assert.matches("max%.f32", H.ptx(function(x) x[0] = cute.max(x[1], x[2]) end, { h }))
+  end)
+
   it("computes on Lua numbers at trace time", function()
     assert.equal(3, cute.max(1, 3))
     assert.equal(2, cute.sqrt(4))

@@ -63,7 +63,7 @@ describe("tracer control flow", function()
   end)
 
   it("refuses break outside a dynamic loop", function()
-    local msg = H.error_of(function() H.ir(function() cute.break_() end, { H.f32() }) end)
+    local msg = H.error_of(function() H.ir(function(_) cute.break_() end, { H.f32() }) end)
     assert.matches("outside a dynamic loop", msg)
   end)
 

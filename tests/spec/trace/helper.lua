@@ -25,6 +25,16 @@ function H.error_of(f)
   return tostring(msg)
 end
 
+--- The error message of f(), which must fail at the caller's file and line
+-- + offset (0: the line of the H.error_at call): the user's line.
+function H.error_at(f, offset)
+  local info = debug.getinfo(2, "Sl")
+  local msg = H.error_of(f)
+  local where = info.short_src:match("[^/]+$") .. ":" .. (info.currentline + (offset or 0)) .. ":"
+  assert(msg:find(where, 1, true), "expected the error at " .. where .. ", got: " .. msg)
+  return msg
+end
+
 --- Counts the occurrences of a plain substring.
 function H.count(s, sub)
   local n, pos = 0, 1

@@ -101,7 +101,7 @@ describe("cute.kernel", function()
   end)
 
   it("refuses arguments it cannot take", function()
-    local k = cute.kernel(function() end)
+    local k = cute.kernel(function(_) end)
     assert.matches("cannot take a function", H.error_of(function() k:compile(print) end))
     assert.matches("not a valid kernel name", H.error_of(function() cute.kernel("9x", function() end) end))
   end)
