@@ -109,6 +109,31 @@ describe("checked kernels", function()
     end
   end)
 
+  it("stop cute.bench at an out-of-bounds access mid-run; the same process then launches correctly #gpu", function()
+    local n = 1024
+    local x = cute.tensor(cute.f32, n):uniform(-50, 50)
+    local y = cute.tensor(cute.f32, 2 * n):fill(-1):view(cute.make_layout(n))
+    local good, bad = doubled(true), shifted()
+    local calls = 0
+    local ok, msg = pcall(cute.bench, function(i)
+      calls = calls + 1
+      if i == 30 then bad { grid = n / 128, block = 128 }(x, y, cute.i32(n))
+      else good { grid = n / 128, block = 128 }(x, y, cute.i32(n)) end
+    end, { warmup_ms = 2, min_time_ms = 20, min_reps = 60 })
+    assert.is_false(ok)
+    assert.is_true(calls >= 30)
+    assert.matches("kernel 'shifted': out%-of%-bounds store of 4 bytes at [^ ]*checked_spec%.lua:" .. SHIFTED_LINE, msg)
+    assert.is_false(cute.device_lost())
+    -- the next launches in this process, checked and not, compute the right answer on fresh data
+    local hx = x:to_table()
+    for _, checked in ipairs { true, false } do
+      local z = poison(cute.tensor(cute.f32, n))
+      doubled(checked) { grid = n / 128, block = 128 }(x, z, cute.i32(n))
+      local hz = z:to_table()
+      for i = 1, n do assert.equal(hx[i] * 2, hz[i]) end
+    end
+  end)
+
   it("report out-of-bounds loads and atomics with their argument #gpu", function()
     local k = cute.kernel(function(x, y)
       local i = cute.thread_idx().x
