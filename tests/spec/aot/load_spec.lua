@@ -148,6 +148,8 @@ describe("cute.aot.load refuses what is not an intact export", function()
         results[i] or "(none)")
     end
     local last = results[#paths]
-    assert(last == "ok" or last:match("cuInit failed") or last:match("no CUDA context"), last)
+    -- (a GPU the export has no cubin for also means every file check passed)
+    assert(last == "ok" or last:match("cuInit failed") or last:match("no CUDA context")
+      or last:match("no cubin of kernel [%w_]+ for this GPU"), last)
   end)
 end)
