@@ -177,10 +177,24 @@ local function fmt_value(v, unit)
   return string.format("%.4g %s", v, unit)
 end
 
+--- True in check-only mode (CUTELUA_BENCH_CHECK=1, or bench/run.lua --check):
+-- each case runs once and is checked; nothing is timed and no peer runs (for
+-- running every kernel under compute-sanitizer: scripts/gpu-test --sanitize).
+function H.check_only() return os.getenv("CUTELUA_BENCH_CHECK") == "1" end
+
 function H:run_case(c)
   local row = { suite = c.suite, name = c.name, shape = c.shape or "", dtype = c.dtype or "", goal = c.goal }
   local ok, e = pcall(function()
     local state = c.setup and c.setup(self) or {}
+    if H.check_only() then
+      c.run(state, 1)
+      cute.synchronize()
+      local good, msg = true, nil
+      if c.check then good, msg = c.check(state) end
+      row.check = c.check and (good and "ok" or ("WRONG: " .. tostring(msg))) or "no check"
+      if c.teardown then c.teardown(state) end
+      return
+    end
     local runner = type(c.peer) == "function" and c.peer(self)
     local r, peer
     if runner and runner.run then

@@ -15,8 +15,12 @@ while i <= #arg do
     -- read by cute.bench.quick()
     require("ffi").cdef "int setenv(const char *, const char *, int);"
     require("ffi").C.setenv("CUTELUA_BENCH_QUICK", "1", 1)
+  elseif a == "--check" then
+    -- read by H.check_only(): every case once, checked, not timed, no peers
+    require("ffi").cdef "int setenv(const char *, const char *, int);"
+    require("ffi").C.setenv("CUTELUA_BENCH_CHECK", "1", 1)
   elseif a == "-h" or a == "--help" then
-    print("usage: scripts/bench [--quick] [--out DIR] [suite...]  (suites: bench/suites/*.lua)")
+    print("usage: scripts/bench [--quick] [--check] [--out DIR] [suite...]  (suites: bench/suites/*.lua)")
     os.exit(0)
   else
     suites[#suites + 1] = a
