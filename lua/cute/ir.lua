@@ -221,19 +221,6 @@ end
 --- The pending diagnostics as text (builder errors not yet raised).
 function Module:diag() return ffi.string(C.diag(live(self))) end
 
---- Builds the sample kernels of src/ir/ir_sample.c (saxpy; an unrolled mma tile).
-function Module:sample(which, n_mma, n_ldm)
-  local ptr
-  if which == "saxpy" then ptr = C.sample_saxpy(live(self))
-  elseif which == "mma" then ptr = C.sample_mma_unrolled(live(self), n_mma or 512, n_ldm or 128)
-  else err.raise("cute.ir: unknown sample '%s' (saxpy, mma)", tostring(which)) end
-  if ptr == nil then raise_diag(self, "sample") end
-  local f = setmetatable({ m = self, handle = ptr, name = ffi.string(C.func_name(ptr)), index = C.func_index(ptr) },
-    Func)
-  self.funcs[#self.funcs + 1] = f
-  return f
-end
-
 -- --- functions -----------------------------------------------------------------------------
 
 -- The function's C handle, refusing one whose module was freed.

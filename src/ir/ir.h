@@ -293,11 +293,4 @@ void ir_print_inst(IrFunc *f, IrRef v, ClBuf *out);
    or -1 with the reasons in the module's diagnostics. */
 int ir_emit_nvvm(IrModule *m, const IrEmitOptions *opt, ClBuf *out);
 
-/* --- sample kernels (tests, benchmarks, docs) ------------------------------------------------------------- */
-/* saxpy: y[i] = a * x[i] + y[i] for i < n. */
-IrFunc *ir_sample_saxpy(IrModule *m);
-/* A fully unrolled warp tile: n_ldm ldmatrix.x4 and n_mma mma.sync.m16n8k16
-   (f16 -> f32) with the address arithmetic, stored to global at the end. */
-IrFunc *ir_sample_mma_unrolled(IrModule *m, int n_mma, int n_ldm);
-
 #endif

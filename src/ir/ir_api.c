@@ -55,6 +55,19 @@ static const char *api_emit_nvvm(IrModule *m, const IrEmitOptions *opt, size_t *
   return text_of(m, len);
 }
 
+/* The sample kernels moved out of the library into the C tests
+   (tests/c/support/ir_sample.c); their slots stay for the ABI and refuse. */
+static IrFunc *api_sample_gone(IrModule *m) {
+  if (m) ir_merror(m, "the sample kernels are test code now (tests/c/support/ir_sample.c; Lua: tests/spec/ir/samples.lua)");
+  return NULL;
+}
+static IrFunc *api_sample_saxpy(IrModule *m) { return api_sample_gone(m); }
+static IrFunc *api_sample_mma_unrolled(IrModule *m, int n_mma, int n_ldm) {
+  (void)n_mma;
+  (void)n_ldm;
+  return api_sample_gone(m);
+}
+
 static const CLIrApi ir_api = {
     .abi = CL_IR_ABI,
     .op_count = api_op_count,
@@ -123,8 +136,8 @@ static const CLIrApi ir_api = {
     .print_func = api_print_func,
     .print_inst = api_print_inst,
     .emit_nvvm = api_emit_nvvm,
-    .sample_saxpy = ir_sample_saxpy,
-    .sample_mma_unrolled = ir_sample_mma_unrolled,
+    .sample_saxpy = api_sample_saxpy,
+    .sample_mma_unrolled = api_sample_mma_unrolled,
     .var_loadv = ir_var_loadv,
     .var_storev = ir_var_storev,
     .var_opaque = ir_var_opaque,

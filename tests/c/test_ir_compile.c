@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "ir.h"
+#include "ir_sample.h"
 #include "nv_compile.h"
 
 static ClBuf read_golden(const char *name) {
