@@ -78,7 +78,7 @@ describe("cute.ir", function()
     assert.matches("var.store %$1%[0%], %%%d+", text)
     assert.equals("i32", m:type_name(k:type_of(i)))
     assert.equals("iv", k:op_of(i))
-    local ll = m:emit_nvvm { sm = 80 }
+    local ll = m:emit_nvvm { target = "sm_80" }
     assert.matches("define internal float @sq%(float %%v1%)", ll)
     assert.matches("!\"minctasm\", i32 2}", ll)
     m:free()
