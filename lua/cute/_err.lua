@@ -15,7 +15,7 @@ local function is_internal(source)
   local r = internal_cache[source]
   if r == nil then
     r = source == "=[C]" or source:find("^@lua/cute/") ~= nil or source:find("/lua/cute/[^/]+%.lua$") ~= nil
-      or source:find("/lua/cute/.+/[^/]+%.lua$") ~= nil or source:find("^@repl/repl%.lua$") ~= nil
+      or source:find("/lua/cute/.+/[^/]+%.lua$") ~= nil or source:find("^@cli/repl%.lua$") ~= nil
     internal_cache[source] = r
   end
   return r

@@ -201,38 +201,40 @@ Module.__tostring = function(m)
   return m:print()
 end
 
---- NVVM IR text for libnvvm. opts: sm, fast_math, ftz, line_info. Raises with
--- the verifier's report when the module is not valid.
+--- NVVM IR text for libnvvm, from the emitter (src/emit). opts: fast_math,
+-- ftz, line_info, target (a name, for the emitter). Verifies the module
+-- first (the module's own target decides what is valid) and raises with the
+-- verifier's report when it is not valid; the module is not changed.
+local EMIT_OPTIONS = { fast_math = true, ftz = true, line_info = true, target = true }
+
 function Module:emit_nvvm(opts)
   opts = opts or {}
-  local o = ffi.new("IrEmitOptions")
-  local sm = opts.sm
-  if type(sm) == "string" then sm = tonumber(sm:match("^sm_(%d+)")) end
-  o.sm = sm or 0
-  o.fast_math = opts.fast_math and 1 or 0
-  o.ftz = opts.ftz and 1 or 0
-  o.line_info = opts.line_info and 1 or 0
+  for k in pairs(opts) do
+    if not EMIT_OPTIONS[k] then
+      err.raise("cute.ir: emit_nvvm: unknown option '%s' (fast_math, ftz, line_info, target)%s", tostring(k),
+        k == "sm" and "; the target that decides what is valid is the module's (ir.module{sm = ...}, m:set_sm)"
+        or "")
+    end
+  end
+  if C.module_verified(live(self)) == 0 then self:verify() end
+  local E = require("cute._c").emit
+  local target = opts.target
+  if target ~= nil and type(target) ~= "string" then
+    err.raise("cute.ir: emit_nvvm: target must be a name (\"sm_90a\"), got %s", tostring(target))
+  end
+  local o = ffi.new("EmOptions", { fast_math = opts.fast_math and 1 or 0, ftz = opts.ftz and 1 or 0,
+    line_info = opts.line_info and 1 or 0, target = target })
+  local out, e = ffi.gc(E.text_new(), E.text_free), ffi.gc(E.text_new(), E.text_free)
   local len = ffi.new("size_t[1]")
-  local s = C.emit_nvvm(live(self), o, len)
-  if s == nil then raise_diag(self, "emit_nvvm") end
-  return ffi.string(s, len[0])
+  if E.nvvm(live(self), o, out, e) ~= 0 then
+    local msg = E.text(e, len)
+    err.raise("%s", (ffi.string(msg, len[0]):gsub("\n$", "")))
+  end
+  return ffi.string(E.text(out, len), len[0])
 end
 
 --- The pending diagnostics as text (builder errors not yet raised).
 function Module:diag() return ffi.string(C.diag(live(self))) end
-
---- Builds the sample kernels of src/ir/ir_sample.c (saxpy; an unrolled mma tile).
-function Module:sample(which, n_mma, n_ldm)
-  local ptr
-  if which == "saxpy" then ptr = C.sample_saxpy(live(self))
-  elseif which == "mma" then ptr = C.sample_mma_unrolled(live(self), n_mma or 512, n_ldm or 128)
-  else err.raise("cute.ir: unknown sample '%s' (saxpy, mma)", tostring(which)) end
-  if ptr == nil then raise_diag(self, "sample") end
-  local f = setmetatable({ m = self, handle = ptr, name = ffi.string(C.func_name(ptr)), index = C.func_index(ptr) },
-    Func)
-  self.funcs[#self.funcs + 1] = f
-  return f
-end
 
 -- --- functions -----------------------------------------------------------------------------
 

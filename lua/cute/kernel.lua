@@ -303,19 +303,24 @@ end
 -- The module's IR as text, with locations (what the IR-keyed cache hashes).
 local function print_ir(m) return ir_text(core.ir().print(m, 1, len_out)) end
 
--- A function that emits the module's NVVM IR for the options.
+-- The emitter's output and error texts (src/emit), made once.
+local em_out, em_err
+
+-- A function that emits the (verified) module's NVVM IR for the options.
 local function emitter(m, name, copts)
-  local ir = core.ir()
+  local emit = require("cute._c").emit
+  if not em_out then
+    em_out, em_err = ffi.gc(emit.text_new(), emit.text_free), ffi.gc(emit.text_new(), emit.text_free)
+  end
   local arch = copts:get("arch")
-  local sm = tonumber(arch:match("sm_(%d+)"))
-  local eo = ffi.new("IrEmitOptions", { sm = sm, fast_math = copts:get("fast_math") and 1 or 0,
-    ftz = copts:get("ftz") == true and 1 or 0, line_info = copts:get("lineinfo") and 1 or 0 })
+  local eo = ffi.new("EmOptions", { fast_math = copts:get("fast_math") and 1 or 0,
+    ftz = copts:get("ftz") == true and 1 or 0, line_info = copts:get("lineinfo") and 1 or 0, target = arch })
   return function()
-    local p = ir.emit_nvvm(m, eo, len_out)
-    if p == nil then
-      err.raise("kernel %s: the NVVM emitter failed:\n%s", name, ffi.string(ir.diag(m)))
+    eo.target = arch -- (the string is held by this closure)
+    if emit.nvvm(m, eo, em_out, em_err) ~= 0 then
+      err.raise("kernel %s: the NVVM emitter failed:\n%s", name, ir_text(emit.text(em_err, len_out)))
     end
-    return ir_text(p)
+    return ir_text(emit.text(em_out, len_out))
   end
 end
 

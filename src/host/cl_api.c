@@ -11,6 +11,7 @@
 #include "cl_version.h"
 #include "nv_compile.h"
 #include "ir.h"
+#include "emit.h"
 
 static const char *host_version(void) { return CUTELUA_VERSION_STRING; }
 
@@ -61,6 +62,7 @@ const ClApiEntry cl_api_entries[] = {
     {"rt", "CLRtApi", "src/rt/rt.cdef", cl_rt_api},
     {"nvvm", "CLNvApi", "src/nvvm/nvvm.cdef", cl_nv_api},
     {"ir", "CLIrApi", "src/ir/ir.cdef", cl_ir_api},
+    {"emit", "CLEmitApi", "src/emit/emit.cdef", cl_emit_api},
     {"aot", "CLAotApi", "src/aot/aot.cdef", cl_aot_api},
 };
 const size_t cl_api_entry_count = sizeof cl_api_entries / sizeof *cl_api_entries;

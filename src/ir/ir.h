@@ -1,4 +1,5 @@
-/* ir.h: the cutelua IR, its builder, verifier, printer and NVVM emitter (public C API).
+/* ir.h: the cutelua IR, its builder, verifier and printer (public C API; the
+ * NVVM emitter, its backend, is src/emit).
  *
  * A module (IrModule) owns one arena: types, strings, locations and every
  * function's instructions live in it and go with ir_module_free. Nothing here
@@ -16,7 +17,8 @@
  * while.cond/end. A value defined inside a region is visible in the regions
  * nested in it and nowhere after the region closes (checked by the builder and
  * the verifier). Mutable state lives in local variables (var_*), which the
- * emitter turns into allocas for libnvvm to promote to registers.
+ * emitter (src/emit) writes as SSA values, or allocas where they are indexed
+ * with run-time values.
  *
  * Types are interned: equal types have equal ids (IrType). Scalars have fixed
  * ids (IR_T_F32 ...); vectors, pointers (element type, address space,
@@ -176,6 +178,14 @@ void ir_diag_clear(IrModule *m);
 /* Interned strings (file names, printf formats, asm text): id >= 1. */
 uint32_t ir_str(IrModule *m, const char *s);
 const char *ir_str_get(const IrModule *m, uint32_t id);
+uint32_t ir_str_find(const IrModule *m, const char *s); /* the id of a string interned already, else 0 */
+/* 1 when ir_verify found nothing wrong and nothing changed since (no op,
+   function, parameter, attribute, variable or option added or set). */
+int ir_module_verified(const IrModule *m);
+/* An error about op v of f (0: about f) formatted as the module's
+   diagnostics are ("file:line (fn): error: msg\n  in @f: <op>\n"), appended
+   to out; nothing is recorded in the module (for its readers, e.g. the emitter). */
+void ir_format_error(const IrFunc *f, IrRef v, const char *msg, ClBuf *out);
 
 /* --- types ------------------------------------------------------------------------------------------------ */
 IrType ir_type_vec(IrModule *m, IrType elem, int len);
@@ -289,15 +299,5 @@ int ir_verify(IrModule *m);
 void ir_print_module(IrModule *m, ClBuf *out, int flags);
 void ir_print_func(IrFunc *f, ClBuf *out, int flags);
 void ir_print_inst(IrFunc *f, IrRef v, ClBuf *out);
-/* NVVM IR text for libnvvm (CUDA 13, LLVM 7 dialect). Verifies first; returns 0,
-   or -1 with the reasons in the module's diagnostics. */
-int ir_emit_nvvm(IrModule *m, const IrEmitOptions *opt, ClBuf *out);
-
-/* --- sample kernels (tests, benchmarks, docs) ------------------------------------------------------------- */
-/* saxpy: y[i] = a * x[i] + y[i] for i < n. */
-IrFunc *ir_sample_saxpy(IrModule *m);
-/* A fully unrolled warp tile: n_ldm ldmatrix.x4 and n_mma mma.sync.m16n8k16
-   (f16 -> f32) with the address arithmetic, stored to global at the end. */
-IrFunc *ir_sample_mma_unrolled(IrModule *m, int n_mma, int n_ldm);
 
 #endif

@@ -48,11 +48,27 @@ static const char *api_print_inst(IrFunc *f, IrRef v, size_t *len) {
   ir_print_inst(f, v, &f->m->text);
   return text_of(f->m, len);
 }
+/* The emitter left the IR (src/emit, its own table CLEmitApi): the slot stays
+   for the ABI and refuses, saying where it went. */
 static const char *api_emit_nvvm(IrModule *m, const IrEmitOptions *opt, size_t *len) {
-  if (!m) return NULL;
-  cl_buf_clear(&m->text);
-  if (ir_emit_nvvm(m, opt, &m->text) != 0) return NULL;
-  return text_of(m, len);
+  (void)opt;
+  if (len) *len = 0;
+  if (m) ir_merror(m, "emit_nvvm moved out of the IR: the emitter's table (CLEmitApi, src/emit/emit.cdef; Lua: "
+                      "require(\"cute._c\").emit.nvvm, or cute.ir's Module:emit_nvvm)");
+  return NULL;
+}
+
+/* The sample kernels moved out of the library into the C tests
+   (tests/c/support/ir_sample.c); their slots stay for the ABI and refuse. */
+static IrFunc *api_sample_gone(IrModule *m) {
+  if (m) ir_merror(m, "the sample kernels are test code now (tests/c/support/ir_sample.c; Lua: tests/spec/ir/samples.lua)");
+  return NULL;
+}
+static IrFunc *api_sample_saxpy(IrModule *m) { return api_sample_gone(m); }
+static IrFunc *api_sample_mma_unrolled(IrModule *m, int n_mma, int n_ldm) {
+  (void)n_mma;
+  (void)n_ldm;
+  return api_sample_gone(m);
 }
 
 static const CLIrApi ir_api = {
@@ -123,12 +139,13 @@ static const CLIrApi ir_api = {
     .print_func = api_print_func,
     .print_inst = api_print_inst,
     .emit_nvvm = api_emit_nvvm,
-    .sample_saxpy = ir_sample_saxpy,
-    .sample_mma_unrolled = ir_sample_mma_unrolled,
+    .sample_saxpy = api_sample_saxpy,
+    .sample_mma_unrolled = api_sample_mma_unrolled,
     .var_loadv = ir_var_loadv,
     .var_storev = ir_var_storev,
     .var_opaque = ir_var_opaque,
     .inst_arg = ir_inst_arg,
+    .module_verified = ir_module_verified,
 };
 
 const void *cl_ir_api(void) { return &ir_api; }

@@ -75,6 +75,7 @@ IrFunc *ir_func_new(IrModule *m, const char *name, IrFuncKind kind, IrType ret) 
   f->nvar = 1;
   for (int a = 0; a < IR_ATTR__COUNT; a++) f->attrs[a][0] = f->attrs[a][1] = f->attrs[a][2] = 0;
   m->funcs[m->nfunc++] = f;
+  m->changes++;
   return f;
 oom:
   m->oom = 1;
@@ -114,6 +115,7 @@ IrRef ir_append(IrFunc *f, IrOp op, IrType type, const IrRef *args, int nargs, c
   }
   IrRef v = f->ninst++;
   m->nops++;
+  m->changes++;
   IrInst *in = &f->insts[v];
   in->op = (uint16_t)op;
   in->nargs = (uint16_t)nargs;
@@ -135,6 +137,7 @@ void ir_rollback(IrFunc *f, IrRef v) {
   f->nimmp = f->insts[v].imms;
   f->ninst = v;
   f->m->nops--;
+  f->m->changes++;
 }
 
 int ir_region_open(const IrFunc *f, uint32_t region) {
@@ -414,6 +417,7 @@ int ir_func_attr(IrFunc *f, IrAttr attr, int x, int y, int z) {
     ir_error(f, 0, "kernel attributes apply to kernels; @%s is a device function", ir_str_get(f->m, f->name));
     return -1;
   }
+  f->m->changes++;
   f->attrs[attr][0] = x;
   f->attrs[attr][1] = nvals[attr] == 3 ? y : 0;
   f->attrs[attr][2] = nvals[attr] == 3 ? z : 0;
@@ -573,6 +577,7 @@ uint32_t ir_var_new(IrFunc *f, IrType type, int count) {
     return 0;
   }
   uint32_t id = f->nvar++;
+  m->changes++;
   f->vars[id] = (IrVarInfo){type, count, m->cur_loc, 0};
   return id;
 }

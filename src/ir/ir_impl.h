@@ -172,6 +172,11 @@ typedef struct IrLoc {
 struct IrModule {
   IrArena arena;
   int opt[IR_OPT__COUNT];
+  /* changes: bumped by everything that can change what the verifier says
+     (an op, a function, a parameter, an attribute, a variable, an option);
+     verified_at: its value when ir_verify last found nothing */
+  uint64_t changes, verified_at;
+  int verified;
   uint32_t nops; /* instructions of all its functions (IR_OPT_MAX_OPS bounds it) */
   /* strings: ids 1..nstr-1 */
   const char **strs;

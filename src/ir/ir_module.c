@@ -126,6 +126,16 @@ oom:
   return 0;
 }
 
+uint32_t ir_str_find(const IrModule *m, const char *s) {
+  if (!m || !s || !m->strtabcap) return 0;
+  uint32_t h = hash_bytes(s, strlen(s), 2166136261u);
+  for (uint32_t i = h & (m->strtabcap - 1);; i = (i + 1) & (m->strtabcap - 1)) {
+    uint32_t id = m->strtab[i];
+    if (!id) return 0;
+    if (strcmp(m->strs[id], s) == 0) return id;
+  }
+}
+
 const char *ir_str_get(const IrModule *m, uint32_t id) {
   return (m && id > 0 && id < m->nstr) ? m->strs[id] : "";
 }
@@ -201,8 +211,13 @@ void ir_module_free(IrModule *m) {
 }
 
 void ir_module_set(IrModule *m, IrOption opt, int value) {
-  if (m && (unsigned)opt < IR_OPT__COUNT) m->opt[opt] = value;
+  if (m && (unsigned)opt < IR_OPT__COUNT) {
+    m->opt[opt] = value;
+    m->changes++;
+  }
 }
+
+int ir_module_verified(const IrModule *m) { return m && m->verified && m->verified_at == m->changes; }
 
 int ir_module_get(const IrModule *m, IrOption opt) {
   return (m && (unsigned)opt < IR_OPT__COUNT) ? m->opt[opt] : -1;
@@ -227,14 +242,9 @@ void ir_merror(IrModule *m, const char *fmt, ...) {
   m->ndiag++;
 }
 
-/* "file:line (fn): error: message\n  in @f: <op>\n" */
-void ir_verror(IrFunc *f, IrRef v, const char *fmt, va_list ap) {
-  IrModule *m = f->m;
-  ClBuf *d = &m->diag;
-  /* an op's own location; with no op (a builder call that made none) the
-     current one, else where the function was made */
-  uint32_t loc = (v && ir_ref_ok(f, v)) ? f->insts[v].loc : m->cur_loc;
-  if (!loc) loc = f->loc;
+/* "file:line (fn): error: message\n  in @f: <op>\n" at location loc. */
+static void format_error(const IrFunc *f, IrRef v, uint32_t loc, ClBuf *d, const char *fmt, va_list ap) {
+  const IrModule *m = f->m;
   size_t start = d->len;
   ir_loc_format(m, loc, d);
   if (d->len > start) cl_buf_puts(d, ": ");
@@ -246,7 +256,32 @@ void ir_verror(IrFunc *f, IrRef v, const char *fmt, va_list ap) {
     ir_print_inst_text(f, v, d);
   }
   cl_buf_putc(d, '\n');
+}
+
+static void format_error_at(const IrFunc *f, IrRef v, uint32_t loc, ClBuf *d, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void format_error_at(const IrFunc *f, IrRef v, uint32_t loc, ClBuf *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  format_error(f, v, loc, d, fmt, ap);
+  va_end(ap);
+}
+
+void ir_verror(IrFunc *f, IrRef v, const char *fmt, va_list ap) {
+  IrModule *m = f->m;
+  /* an op's own location; with no op (a builder call that made none) the
+     current one, else where the function was made */
+  uint32_t loc = (v && ir_ref_ok(f, v)) ? f->insts[v].loc : m->cur_loc;
+  if (!loc) loc = f->loc;
+  format_error(f, v, loc, &m->diag, fmt, ap);
   m->ndiag++;
+}
+
+void ir_format_error(const IrFunc *f, IrRef v, const char *msg, ClBuf *out) {
+  if (!f || !out) return;
+  uint32_t loc = (v && ir_ref_ok(f, v)) ? f->insts[v].loc : 0;
+  if (!loc) loc = f->loc;
+  format_error_at(f, v, loc, out, "%s", msg);
 }
 
 void ir_error(IrFunc *f, IrRef v, const char *fmt, ...) {

@@ -253,5 +253,7 @@ int ir_verify(IrModule *m) {
   free(s.region_id);
   free(s.region_of);
   m->cur_loc = saved_loc;
+  m->verified = m->ndiag == before;
+  m->verified_at = m->changes;
   return m->ndiag - before;
 }

@@ -10,6 +10,8 @@
 
 #include "check.h"
 #include "ir.h"
+#include "emit.h"
+#include "ir_sample.h"
 #include "nv_compile.h"
 
 static ClBuf read_golden(const char *name) {
@@ -61,14 +63,28 @@ static ClBuf compile(const ClBuf *ll, const char *arch, int lineinfo, ClBuf *dia
   return ptx;
 }
 
+/* Verifies m for target sm, then emits it (the emitter takes verified IR). */
+static int emit(IrModule *m, int sm, int line_info, ClBuf *ll) {
+  ir_module_set(m, IR_OPT_SM, sm);
+  if (ir_verify(m) != 0) {
+    fprintf(stderr, "%s", ir_diag(m));
+    return -1;
+  }
+  EmOptions o = {0, 0, line_info, NULL};
+  ClBuf err = {0};
+  int rc = em_nvvm(m, &o, ll, &err);
+  if (rc) fprintf(stderr, "%s", cl_buf_str(&err));
+  cl_buf_free(&err);
+  return rc;
+}
+
 static void test_saxpy(void) {
   IrModule *m = ir_module_new();
   CHECK(ir_sample_saxpy(m) != NULL);
   ClBuf text = {0}, ll = {0};
   ir_print_module(m, &text, IR_PRINT_LOCS);
   golden("sample_saxpy.ir", &text);
-  IrEmitOptions o = {80, 0, 0, 0};
-  CHECK_EQ_INT(ir_emit_nvvm(m, &o, &ll), 0);
+  CHECK_EQ_INT(emit(m, 80, 0, &ll), 0);
   golden("sample_saxpy.ll", &ll);
   static const char *const archs[] = {"sm_80", "sm_90a"};
   for (int a = 0; a < 2; a++) {
@@ -96,8 +112,7 @@ static void test_big_tile(void) {
   IrFunc *f = ir_sample_mma_unrolled(m, 512, 128);
   CHECK(f != NULL);
   ClBuf ll = {0};
-  IrEmitOptions o = {90, 0, 0, 1};
-  CHECK_EQ_INT(ir_emit_nvvm(m, &o, &ll), 0);
+  CHECK_EQ_INT(emit(m, 90, 1, &ll), 0);
   static const char *const archs[] = {"sm_80", "sm_90a"};
   for (int a = 0; a < 2; a++) {
     ClBuf ptx = compile(&ll, archs[a], 1, NULL);
@@ -126,8 +141,7 @@ static void test_error_source(void) {
   ir_set_loc(m, "kern.lua", 34, "k");
   ir_op3(f, IR_OP_STORE, 0, out, v, 0, 0, 0, 0);
   ClBuf ll = {0}, diag = {0};
-  IrEmitOptions o = {80, 0, 0, 1};
-  CHECK_EQ_INT(ir_emit_nvvm(m, &o, &ll), 0);
+  CHECK_EQ_INT(emit(m, 80, 1, &ll), 0);
   ClBuf ptx = compile(&ll, "sm_80", 1, &diag);
   CHECK_EQ_INT(ptx.len, 0);
   CHECK_CONTAINS(cl_buf_str(&diag), "bogus.instruction");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "emit.h"
 #include "ir_impl.h"
 #include "nv_compile.h"
 
@@ -98,9 +99,11 @@ int main(void) {
     if (nerr == 0) {
       verified++;
       ClBuf ll = {0};
-      IrEmitOptions eo = {0, (int)(rnd() % 2), (int)(rnd() % 2), (int)(rnd() % 2)};
-      int rc = ir_emit_nvvm(m, &eo, &ll);
-      CHECK_AT(rc == 0, "module %d verified but did not emit:\n%s", it, ir_diag(m));
+      EmOptions eo = {(int)(rnd() % 2), (int)(rnd() % 2), (int)(rnd() % 2), NULL};
+      ClBuf err = {0};
+      int rc = em_nvvm(m, &eo, &ll, &err);
+      CHECK_AT(rc == 0, "module %d verified but did not emit:\n%s", it, cl_buf_str(&err));
+      cl_buf_free(&err);
       if (rc == 0 && compiled < 40) {
         NvResult r = {0};
         int crc = nv_compile(&r, ll.data, ll.len, NV_INPUT_NVVM, &o);

@@ -312,8 +312,8 @@ describe("cutelua's build id", function()
     local id = compiler.build_id()
     assert.matches("^%x+$", id)
     assert.equal(16, #id)
-    -- a copy of the checkout's bundled files (lua/, repl/, the .cdef files)
-    local out, rc = H.sh("cp -r lua repl " .. H.quote(dir) .. " && cp --parents $(find src -name '*.cdef') "
+    -- a copy of the checkout's bundled files (lua/, cli/repl.lua, the .cdef files)
+    local out, rc = H.sh("cp -r lua " .. H.quote(dir) .. " && cp --parents cli/repl.lua $(find src -name '*.cdef') "
       .. H.quote(dir))
     assert.equal(0, rc, out)
     local code = [[

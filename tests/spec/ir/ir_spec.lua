@@ -4,6 +4,7 @@
 local ir = require "cute.ir"
 local C = require("cute._c").ir
 local ffi = require "ffi"
+local samples = require "tests.spec.ir.samples"
 
 local function raises(pattern, f, ...)
   local ok, msg = pcall(f, ...)
@@ -77,7 +78,7 @@ describe("cute.ir", function()
     assert.matches("var.store %$1%[0%], %%%d+", text)
     assert.equals("i32", m:type_name(k:type_of(i)))
     assert.equals("iv", k:op_of(i))
-    local ll = m:emit_nvvm { sm = 80 }
+    local ll = m:emit_nvvm { target = "sm_80" }
     assert.matches("define internal float @sq%(float %%v1%)", ll)
     assert.matches("!\"minctasm\", i32 2}", ll)
     m:free()
@@ -153,7 +154,7 @@ describe("cute.ir", function()
 
   it("emits NVVM IR with options", function()
     local m = ir.module { sm = 80 }
-    m:sample("saxpy")
+    samples.saxpy(m)
     local ll = m:emit_nvvm { line_info = true }
     assert.matches("target triple = \"nvptx64%-nvidia%-cuda\"", ll)
     assert.matches("!DIFile%(filename: \"saxpy%.lua\"", ll)
@@ -180,16 +181,24 @@ describe("cute.ir", function()
     -- modules left to the garbage collector are released by it
     for _ = 1, 200 do
       local t = ir.module()
-      t:sample("mma", 8, 4)
+      samples.mma_tile(t, 8, 4)
     end
     collectgarbage()
     collectgarbage()
   end)
 
+  it("keeps the retired sample slots of the C table, which refuse and say where the samples went", function()
+    local m = ir.module()
+    assert.is_true(C.sample_saxpy(m.handle) == nil)
+    assert.is_true(C.sample_mma_unrolled(m.handle, 8, 4) == nil)
+    assert.matches("tests/c/support/ir_sample%.c", m:diag())
+    m:free()
+  end)
+
   it("builds the large unrolled tile quickly", function()
     local m = ir.module()
     local t0 = os.clock()
-    m:sample("mma", 512, 128)
+    samples.mma_tile(m, 512, 128)
     local ll = m:emit_nvvm()
     assert.is_true(os.clock() - t0 < 1.0)
     local _, n = ll:gsub("mma%.sync%.aligned%.m16n8k16", "")

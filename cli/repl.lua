@@ -1,6 +1,6 @@
 --- cutelua.repl: the REPL's logic, kept apart from the terminal so it can be tested.
 --
--- The C side (repl/repl.c) reads lines, runs the compiled chunks under the
+-- The C side (cli/repl.c) reads lines, runs the compiled chunks under the
 -- interrupt handler and prints what this module formats. Everything here is a
 -- pure function of its arguments.
 local M = {}

@@ -1,7 +1,7 @@
 /* repl: the terminal side of the cutelua REPL.
  *
  * The logic (compiling an entry, detecting incomplete input, formatting
- * results, completion candidates) is Lua: repl/repl.lua, bundled as
+ * results, completion candidates) is Lua: cli/repl.lua, bundled as
  * "cutelua.repl". This file reads lines (libedit on a terminal, plain reads
  * otherwise), runs each complete chunk and survives every error.
  *

@@ -1,11 +1,13 @@
 /* ir_sample.c: sample kernels built through the public builder API, as the
- * tracer would build them: for the tests, the compile benchmarks (the nvvm side
- * times libnvvm and nvJitLink on them) and the documentation.
+ * tracer would build them, for the C tests (test support, not part of
+ * libcutelua; the Lua tests build the same kernels with cute.ir:
+ * tests/spec/ir/samples.lua).
  *
  * Both return NULL (with the module's diagnostics) if anything fails. */
 #include <stdio.h>
 
 #include "ir_impl.h"
+#include "ir_sample.h"
 
 #define CHECK_REF(x)        \
   do {                      \

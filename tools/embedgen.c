@@ -6,13 +6,14 @@
  *   embedgen --build-id OUT.c ROOT FILE... --hash SRC...  the build id
  *
  * FILEs and SRCs are relative to ROOT. Module names follow the file layout:
- * lua/cute/x/y.lua is "cute.x.y", lua/cute/init.lua is "cute", repl/repl.lua
+ * lua/cute/x/y.lua is "cute.x.y", lua/cute/init.lua is "cute", cli/repl.lua
  * is "cutelua.repl"; other files (.cdef) are bundled under their path only.
  *
  * The build id (cl_fnv.h) is a hash of the bundled FILEs and of the SRCs
  * (the C sources of the compiler path, hashed only, not bundled). It is a
  * file of its own, so that a change to a C source rewrites a few lines and
- * not the whole bundle. A build-time tool, not part of libcutelua. */
+ * not the whole bundle. A build-time tool (tools/), not part of libcutelua; it
+ * shares only the hash (src/host/cl_fnv.h) with the library. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,7 @@ static char *module_name(const char *path) {
     if (k >= 5 && strcmp(m + k - 5, ".init") == 0) m[k - 5] = 0;
     return m;
   }
-  if (strcmp(path, "repl/repl.lua") == 0) return strdup("cutelua.repl");
+  if (strcmp(path, "cli/repl.lua") == 0) return strdup("cutelua.repl");
   return NULL;
 }
 
