@@ -349,20 +349,72 @@ end
 
 -- ---- targets and tools ------------------------------------------------------------
 
-local arch_cache
---- The arch table: {name, cc, arch_specific, ptx_isa, description} per target.
-function compiler.archs()
-  if arch_cache then return arch_cache end
-  local out = {}
-  local name, isa, desc = ffi.new("const char*[1]"), ffi.new("const char*[1]"), ffi.new("const char*[1]")
-  local cc, a = ffi.new("int32_t[1]"), ffi.new("int32_t[1]")
-  for i = 0, C.arch_count() - 1 do
-    C.arch_info(i, name, cc, a, isa, desc)
-    out[#out + 1] = { name = ffi.string(name[0]), cc = cc[0], arch_specific = a[0] == 1,
-      ptx_isa = ffi.string(isa[0]), description = ffi.string(desc[0]) }
+-- The target table and its features, read from C (src/target) once.
+local arch_cache, arch_by_name, feature_list
+local function load_targets()
+  if arch_cache then return end
+  local T = require("cute._c").target
+  feature_list = {}
+  for f = 0, T.feature_count() - 1 do
+    feature_list[f + 1] = { name = ffi.string(T.feature_name(f)), what = ffi.string(T.feature_what(f)), id = f }
   end
-  arch_cache = out
-  return out
+  arch_cache, arch_by_name = {}, {}
+  local info = ffi.new("ClTargetInfo")
+  for i = 0, T.count() - 1 do
+    T.info(i, info)
+    local features = {}
+    for _, f in ipairs(feature_list) do
+      if T.has(i, f.id) == 1 then features[f.name] = true end
+    end
+    local row = { name = ffi.string(info.name), cc = info.cc, arch_specific = info.arch_specific == 1,
+      ptx_isa = ffi.string(info.ptx_isa), description = ffi.string(info.description), features = features, id = i }
+    arch_cache[#arch_cache + 1] = row
+    arch_by_name[row.name] = row
+  end
+end
+
+--- The target table: {name, cc, arch_specific, ptx_isa, description,
+-- features} per target, features a set of feature names ({WGMMA = true, ...}).
+function compiler.archs()
+  load_targets()
+  return arch_cache
+end
+
+--- The row of a target by name ("sm_90a"), or nil and why.
+function compiler.target(name)
+  load_targets()
+  local row = arch_by_name[name]
+  if row then return row end
+  local names = {}
+  for _, a in ipairs(arch_cache) do names[#names + 1] = a.name end
+  return nil, string.format("unknown arch '%s' (known: %s)", tostring(name), table.concat(names, ", "))
+end
+
+--- The target features: a list of {name, what}, in table order.
+function compiler.features()
+  load_targets()
+  return feature_list
+end
+
+--- Whether target `name` has feature `feature` (names as in the tables);
+-- raises on an unknown name.
+function compiler.target_has(name, feature)
+  local row, why = compiler.target(name)
+  if not row then err.raise("compiler.target_has: %s", why) end
+  local known = false
+  for _, f in ipairs(feature_list) do known = known or f.name == feature end
+  if not known then err.raise("compiler.target_has: unknown feature '%s'", tostring(feature)) end
+  return row.features[feature] == true
+end
+
+--- The refusal of a feature on a target, as C words it: "needs WGMMA,
+-- which sm_90 lacks (sm_90a has it)".
+function compiler.target_needs(name, feature)
+  local row = assert(compiler.target(name))
+  local T = require("cute._c").target
+  local buf = ffi.new("char[512]")
+  T.needs(row.id, T.feature_find(feature), buf, 512)
+  return ffi.string(buf)
 end
 
 --- The current GPU's target, or nil and why not.

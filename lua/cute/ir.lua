@@ -67,9 +67,10 @@ local function live(m)
   return m.handle
 end
 
---- A new, empty module. opts: fold (default true), check (default true), sm
--- (default 90), max_ops (the most instructions it may hold, all functions;
--- default 500000, 0 for no limit).
+--- A new, empty module. opts: fold (default true), check (default true),
+-- target (a name of the target table; default sm_90a) or sm (a compute
+-- capability: its plain target, 80 -> sm_80), max_ops (the most
+-- instructions it may hold, all functions; default 500000, 0 for no limit).
 function M.module(opts)
   opts = opts or {}
   local ptr = C.module_new()
@@ -78,6 +79,7 @@ function M.module(opts)
   if opts.fold ~= nil then C.module_set(ptr, 0, opts.fold and 1 or 0) end
   if opts.check ~= nil then C.module_set(ptr, 1, opts.check and 1 or 0) end
   if opts.sm ~= nil then m:set_sm(opts.sm) end
+  if opts.target ~= nil then m:set_target(opts.target) end
   if opts.max_ops ~= nil then m:set_max_ops(opts.max_ops) end
   return m
 end
@@ -92,10 +94,24 @@ function Module:free()
   end
 end
 
+--- The target the op rules follow: a name of the target table ("sm_90a";
+-- sm_90 and sm_90a differ). Raises, naming the known ones, for another.
+function Module:set_target(name)
+  if type(name) ~= "string" then err.raise("cute.ir: a target is a name (\"sm_90a\"), got %s", tostring(name)) end
+  if C.module_set_target(live(self), name) ~= 0 then raise_diag(self, "set_target") end
+end
+
+--- The module's target (a name).
+function Module:target() return ffi.string(C.module_target(live(self))) end
+
+--- A number: the plain target of that compute capability (80: sm_80, 90:
+-- sm_90); a name: set_target.
 function Module:set_sm(sm)
-  if type(sm) == "string" then sm = tonumber(sm:match("^sm_(%d+)")) end
+  if type(sm) == "string" then return self:set_target(sm) end
   if type(sm) ~= "number" then err.raise("cute.ir: sm must be a number (80) or a name (\"sm_80\")") end
+  local before = C.diag_count(live(self))
   C.module_set(live(self), 2, sm)
+  if C.diag_count(live(self)) > before then raise_diag(self, "set_sm") end
 end
 function Module:set_fold(on) C.module_set(live(self), 0, on and 1 or 0) end
 function Module:set_check(on) C.module_set(live(self), 1, on and 1 or 0) end

@@ -595,7 +595,7 @@ local function trace(k, specs, opts, copts)
   local m = ffi.gc(ir.module_new(), ir.module_free)
   -- the target: ops the arch lacks are refused as they are traced, at their line
   local arch = (copts or compiler_options(opts)):get("arch")
-  ir.module_set(m, 2, tonumber(arch:match("sm_(%d+)")))
+  if ir.module_set_target(m, arch) ~= 0 then err.raise("kernel %s: %s", k.name, ffi.string(ir.diag(m))) end
   ir.module_set(m, 3, max_ir_ops(opts))
   local T = core.begin(m, k.name, "kernel", nil, opts)
   -- a kernel of cutelua's own (cute.lib): all its ops at the user's line that
@@ -626,9 +626,10 @@ local function trace(k, specs, opts, copts)
   if min_blocks then ir.func_attr(f, 2, min_blocks, 0, 0) end
   if opts.cluster then
     local cx = cluster_dims(opts.cluster, k.name)
-    if tonumber(arch:match("sm_(%d+)")) < 90 then
-      err.raise("kernel %s: option cluster {%s} needs sm_90 or newer; the target is %s", k.name, table.concat(cx, ", "),
-        arch)
+    local compiler = require "cute.compiler"
+    if not compiler.target_has(arch, "CLUSTER") then
+      err.raise("kernel %s: option cluster {%s} %s", k.name, table.concat(cx, ", "),
+        compiler.target_needs(arch, "CLUSTER"))
     end
     ir.func_attr(f, 3, cx[1], cx[2], cx[3])
   end

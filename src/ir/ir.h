@@ -31,6 +31,7 @@
 
 #include "cl_buf.h"
 #include "ir_ops.h"
+#include "target.h"
 
 /* IrRef, IrType, IrModule, IrFunc, IrTypeInfo, IrEmitOptions and the Lua-facing
    function table CLIrApi: shared with ffi.cdef. */
@@ -112,7 +113,7 @@ typedef enum IrSpace {
 #define IR_E_FENCE(id, name) IR_FENCE_##id,
 #define IR_E_BAR(id, name) IR_BAR_##id,
 #define IR_E_TIMER(id, name, bits, reg) IR_TIMER_##id,
-#define IR_E_SREG(id, name, reg, intr, sm) IR_SREG_##id,
+#define IR_E_SREG(id, name, reg, intr, feat) IR_SREG_##id,
 #define IR_E_MMASHAPE(id, name, m, n, k) IR_MMA_##id,
 #define IR_E_MMATYPE(id, name, bits) IR_MT_##id,
 #define IR_E_FLAG(id, name, bit) IR_FLAG_##id = bit,
@@ -155,7 +156,8 @@ typedef enum IrAttr {
 typedef enum IrOption {
   IR_OPT_FOLD = 0,  /* 1 (default): fold constants and reuse identical pure ops; 0: raw IR */
   IR_OPT_CHECK = 1, /* 1 (default): check each op as it is appended; 0: accept anything (verifier tests) */
-  IR_OPT_SM = 2,    /* target for arch-dependent rules, e.g. 80, 89, 90 (default 90) */
+  IR_OPT_SM = 2,    /* the plain target of a compute capability (80: sm_80, 90: sm_90); read: the
+                       target's cc. Kept for old callers: ir_module_set_target names any target. */
   IR_OPT_MAX_OPS = 3 /* at most this many instructions in the module, all functions (default
                         IR_MAX_OPS_DEFAULT; 0 or less: no limit): an endless trace stops with an error */
 } IrOption;
@@ -171,6 +173,12 @@ IrModule *ir_module_new(void);
 void ir_module_free(IrModule *m);
 void ir_module_set(IrModule *m, IrOption opt, int value);
 int ir_module_get(const IrModule *m, IrOption opt);
+/* The target the op rules follow: a row of the target table (src/target),
+   by name ("sm_90a"); sm_90 and sm_90a are different targets. The default is
+   CL_TARGET_FALLBACK (sm_90a). 0, or -1 with a diagnostic naming the known
+   targets (the target is then unchanged). */
+int ir_module_set_target(IrModule *m, const char *name);
+const ClTarget *ir_module_target(const IrModule *m);
 /* Diagnostics recorded so far (builder errors, verifier reports). */
 const char *ir_diag(const IrModule *m);
 int ir_diag_count(const IrModule *m);
@@ -281,7 +289,8 @@ const char *ir_op_imms(int op);
 const char *ir_op_doc(int op);
 int ir_op_arity(int op, int *amin, int *amax);
 unsigned ir_op_flags(int op);
-int ir_op_min_sm(int op);
+int ir_op_min_sm(int op);  /* lowest compute capability * 10 of a target that has the op (0: all) */
+int ir_op_feature(int op); /* the target feature the op needs (ClFeature), CL_FEAT_NONE for none */
 /* Immediate enumerations: the value of a name of kind letter k, or -1;
    the name of a value, or NULL. */
 int ir_imm_find(char kind, const char *name);

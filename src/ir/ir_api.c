@@ -25,6 +25,10 @@ static IrRef api_op3(IrFunc *f, int op, IrType type, IrRef a, IrRef b, IrRef c, 
   return ir_op3(f, (IrOp)op, type, a, b, c, i0, i1, i2);
 }
 static int api_inst_op(const IrFunc *f, IrRef v) { return (int)ir_inst_op(f, v); }
+static const char *api_module_target(const IrModule *m) {
+  const ClTarget *t = ir_module_target(m);
+  return t ? t->name : "";
+}
 
 static const char *text_of(IrModule *m, size_t *len) {
   if (len) *len = m->text.len;
@@ -146,6 +150,9 @@ static const CLIrApi ir_api = {
     .var_opaque = ir_var_opaque,
     .inst_arg = ir_inst_arg,
     .module_verified = ir_module_verified,
+    .module_set_target = ir_module_set_target,
+    .module_target = api_module_target,
+    .op_feature = ir_op_feature,
 };
 
 const void *cl_ir_api(void) { return &ir_api; }

@@ -24,7 +24,7 @@ typedef struct Ck {
   const IrOpInfo *oi;
   const IrRef *a;
   const int64_t *imm;
-  int sm;
+  const ClTarget *target;
   int bad;
 } Ck;
 
@@ -37,6 +37,17 @@ static void fail(Ck *c, const char *fmt, ...) {
   va_end(ap);
   ir_error(c->f, c->v, "%s: %s", c->oi->name, msg);
   c->bad = 1;
+}
+
+/* Whether the target has feature f; if not, the failure "<what> needs F,
+   which T lacks (X has it)". */
+static int has(Ck *c, ClFeature f, const char *what) {
+  if (cl_target_has(c->target, f)) return 1;
+  ClBuf b = {0};
+  cl_target_needs(c->target, f, &b);
+  fail(c, "%s %s", what, cl_buf_str(&b));
+  cl_buf_free(&b);
+  return 0;
 }
 
 static IrType T(const Ck *c, int i) { return c->f->insts[c->a[i]].type; }
@@ -181,7 +192,7 @@ static void check_cvt(Ck *c, IrType to) {
   if (!narrowing && rnd) fail(c, "%s to %s is exact and takes no rounding mode", TN(c, from), TN(c, to));
   if (to == IR_T_TF32) {
     if (rnd != IR_ROUND_DEFAULT && rnd != IR_ROUND_RNA) fail(c, "f32 to tf32 rounds rna (the default)");
-    if (c->sm < 80) fail(c, "tf32 needs sm_80 or newer (target is sm_%d)", c->sm);
+    has(c, CL_FEAT_TF32, "a tf32 conversion");
   } else if (rnd == IR_ROUND_RNA) {
     fail(c, "rounding rna is only for f32 to tf32");
   }
@@ -189,10 +200,9 @@ static void check_cvt(Ck *c, IrType to) {
     fail(c, "f32 to bf16 rounds rn or rz");
   if ((to == IR_T_E4M3 || to == IR_T_E5M2) && rnd != IR_ROUND_DEFAULT && rnd != IR_ROUND_RN)
     fail(c, "f32 to %s rounds rn (and saturates to finite values)", TN(c, to));
-  if ((to == IR_T_E4M3 || to == IR_T_E5M2 || from == IR_T_E4M3 || from == IR_T_E5M2) && c->sm < 89)
-    fail(c, "fp8 conversions need sm_89 or newer (target is sm_%d)", c->sm);
-  if ((to == IR_T_BF16 || from == IR_T_BF16) && c->sm < 80)
-    fail(c, "bf16 conversions need sm_80 or newer (target is sm_%d)", c->sm);
+  if (to == IR_T_E4M3 || to == IR_T_E5M2 || from == IR_T_E4M3 || from == IR_T_E5M2)
+    has(c, CL_FEAT_FP8, "an fp8 conversion");
+  if (to == IR_T_BF16 || from == IR_T_BF16) has(c, CL_FEAT_BF16, "a bf16 conversion");
   if (sat && (storage_to || storage_from || !narrowing))
     fail(c, "sat (clamp to [0, 1]) applies to f64/f32 to f32/f16 conversions");
 }
@@ -224,8 +234,8 @@ static void check_order_scope(Ck *c, int order, int scope, int store, IrType t) 
   int ordered = order == IR_ORDER_RELAXED || order == IR_ORDER_ACQUIRE || order == IR_ORDER_RELEASE;
   if (!ordered && scope != IR_SCOPE_GPU) fail(c, "scope %s needs order relaxed, acquire or release", ir_imm_name('S', scope));
   if (ordered && kind(c, t) == IR_TK_VEC) fail(c, "%s accesses are scalar; %s is a vector", ir_imm_name('O', order), TN(c, t));
-  if (ordered && c->sm < 70) fail(c, "memory orders need sm_70 or newer");
-  if (scope == IR_SCOPE_CLUSTER && c->sm < 90) fail(c, "scope cluster needs sm_90 or newer (target is sm_%d)", c->sm);
+  /* (memory orders need sm_70: every target of the table has them) */
+  if (scope == IR_SCOPE_CLUSTER) has(c, CL_FEAT_CLUSTER, "scope cluster");
 }
 
 static void check_load_store(Ck *c, int store, IrType t) {
@@ -649,7 +659,7 @@ static void check_family(Ck *c, IrType *rt) {
       int order = (int)c->imm[c->oi->chk == IR_CHK_ATOM ? 1 : 0];
       int scope = (int)c->imm[c->oi->chk == IR_CHK_ATOM ? 2 : 1];
       if (order == IR_ORDER_VOLATILE) fail(c, "atomics are weak (relaxed), relaxed, acquire, release or acq_rel");
-      if (scope == IR_SCOPE_CLUSTER && c->sm < 90) fail(c, "scope cluster needs sm_90 or newer");
+      if (scope == IR_SCOPE_CLUSTER) has(c, CL_FEAT_CLUSTER, "scope cluster");
       if (c->oi->chk == IR_CHK_CAS) {
         if (e != IR_T_I32 && e != IR_T_I64) fail(c, "compare-and-swap is for i32 and i64, not %s", TN(c, e));
         break;
@@ -668,8 +678,11 @@ static void check_family(Ck *c, IrType *rt) {
     }
     case IR_CHK_SREG: {
       int64_t s = c->imm[0];
-      if (s >= 0 && s < IR_SREG__COUNT && ir_sreg_info[s].sm > c->sm)
-        fail(c, "%%%s needs sm_%d or newer (target is sm_%d)", ir_sreg_info[s].name, ir_sreg_info[s].sm, c->sm);
+      if (s >= 0 && s < IR_SREG__COUNT) {
+        char what[64];
+        snprintf(what, sizeof what, "%%%s", ir_sreg_info[s].name);
+        has(c, (ClFeature)ir_sreg_info[s].feat, what);
+      }
       break;
     }
     case IR_CHK_BARNAMED: {
@@ -782,11 +795,13 @@ static void check_family(Ck *c, IrType *rt) {
         cl_buf_free(&list);
         break;
       }
-      if (fr.sm > c->sm) {
-        ClBuf list = {0};
-        ir_mma_list(&list, -1, c->sm);
-        fail(c, "this mma.sync needs sm_%d (target is sm_%d); sm_%d has: %s", fr.sm, c->sm, c->sm, cl_buf_str(&list));
+      if (!cl_target_has(c->target, (ClFeature)fr.feat)) {
+        ClBuf list = {0}, needs = {0};
+        ir_mma_list(&list, -1, c->target);
+        cl_target_needs(c->target, (ClFeature)fr.feat, &needs);
+        fail(c, "this mma.sync %s; %s has: %s", cl_buf_str(&needs), c->target->name, cl_buf_str(&list));
         cl_buf_free(&list);
+        cl_buf_free(&needs);
       }
       int integer = c->imm[3] == IR_MT_S32;
       if ((c->imm[5] & IR_FLAG_SAT) && !integer) fail(c, "sat (satfinite) is for integer mma");
@@ -855,9 +870,9 @@ static void check_family(Ck *c, IrType *rt) {
   }
 }
 
-IrType ir_check_inst(IrFunc *f, IrRef v, int sm) {
+IrType ir_check_inst(IrFunc *f, IrRef v) {
   const IrInst *in = &f->insts[v];
-  Ck c = {f, f->m, v, in, &ir_op_info[in->op], ir_args(f, in), ir_imms(f, in), sm, 0};
+  Ck c = {f, f->m, v, in, &ir_op_info[in->op], ir_args(f, in), ir_imms(f, in), f->m->target, 0};
   if (in->nargs < c.oi->amin || in->nargs > c.oi->amax) {
     fail(&c, "takes %d to %d operands, has %d", c.oi->amin, c.oi->amax, in->nargs);
     return IR_NONE;
@@ -873,7 +888,13 @@ IrType ir_check_inst(IrFunc *f, IrRef v, int sm) {
       return IR_NONE;
     }
   }
-  if (c.oi->sm > sm) fail(&c, "needs sm_%d or newer (target is sm_%d)", c.oi->sm, sm);
+  if (!cl_target_has(c.target, (ClFeature)c.oi->feat)) { /* "wgmma.fence needs WGMMA, which sm_90 lacks (...)" */
+    ClBuf b = {0};
+    cl_target_needs(c.target, (ClFeature)c.oi->feat, &b);
+    ir_error(f, v, "%s %s", c.oi->name, cl_buf_str(&b));
+    cl_buf_free(&b);
+    c.bad = 1;
+  }
   if (c.oi->res == IR_RES_GIVEN && (!in->type || in->type == IR_T_VOID) && c.oi->chk != IR_CHK_ASM)
     fail(&c, "needs a result type");
   check_imms(&c);

@@ -54,7 +54,7 @@ typedef struct IrOpInfo {
   const char *imms;
   uint8_t res, chk, low;
   uint16_t flags;
-  uint16_t sm;
+  int8_t feat; /* ClFeature the op needs; CL_FEAT_NONE: every target */
   const char *ll;
   const char *doc;
 } IrOpInfo;
@@ -72,7 +72,7 @@ typedef struct IrImmKind {
 const IrImmKind *ir_imm_kind(char letter);
 
 /* Tables behind some enumerations. */
-typedef struct IrSregInfo { const char *name, *reg, *intr; int sm; } IrSregInfo;
+typedef struct IrSregInfo { const char *name, *reg, *intr; int feat; } IrSregInfo; /* feat: ClFeature */
 extern const IrSregInfo ir_sreg_info[IR_SREG__COUNT];
 typedef struct IrTimerInfo { const char *name; int bits; const char *reg; } IrTimerInfo;
 extern const IrTimerInfo ir_timer_info[IR_TIMER__COUNT];
@@ -172,6 +172,7 @@ typedef struct IrLoc {
 struct IrModule {
   IrArena arena;
   int opt[IR_OPT__COUNT];
+  const ClTarget *target; /* the row of the target table the op rules follow (never NULL) */
   /* changes: bumped by everything that can change what the verifier says
      (an op, a function, a parameter, an attribute, a variable, an option);
      verified_at: its value when ir_verify last found nothing */
@@ -231,11 +232,11 @@ void ir_merror(IrModule *m, const char *fmt, ...) __attribute__((format(printf, 
 void ir_loc_format(const IrModule *m, uint32_t loc, ClBuf *out);
 
 /* --- check (ir_check.c): the operand and result rules of every op ----------------------------------------- */
-/* Checks op v of f against its rules (operand count, types, immediates, target)
-   and returns the result type the op has (the one it carries, or the inferred
-   one when it carries IR_NONE). Each violation is reported with ir_error; the
-   return is IR_NONE if there was any. `sm` is the target. */
-IrType ir_check_inst(IrFunc *f, IrRef v, int sm);
+/* Checks op v of f against its rules (operand count, types, immediates, the
+   module's target) and returns the result type the op has (the one it
+   carries, or the inferred one when it carries IR_NONE). Each violation is
+   reported with ir_error; the return is IR_NONE if there was any. */
+IrType ir_check_inst(IrFunc *f, IrRef v);
 /* The result type rule alone, without checks (raw building). */
 IrType ir_infer_type(IrFunc *f, IrRef v);
 /* Flags an op accepts in its 'F' immediate. */
@@ -244,11 +245,13 @@ unsigned ir_op_allowed_flags(int op);
 typedef struct IrMmaFrag {
   int a_regs, b_regs, c_regs, d_regs;
   IrType ab_reg, c_reg, d_reg; /* IR_T_I32, IR_T_F32 or IR_T_F64 */
-  int sm;
+  int sm;                      /* the lowest sm of the PTX ISA that has it (for messages) */
+  int feat;                    /* the target feature it needs (ClFeature) */
 } IrMmaFrag;
 int ir_mma_lookup(int shape, int ta, int tb, int tc, int td, IrMmaFrag *out);
-/* All valid combinations as text ("m16n8k16 f32.f16.f16.f32 (sm_80), ..."), for errors. */
-void ir_mma_list(ClBuf *out, int shape, int sm);
+/* The valid combinations as text ("m16n8k16 f32.f16.f16.f32 (sm_80), ..."),
+   for errors: of one shape (-1: all), that target t has (NULL: all). */
+void ir_mma_list(ClBuf *out, int shape, const ClTarget *t);
 
 /* --- fold (ir_fold.c) ------------------------------------------------------------------------------------- */
 typedef struct IrFoldResult {

@@ -19,9 +19,9 @@
 #define INTERNAL IR_OPF_INTERNAL
 
 const IrOpInfo ir_op_info[IR_OP__COUNT] = {
-#define IR_OP_ROW(id, name, amin, amax, imms, res, chk, fl, sm, low, ll, doc)                           \
+#define IR_OP_ROW(id, name, amin, amax, imms, res, chk, fl, feat, low, ll, doc)                         \
   [IR_OP_##id] = {name, amin, amax, (uint8_t)(sizeof(imms) - 1), imms, IR_RES_##res, IR_CHK_##chk, \
-                  IR_LOW_##low, (uint16_t)(fl), sm, ll, doc},
+                  IR_LOW_##low, (uint16_t)(fl), CL_FEAT_##feat, ll, doc},
     IR_OPS(IR_OP_ROW)
 #undef IR_OP_ROW
 };
@@ -39,7 +39,7 @@ const IrOpInfo ir_op_info[IR_OP__COUNT] = {
 /* --- names of the immediates' enumerations ---------------------------------------------------------------- */
 #define IR_NAME2(id, name) name,
 #define IR_NAME_TIMER(id, name, bits, reg) name,
-#define IR_NAME_SREG(id, name, reg, intr, sm) name,
+#define IR_NAME_SREG(id, name, reg, intr, feat) name,
 #define IR_NAME_SHAPE(id, name, m, n, k) name,
 #define IR_NAME_MT(id, name, bits) name,
 #define IR_NAME_FLAG(id, name, bit) name,
@@ -69,7 +69,7 @@ const int ir_mma_type_bits[IR_MT__COUNT] = {
 };
 
 const IrSregInfo ir_sreg_info[IR_SREG__COUNT] = {
-#define IR_SREG_ROW(id, name, reg, intr, sm) {name, reg, intr, sm},
+#define IR_SREG_ROW(id, name, reg, intr, feat) {name, reg, intr, CL_FEAT_##feat},
     IR_SREGS(IR_SREG_ROW)
 #undef IR_SREG_ROW
 };
@@ -117,7 +117,20 @@ const char *ir_op_name(int op) { return op_ok(op) ? ir_op_info[op].name : NULL; 
 const char *ir_op_imms(int op) { return op_ok(op) ? ir_op_info[op].imms : NULL; }
 const char *ir_op_doc(int op) { return op_ok(op) ? ir_op_info[op].doc : NULL; }
 unsigned ir_op_flags(int op) { return op_ok(op) ? ir_op_info[op].flags : 0; }
-int ir_op_min_sm(int op) { return op_ok(op) ? ir_op_info[op].sm : -1; }
+int ir_op_feature(int op) { return op_ok(op) ? ir_op_info[op].feat : CL_FEAT_NONE; }
+
+/* The lowest compute capability * 10 of a target that has the op (0: every
+   target; -1: no op). What the old sm column said; the feature says more. */
+int ir_op_min_sm(int op) {
+  if (!op_ok(op)) return -1;
+  if (ir_op_info[op].feat == CL_FEAT_NONE) return 0;
+  int best = -1;
+  for (int i = 0; i < cl_target_count(); i++) {
+    const ClTarget *t = cl_target_at(i);
+    if (cl_target_has(t, (ClFeature)ir_op_info[op].feat) && (best < 0 || t->cc < best)) best = t->cc;
+  }
+  return best;
+}
 
 int ir_op_find(const char *name) {
   if (!name) return -1;

@@ -22,7 +22,6 @@ typedef struct VRegion {
 typedef struct V {
   IrFunc *f;
   IrModule *m;
-  int sm;
   VRegion *stack;
   int depth, cap;
   uint32_t *region_of; /* per ref: the id of the region it was defined in */
@@ -156,7 +155,12 @@ static void check_attrs(V *s) {
         ir_error(f, 0, "reqntid exceeds maxntid in dimension %c", "xyz"[i]);
   if (a[IR_ATTR_CLUSTER][0]) {
     long n = (long)a[IR_ATTR_CLUSTER][0] * a[IR_ATTR_CLUSTER][1] * a[IR_ATTR_CLUSTER][2];
-    if (s->sm < 90) ir_error(f, 0, "clusters need sm_90 or newer (target is sm_%d)", s->sm);
+    if (!cl_target_has(s->m->target, CL_FEAT_CLUSTER)) {
+      ClBuf b = {0};
+      cl_target_needs(s->m->target, CL_FEAT_CLUSTER, &b);
+      ir_error(f, 0, "a cluster launch %s", cl_buf_str(&b));
+      cl_buf_free(&b);
+    }
     if (n > 16) ir_error(f, 0, "a cluster of %ld blocks: at most 16 (8 portable)", n);
   }
   int nreg = a[IR_ATTR_MAXNREG][0];
@@ -186,7 +190,7 @@ static void verify_func(V *s) {
     unsigned fl = ir_op_info[in->op].flags;
     if (fl & IR_OPF_HOIST) {
       s->region_of[v] = 0;
-      ir_check_inst(f, v, s->sm);
+      ir_check_inst(f, v);
       continue;
     }
     VRegion *top = &s->stack[s->depth];
@@ -211,7 +215,7 @@ static void verify_func(V *s) {
     s->region_of[v] = s->region_id[s->depth];
     if (in->op == IR_OP_FOR || in->op == IR_OP_IF || in->op == IR_OP_WHILE || in->op == IR_OP_WCOND)
       s->region_of[v] = s->depth > 0 ? s->region_id[s->depth - 1] : 0;
-    ir_check_inst(f, v, s->sm);
+    ir_check_inst(f, v);
   }
   if (s->depth > 0) {
     ClBuf where = {0};
@@ -232,7 +236,6 @@ int ir_verify(IrModule *m) {
   m->cur_loc = 0; /* function-level errors name where the function was made */
   V s = {0};
   s.m = m;
-  s.sm = m->opt[IR_OPT_SM];
   s.cap = 64;
   s.stack = malloc((size_t)s.cap * sizeof *s.stack);
   s.region_id = malloc((size_t)s.cap * sizeof *s.region_id);

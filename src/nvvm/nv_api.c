@@ -27,11 +27,12 @@ static int32_t options_check(const NvOptions *o, NvResult *r) {
   return st;
 }
 
-static int32_t arch_count(void) { return nv_arch_count(); }
+/* The target table is src/target's (CLTargetApi); these two stay for the ABI. */
+static int32_t arch_count(void) { return cl_target_count(); }
 
 static int32_t arch_info(int32_t i, const char **name, int32_t *cc, int32_t *arch_specific, const char **ptx_isa,
                          const char **description) {
-  const NvArch *a = nv_arch_get(i);
+  const ClTarget *a = cl_target_at(i);
   if (!a) return -1;
   *name = a->name;
   *cc = a->cc;

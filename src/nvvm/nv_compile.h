@@ -4,7 +4,7 @@
  *
  * libnvvm and nvJitLink are opened at run time (src/util/cl_dl.h); nothing
  * here needs a GPU. Around the two steps: options (with their environment
- * variables), the arch table (nv_arch.h), libdevice and user libraries,
+ * variables), the target table (src/target), libdevice and user libraries,
  * structured diagnostics, the per-kernel resource report, dumps, SASS, and a
  * content-addressed cache in memory and on disk.
  *
@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "cl_buf.h"
-#include "nv_arch.h"
+#include "target.h"
 #include "nvvm.cdef"
 
 /* The ABI number of CLNvApi (increase when a member is appended). */
@@ -31,6 +31,11 @@
 #define NV_MAX_LINK 16
 
 /* ---- options --------------------------------------------------------------- */
+
+/* The row of the target table (src/target) for the current GPU (device 0)
+ * when the driver can tell, else -1 with the reason in why. Asked once per
+ * process. */
+int nv_arch_detect(char *why, size_t whylen);
 
 /* Defaults: arch = the current GPU's when the driver can tell (never fails
  * without one), else sm_90a; opt 3; no fast math; no line info; no register
