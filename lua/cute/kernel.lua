@@ -286,54 +286,14 @@ local function compiler_options(opts)
 end
 M._compiler_options = compiler_options
 
-local len_out = ffi.new("size_t[1]")
-
-local function ir_text(p)
-  return ffi.string(p, len_out[0])
-end
-
-local function verify(m, name)
-  local ir = core.ir()
-  if ir.verify(m) ~= 0 then
-    err.raise("kernel %s does not verify (an internal error of the tracer, please report it):\n%s", name,
-      ffi.string(ir.diag(m)))
-  end
-end
-
--- The module's IR as text, with locations (what the IR-keyed cache hashes).
-local function print_ir(m) return ir_text(core.ir().print(m, 1, len_out)) end
-
--- The emitter's output and error texts (src/emit), made once.
-local em_out, em_err
-
--- A function that emits the (verified) module's NVVM IR for the options.
-local function emitter(m, name, copts)
-  local emit = require("cute._c").emit
-  if not em_out then
-    em_out, em_err = ffi.gc(emit.text_new(), emit.text_free), ffi.gc(emit.text_new(), emit.text_free)
-  end
-  local arch = copts:get("arch")
-  local eo = ffi.new("EmOptions", { fast_math = copts:get("fast_math") and 1 or 0,
-    ftz = copts:get("ftz") == true and 1 or 0, line_info = copts:get("lineinfo") and 1 or 0, target = arch })
-  return function()
-    eo.target = arch -- (the string is held by this closure)
-    if emit.nvvm(m, eo, em_out, em_err) ~= 0 then
-      err.raise("kernel %s: the NVVM emitter failed:\n%s", name, ir_text(emit.text(em_err, len_out)))
-    end
-    return ir_text(emit.text(em_out, len_out))
-  end
-end
-
---- Verifies and compiles an IR module; returns cute.compiler's module handle.
+--- Compiles a traced IR module (one C call: verify, print, key, lookup,
+-- emit, compile, store, report); returns cute.compiler's module handle.
 -- copts: the kernel's compiler options when already made (else from opts).
 function M.compile_module(m, name, opts, copts)
   copts = copts or compiler_options(opts)
-  verify(m, name)
-  local text = print_ir(m)
   local compiler = require "cute.compiler"
   -- the build id salts the key: the same IR may emit other NVVM IR in another build
-  return compiler.compile(emitter(m, name, copts), copts,
-    { name = name, kind = "nvvm", key_text = text, ir = text, salt = "cutelua " .. (compiler.build_id() or "?") })
+  return compiler.compile_module(m, copts, { name = name, salt = "cutelua " .. (compiler.build_id() or "?") })
 end
 
 -- ---------------------------------------------------------------------------
@@ -864,17 +824,15 @@ local function pretrace_compile(k, specs, key, opts, copts)
       local t0 = now()
       traced = trace(k, specs, opts, copts)
       trace_ms = tonumber(now() - t0) / 1e6
-      verify(traced.module, k.name)
     end
     return traced
   end
   local info = {
-    name = k.name, kind = "nvvm", key_text = material, salt = PRETRACE_SALT,
-    ir = function() return print_ir(ensure().module) end,
+    name = k.name, key_text = material, salt = PRETRACE_SALT,
+    trace = function() return ensure().module end,
     meta = function() return encode_meta(ensure()) end,
   }
-  local function source() return emitter(ensure().module, k.name, copts)() end
-  local compiled = compiler.compile(source, copts, info)
+  local compiled = compiler.compile_module(nil, copts, info)
   if compiled.origin == "compiled" then
     stats.pretrace_misses = stats.pretrace_misses + 1
     return compiled, traced, false, trace_ms
@@ -891,7 +849,7 @@ local function pretrace_compile(k, specs, key, opts, copts)
   compiler.warn(string.format("kernel %s: the cache entry %s (trace_key %q) has unusable launch metadata (%s): "
     .. "tracing and compiling it again", k.name, compiled:cache_key(), opts.trace_key, why))
   info.refresh = true
-  compiled = compiler.compile(source, copts, info)
+  compiled = compiler.compile_module(nil, copts, info)
   return compiled, traced, false, trace_ms
 end
 

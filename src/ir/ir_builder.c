@@ -116,6 +116,7 @@ IrRef ir_append(IrFunc *f, IrOp op, IrType type, const IrRef *args, int nargs, c
   IrRef v = f->ninst++;
   m->nops++;
   m->changes++;
+  if (!m->opt[IR_OPT_CHECK]) m->unchecked = 1;
   IrInst *in = &f->insts[v];
   in->op = (uint16_t)op;
   in->nargs = (uint16_t)nargs;

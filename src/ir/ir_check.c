@@ -67,6 +67,7 @@ IrType ir_infer_type(IrFunc *f, IrRef v) { return ir_result_type(f, &f->insts[v]
 
 IrType ir_check_inst(IrFunc *f, IrRef v) {
   const IrInst *in = &f->insts[v];
+  f->m->rule_checks++;
   Ck c = {f, f->m, v, in, &ir_op_info[in->op], ir_args(f, in), ir_imms(f, in), f->m->target, in->type, 0};
   if (in->nargs < c.oi->amin || in->nargs > c.oi->amax) {
     fail(&c, "takes %d to %d operands, has %d", c.oi->amin, c.oi->amax, in->nargs);

@@ -192,6 +192,12 @@ struct IrModule {
      verified_at: its value when ir_verify last found nothing */
   uint64_t changes, verified_at;
   int verified;
+  /* unchecked: some op was not checked against the rules of the current
+     target when it was appended (appended raw, or the target changed since):
+     ir_verify then applies every op's rules, else only structure (each op is
+     checked once). rule_checks counts ir_check_inst calls (tests). */
+  int unchecked;
+  uint64_t rule_checks;
   uint32_t nops; /* instructions of all its functions (IR_OPT_MAX_OPS bounds it) */
   /* strings: ids 1..nstr-1 */
   const char **strs;

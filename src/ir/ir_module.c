@@ -220,6 +220,7 @@ void ir_module_set(IrModule *m, IrOption opt, int value) {
                 cl_target_list());
       return;
     }
+    if (t != m->target && m->nops) m->unchecked = 1;
     m->target = t;
   }
   m->opt[opt] = value;
@@ -233,6 +234,7 @@ int ir_module_set_target(IrModule *m, const char *name) {
     ir_merror(m, "unknown target '%s' (known: %s)", name ? name : "(null)", cl_target_list());
     return -1;
   }
+  if (t != m->target && m->nops) m->unchecked = 1; /* the ops' rules are the old target's */
   m->target = t;
   m->opt[IR_OPT_SM] = t->cc;
   m->changes++;

@@ -90,19 +90,7 @@ static int32_t report(const NvResult *r, NvKernelReport *out, int32_t max) {
   return nv_report_parse(cl_buf_str(&r->part[NV_PART_LOG]), r->part[NV_PART_LOG].len, out, max);
 }
 
-static int32_t report_text(NvResult *r) {
-  const ClBuf *log = &r->part[NV_PART_LOG];
-  int n = nv_report_parse(cl_buf_str(log), log->len, NULL, 0);
-  NvKernelReport *k = n ? calloc((size_t)n, sizeof *k) : NULL;
-  if (n && !k) return -1;
-  nv_report_parse(cl_buf_str(log), log->len, k, n);
-  cl_buf_clear(&r->part[NV_PART_REPORT]);
-  cl_buf_clear(&r->part[NV_PART_WARNINGS]);
-  nv_report_format(k, n, &r->part[NV_PART_REPORT]);
-  int w = nv_report_warnings(k, n, &r->part[NV_PART_WARNINGS]);
-  free(k);
-  return w;
-}
+static int32_t report_text(NvResult *r) { return nv_report_text(r); }
 
 static int32_t cache_key(NvResult *r, const char *material, size_t len, const char *salt, const NvOptions *o) {
   ClBuf err = {0};
@@ -181,6 +169,12 @@ static void sha256_hex(const void *data, size_t len, char *hex65) { nv_sha256_he
 static const CLNvApi api = {
     .abi = NV_API_ABI,
     .options_base = nv_options_base,
+    .compile_module = nv_compile_module,
+    .module_lookup = nv_module_lookup,
+    .module_print = nv_module_print,
+    .module_emit = nv_module_emit,
+    .module_finish = nv_module_finish,
+    .info_find = nv_info_find,
     .options_default = nv_options_default,
     .options_from_env = options_from_env,
     .options_set_arch = options_set_arch,

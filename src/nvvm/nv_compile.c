@@ -41,8 +41,20 @@ int nv_result_info(const NvResult *r, int field) {
   case NV_INFO_COL: return r->col;
   case NV_INFO_ORIGIN: return r->origin;
   case NV_INFO_STAGE_INPUT: return r->input_stage;
+  case NV_INFO_WARNINGS: return r->warnings;
   default: return -1;
   }
+}
+
+int nv_info_find(const char *name) {
+  static const char *const names[] = {
+#define NV_INFO_NAME(id, n) n,
+      NV_INFOS(NV_INFO_NAME)
+#undef NV_INFO_NAME
+  };
+  for (int i = 0; name && i < NV_INFO__COUNT; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  return -1;
 }
 
 static void set_part(NvResult *r, int part, const void *data, size_t len) {

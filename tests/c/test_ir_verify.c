@@ -555,6 +555,48 @@ static void test_target(void) {
   ir_module_free(t);
 }
 
+/* Each op is checked once: the builder checks it as it is appended, and the
+   verifier then checks structure and only the ops the builder did not
+   (interned constants, iv, else, end); after a change of target, or ops
+   appended raw, it checks them all again. */
+static void test_checked_once(void) {
+  IrModule *t = ir_module_new();
+  ir_module_set_target(t, "sm_90a");
+  IrFunc *g = ir_func_new(t, "g", IR_FUNC_KERNEL, IR_T_VOID);
+  IrRef sp = ir_param(g, ir_type_parse(t, "ptr<i32, shared, 16>"));
+  IrRef x = ir_param(g, IR_T_I32);
+  IrRef acc = x;
+  for (int i = 0; i < 100; i++) acc = ir_op3(g, IR_OP_MUL, 0, acc, x, 0, 0, 0, 0);
+  IrRef iv = ir_for_begin(g, ir_const_int(g, IR_T_I32, 0), x, ir_const_int(g, IR_T_I32, 1), 0);
+  IrRef in = iv;
+  for (int i = 0; i < 100; i++) in = ir_op3(g, IR_OP_ADD, 0, in, acc, 0, 0, 0, 0);
+  ir_op3(g, IR_OP_STORE, 0, sp, in, 0, 0, 0, 0);
+  ir_region_end(g);
+  IrRef frag[2] = {acc, acc};
+  IrType pair = ir_type_struct(t, (IrType[]){IR_T_I32, IR_T_I32}, 2);
+  IrRef st = ir_op(g, IR_OP_PACK, pair, frag, 2, NULL, 0);
+  ir_op3(g, IR_OP_STMATRIX, 0, sp, st, 0, 2, 0, 0);
+  CHECK_EQ_INT(ir_diag_count(t), 0);
+  int ops = ir_inst_count(g);
+  uint64_t before = t->rule_checks;
+  CHECK_EQ_INT(ir_verify(t), 0);
+  uint64_t again = t->rule_checks - before;
+  CHECK_AT(again <= 8, "the verifier checked %llu of %d ops again", (unsigned long long)again, ops);
+  /* another target: every op is checked for it (stmatrix needs sm_90) */
+  ir_module_set_target(t, "sm_89");
+  before = t->rule_checks;
+  CHECK_EQ_INT(ir_verify(t), 1);
+  CHECK_CONTAINS(ir_diag(t), "stmatrix needs STMATRIX, which sm_89 lacks");
+  CHECK((int)(t->rule_checks - before) >= ops);
+  ir_diag_clear(t);
+  ir_module_set_target(t, "sm_90");
+  CHECK_EQ_INT(ir_verify(t), 0); /* checked in full, and found valid: once is enough again */
+  before = t->rule_checks;
+  CHECK_EQ_INT(ir_verify(t), 0);
+  CHECK((int)(t->rule_checks - before) <= 8);
+  ir_module_free(t);
+}
+
 /* Every violation, not just the first; each with its op printed and location. */
 static void test_all_reported(void) {
   setup("sm_80");
@@ -662,6 +704,7 @@ static void test_builder_checks(void) {
 
 int main(void) {
   test_target();
+  test_checked_once();
   test_cases();
   test_all_reported();
   test_builder_checks();
