@@ -126,10 +126,28 @@ end
 local Options = {}
 Options.__index = Options
 
-local KNOWN = {
-  arch = true, opt = true, fast_math = true, ftz = true, lineinfo = true, max_registers = true,
-  ptxas_options = true, link = true, keep = true, dump_dir = true, cache = true, cache_dir = true,
-}
+-- The option names, from C (nv_compile.h NV_OPTION_NAMES): name -> in_key
+-- (1: changes what is compiled, 2: by the contents of the files it names,
+-- 0: does not).
+local KNOWN, OPTION_LIST = {}, {}
+for i = 0, 63 do
+  local p = C.option_name(i)
+  if p == nil then break end
+  local name = ffi.string(p)
+  KNOWN[name] = C.option_in_key(i)
+  OPTION_LIST[#OPTION_LIST + 1] = name
+end
+
+--- The names of the compile options, in C's order; with t.in_key, only
+-- those that change what is compiled by their value (a kernel's cache key
+-- material lists them).
+function compiler.option_names(t)
+  local out = {}
+  for _, name in ipairs(OPTION_LIST) do
+    if not (t and t.in_key) or KNOWN[name] == 1 then out[#out + 1] = name end
+  end
+  return out
+end
 
 --- The names in `names` (a list) closest to a misspelt `name`, as " (did you
 -- mean 'x'?)", or "" when none is close (edit distance at most 2, or a third

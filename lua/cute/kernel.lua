@@ -34,6 +34,7 @@ local runtime = require "cute.runtime"
 local err = require "cute._err"
 local L = require "cute.layout"
 local it = require "cute.int_tuple"
+local IRC = require("cute.ir").enums -- the IR's enumerations, by name (from C)
 
 local M = {}
 
@@ -272,9 +273,9 @@ end
 -- Compiling a traced module: verify, print (the cache key's material), and
 -- only on a cache miss emit NVVM IR and run libnvvm and nvJitLink
 
-local COMPILER_OPTIONS = { arch = true, opt = true, fast_math = true, ftz = true, lineinfo = true,
-  max_registers = true, ptxas_options = true, link = true, keep = true, dump_dir = true, cache = true,
-  cache_dir = true }
+-- The compile options' names (from C, through cute.compiler).
+local COMPILER_OPTIONS = {}
+for _, name in ipairs(require("cute.compiler").option_names()) do COMPILER_OPTIONS[name] = true end
 
 --- The cute.compiler options in a kernel's option table.
 local function compiler_options(opts)
@@ -556,7 +557,7 @@ local function trace(k, specs, opts, copts)
   -- the target: ops the arch lacks are refused as they are traced, at their line
   local arch = (copts or compiler_options(opts)):get("arch")
   if ir.module_set_target(m, arch) ~= 0 then err.raise("kernel %s: %s", k.name, ffi.string(ir.diag(m))) end
-  ir.module_set(m, 3, max_ir_ops(opts))
+  ir.module_set(m, IRC.option.max_ops, max_ir_ops(opts))
   local T = core.begin(m, k.name, "kernel", nil, opts)
   -- a kernel of cutelua's own (cute.lib): all its ops at the user's line that
   -- launched or compiled it, found once rather than by a stack walk per op
@@ -582,8 +583,9 @@ local function trace(k, specs, opts, copts)
   -- kernel attributes
   local f = T.f
   local max_threads, min_blocks = T.max_threads or opts.max_threads, T.min_blocks or opts.min_blocks
-  if max_threads then ir.func_attr(f, 0, max_threads, 1, 1) end
-  if min_blocks then ir.func_attr(f, 2, min_blocks, 0, 0) end
+  local attr = IRC.attr
+  if max_threads then ir.func_attr(f, attr.maxntid, max_threads, 1, 1) end
+  if min_blocks then ir.func_attr(f, attr.minctasm, min_blocks, 0, 0) end
   if opts.cluster then
     local cx = cluster_dims(opts.cluster, k.name)
     local compiler = require "cute.compiler"
@@ -591,9 +593,9 @@ local function trace(k, specs, opts, copts)
       err.raise("kernel %s: option cluster {%s} %s", k.name, table.concat(cx, ", "),
         compiler.target_needs(arch, "CLUSTER"))
     end
-    ir.func_attr(f, 3, cx[1], cx[2], cx[3])
+    ir.func_attr(f, attr.cluster, cx[1], cx[2], cx[3])
   end
-  if T.dyn_smem then ir.func_attr(f, 5, T.dyn_smem, 0, 0) end
+  if T.dyn_smem then ir.func_attr(f, attr.dynamic_smem, T.dyn_smem, 0, 0) end
   return { module = m, params = params, dyn_smem = T.dyn_smem or 0, static_smem = T.smem_bytes,
     check_sites = T.check and T.check.sites }
 end
@@ -707,7 +709,7 @@ end
 -- of the key hashes them again, canonically, with the link inputs' contents).
 local function compiler_text(copts)
   local parts = {}
-  for i, name in ipairs { "arch", "opt", "fast_math", "ftz", "lineinfo", "max_registers", "ptxas_options" } do
+  for i, name in ipairs(require("cute.compiler").option_names { in_key = true }) do
     parts[i] = name .. "=" .. tostring(copts:get(name))
   end
   return table.concat(parts, ",")

@@ -153,6 +153,14 @@ static const CLIrApi ir_api = {
     .module_set_target = ir_module_set_target,
     .module_target = api_module_target,
     .op_feature = ir_op_feature,
+    .op_lowering = ir_op_lowering,
+    .space_name = ir_space_name,
+    .attr_name = ir_attr_name,
+    .attr_arity = ir_attr_arity,
+    .option_name = ir_option_name,
+    .scalar_name = ir_scalar_name,
+    .scalar_storage_only = ir_scalar_storage_only,
+    .type_kind_name = ir_type_kind_name,
 };
 
 const void *cl_ir_api(void) { return &ir_api; }

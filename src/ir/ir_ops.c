@@ -119,6 +119,48 @@ const char *ir_op_doc(int op) { return op_ok(op) ? ir_op_info[op].doc : NULL; }
 unsigned ir_op_flags(int op) { return op_ok(op) ? ir_op_info[op].flags : 0; }
 int ir_op_feature(int op) { return op_ok(op) ? ir_op_info[op].feat : CL_FEAT_NONE; }
 
+static const char *const lowering_names[] = {
+#define IR_LOW_NAME(id) #id,
+    IR_LOWERINGS(IR_LOW_NAME)
+#undef IR_LOW_NAME
+};
+const char *ir_op_lowering(int op) { return op_ok(op) ? lowering_names[ir_op_info[op].low] : NULL; }
+
+/* --- the other enumerations, by name (for Lua) -------------------------------------------------------------- */
+static const char *const space_names[] = {
+#define IR_SPACE_NAME(id, name, as) name,
+    IR_SPACES(IR_SPACE_NAME)
+#undef IR_SPACE_NAME
+};
+static const struct { const char *name; int arity; } attr_rows[] = {
+#define IR_ATTR_ROW(id, name, n) {name, n},
+    IR_ATTRS(IR_ATTR_ROW)
+#undef IR_ATTR_ROW
+};
+static const char *const option_names[] = {
+#define IR_OPTION_NAME(id, name) name,
+    IR_OPTIONS(IR_OPTION_NAME)
+#undef IR_OPTION_NAME
+};
+static const struct { const char *name; int storage; } scalar_rows[] = {
+    {NULL, 0},
+#define IR_SCALAR_NAME(id, name, bits, ll, storage) {name, storage},
+    IR_SCALARS(IR_SCALAR_NAME)
+#undef IR_SCALAR_NAME
+};
+static const char *const type_kind_names[] = {
+#define IR_TK_NAME(id, name) name,
+    IR_TYPE_KINDS(IR_TK_NAME)
+#undef IR_TK_NAME
+};
+const char *ir_type_kind_name(int i) { return i >= 0 && i < IR_TK__COUNT ? type_kind_names[i] : NULL; }
+const char *ir_space_name(int i) { return i >= 0 && i < IR_SPACE__COUNT ? space_names[i] : NULL; }
+const char *ir_attr_name(int i) { return i >= 0 && i < IR_ATTR__COUNT ? attr_rows[i].name : NULL; }
+int ir_attr_arity(int i) { return i >= 0 && i < IR_ATTR__COUNT ? attr_rows[i].arity : -1; }
+const char *ir_option_name(int i) { return i >= 0 && i < IR_OPT__COUNT ? option_names[i] : NULL; }
+const char *ir_scalar_name(int i) { return i >= 1 && i < IR_T__NSCALAR ? scalar_rows[i].name : NULL; }
+int ir_scalar_storage_only(int i) { return i >= 1 && i < IR_T__NSCALAR ? scalar_rows[i].storage : 0; }
+
 /* The lowest compute capability * 10 of a target that has the op (0: every
    target; -1: no op). What the old sm column said; the feature says more. */
 int ir_op_min_sm(int op) {

@@ -62,14 +62,7 @@ static inline int is_ptr(const Ck *c, IrType t) { return kind(c, t) == IR_TK_PTR
 static inline int is_afloat(IrType t) { return t == IR_T_F16 || t == IR_T_F32 || t == IR_T_F64; }
 static inline IrType elem_of(const Ck *c, IrType t) { return ir_type_scalar_of(c->m, t); }
 static inline int is_i32(IrType t) { return t == IR_T_I32; }
-static inline const char *space_name(int s) {
-  static const char *const names[] = {
-#define IR_SPACE_NAME(id, name, as) name,
-      IR_SPACES(IR_SPACE_NAME)
-#undef IR_SPACE_NAME
-  };
-  return (s >= 0 && s < IR_SPACE__COUNT) ? names[s] : "?";
-}
+static inline const char *space_name(int s) { return ir_space_name(s) ? ir_space_name(s) : "?"; }
 
 /* The value of a const operand, if it is one. */
 static inline int const_arg(const Ck *c, int i, int64_t *out) {

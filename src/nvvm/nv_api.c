@@ -91,6 +91,8 @@ static int32_t report(const NvResult *r, NvKernelReport *out, int32_t max) {
 }
 
 static int32_t report_text(NvResult *r) { return nv_report_text(r); }
+static const char *option_name(int32_t i) { return nv_option_name(i); }
+static int32_t option_in_key(int32_t i) { return nv_option_in_key(i); }
 
 static int32_t cache_key(NvResult *r, const char *material, size_t len, const char *salt, const NvOptions *o) {
   ClBuf err = {0};
@@ -175,6 +177,8 @@ static const CLNvApi api = {
     .module_emit = nv_module_emit,
     .module_finish = nv_module_finish,
     .info_find = nv_info_find,
+    .option_name = option_name,
+    .option_in_key = option_in_key,
     .options_default = nv_options_default,
     .options_from_env = options_from_env,
     .options_set_arch = options_set_arch,

@@ -60,6 +60,18 @@ int nv_options_canonical(const NvOptions *o, ClBuf *out, ClBuf *err);
  * ("" when neither variable is set). */
 const char *nv_default_cache_dir(void);
 
+/* X(name, in_key): the options by their Lua names (compiler.options{...}),
+ * in NvOptions order; in_key: 1 when the option changes what is compiled
+ * (nv_options_canonical hashes it into the cache key; 2: by the contents of
+ * the files it names, which the canonical text hashes). Lua reads the list:
+ * nothing else names them. */
+#define NV_OPTION_NAMES(X)                                                              \
+  X("arch", 1) X("opt", 1) X("fast_math", 1) X("ftz", 1) X("lineinfo", 1) X("max_registers", 1) \
+  X("ptxas_options", 1) X("link", 2) X("keep", 0) X("dump_dir", 0) X("cache", 0) X("cache_dir", 0)
+/* The name of option i (NULL past the end) and whether it is in the key (-1 past the end). */
+const char *nv_option_name(int i);
+int nv_option_in_key(int i);
+
 /* X(name, variable, what): the environment variables nv_options_from_env reads. */
 #define NV_ENV(X)                                                                     \
   X(ARCH, "CUTELUA_ARCH", "target arch (sm_80 ... sm_120a)")                          \

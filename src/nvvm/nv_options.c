@@ -48,6 +48,17 @@ int nv_arch_detect(char *why, size_t whylen) {
   return detected;
 }
 
+/* ---- the options' names ----------------------------------------------------------------- */
+
+static const struct { const char *name; int in_key; } option_names[] = {
+#define NV_OPTION_ROW(name, in_key) {name, in_key},
+    NV_OPTION_NAMES(NV_OPTION_ROW)
+#undef NV_OPTION_ROW
+};
+enum { OPTION_COUNT = sizeof option_names / sizeof *option_names };
+const char *nv_option_name(int i) { return i >= 0 && i < OPTION_COUNT ? option_names[i].name : NULL; }
+int nv_option_in_key(int i) { return i >= 0 && i < OPTION_COUNT ? option_names[i].in_key : -1; }
+
 /* ---- defaults and checks ------------------------------------------------------------ */
 
 const char *nv_default_cache_dir(void) {

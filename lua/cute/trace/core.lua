@@ -51,8 +51,7 @@ function M.scalar(dt)
     fmax = dt.fmax, inf_at = dt.inf_at }
 end
 
-local SPACES = { generic = true, global = true, shared = true, shared_cluster = true, ["local"] = true,
-  param = true, const = true }
+local SPACES = require("cute.ir").enums.space -- the IR's address spaces, by name (from C)
 
 --- A pointer type: elem (a tracer type or dtype), space ("global", "shared", ...), align (bytes).
 function M.ptr(elem, space, align)

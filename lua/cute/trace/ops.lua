@@ -19,7 +19,8 @@ local ffi = require "ffi"
 local emit, is_value, type_of = core.emit, core.is_value, core.type_of
 local common, coerce, describe = core.common_type, core.coerce, core.describe
 
-local STORAGE_ONLY = { bf16 = true, tf32 = true, e4m3 = true, e5m2 = true }
+-- The storage-only types (bf16, tf32, fp8: no arithmetic), from the IR's table.
+local STORAGE_ONLY = require("cute.ir").enums.storage_only
 
 local function arith_type(a, b, opname)
   local t = common(a, b, opname)
@@ -351,12 +352,9 @@ local function math_fn(name, irop)
   end
 end
 
-for _, name in ipairs { "sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil" } do M[name] = math_fn(name) end
-M.exp2 = math_fn("exp2")
-M.log2 = math_fn("log2")
-M.rsqrt = math_fn("rsqrt")
-M.rcp = math_fn("rcp")
-M.erf = math_fn("erf")
+-- The math functions: the ops of the IR's MATH lowering family, by their op names.
+local MATH = require("cute.ir").ops_of_family("MATH")
+for _, name in ipairs(MATH) do M[name] = math_fn(name) end
 
 function M.abs(x)
   if type(x) == "number" then return math.abs(x) end
@@ -498,7 +496,7 @@ Value.__cute_int = {
   shl = function(a, b) return Value.shl(a, b) end,
 }
 
-M._exports = { "asm", "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod", "sqrt",
-  "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "exp2", "log2", "rsqrt", "rcp", "erf" }
+M._exports = { "asm", "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod" }
+for _, name in ipairs(MATH) do M._exports[#M._exports + 1] = name end
 
 return M
