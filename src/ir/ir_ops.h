@@ -146,8 +146,10 @@ X(STMATRIX,  "stmatrix",        2, 2,   "nF",     NONE,     STMATRIX,  MEM|SIDE|
 X(CPASYNC,   "cp.async",        2, 3,   "nC",     NONE,     CPASYNC,   MEM|SIDE,                  CP_ASYNC, CPASYNC,  "",  "copy global -> shared; operands: dst, src, source bytes (optional, rest zero-filled); imms: bytes (4 8 16), cache (ca cg)") \
 X(CPCOMMIT,  "cp.async.commit", 0, 0,   "",       NONE,     NONE,      SIDE,                      CP_ASYNC, ASM0,     "cp.async.commit_group;", "close a group of cp.async") \
 X(CPWAIT,    "cp.async.wait",   0, 0,   "n",      NONE,     CPWAIT,    SIDE,                      CP_ASYNC, CPWAIT,   "",  "wait until at most n groups are pending; imm: n") \
-/* --- Hopper family (next wave): rows go here. Each is "a row plus its lowering":             */ \
-/*   wgmma.fence / wgmma.commit / wgmma.wait (ASM0, CPWAIT-like), wgmma.mma (struct accumulator  */ \
+/* --- Hopper (sm_90a) ------------------------------------------------------------------------------------- */ \
+X(WGFENCE,   "wgmma.fence",     0, 0,   "",       NONE,     NONE,      SIDE|CONV,                 WGMMA,    ASM0,     "wgmma.fence.sync.aligned;", "order this warpgroup's register accesses before its later wgmma.mma_async (all four warps execute it)") \
+/* Hopper rows to come go here. Each is "a row plus its lowering":                              */ \
+/*   wgmma.commit / wgmma.wait (ASM0, CPWAIT-like), wgmma.mma (struct accumulator                */ \
 /*   of 64..128 f32, descriptors as i64 operands, like MMA), tma.load / tma.store / tma.prefetch */ \
 /*   (a param-space ptr operand from a byval param, coordinates, mbarrier ptr, multicast mask),  */ \
 /*   mbarrier.init / arrive / expect_tx / try_wait (shared ptr operands), cluster.arrive/wait,  */ \

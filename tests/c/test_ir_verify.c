@@ -361,6 +361,7 @@ static void b_reqntid(void) {
   ir_func_attr(k, IR_ATTR_MAXNTID, 128, 1, 1);
   ir_func_attr(k, IR_ATTR_REQNTID, 256, 1, 1);
 }
+static void b_wgmma_fence(void) { op(IR_OP_WGFENCE, 0, 0, 0, 0, 0, 0, 0); }
 static void b_cluster_sm80(void) { ir_func_attr(k, IR_ATTR_CLUSTER, 2, 1, 1); }
 static void b_cluster_big(void) { ir_func_attr(k, IR_ATTR_CLUSTER, 4, 4, 2); }
 static void b_maxnreg(void) { ir_func_attr(k, IR_ATTR_MAXNREG, 300, 0, 0); }
@@ -492,6 +493,8 @@ static const Case cases[] = {
     {"ldmatrix space", "sm_80", b_ldmatrix_space, "operand 1 is ptr<i32, global, 4>, expected a shared pointer"},
     {"ldmatrix alignment", "sm_80", b_ldmatrix_align, "each row is 16 bytes: the pointer must be 16-byte aligned"},
     {"ldmatrix count", "sm_80", b_ldmatrix_count, "count 3: 1, 2 or 4 matrices"},
+    {"wgmma on sm_90", "sm_90", b_wgmma_fence, "wgmma.fence needs WGMMA, which sm_90 lacks (sm_90a has it)"},
+    {"wgmma on sm_100a", "sm_100a", b_wgmma_fence, "wgmma.fence needs WGMMA, which sm_100a lacks (sm_90a has it)"},
     {"stmatrix target", "sm_80", b_stmatrix_sm, "stmatrix needs STMATRIX, which sm_80 lacks (sm_90,"},
     {"cp.async size", "sm_80", b_cpasync_bytes, "12 bytes: cp.async copies 4, 8 or 16"},
     {"cp.async cg", "sm_80", b_cpasync_cg, "cg copies 16 bytes, not 8"},
