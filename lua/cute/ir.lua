@@ -79,10 +79,10 @@ M.enums = { space = SPACES, space_list = SPACE_LIST, attr = ATTRS, attr_list = A
 
 -- The ops of a lowering family ("MATH": the math functions), in table order.
 function M.ops_of_family(family)
+  local buf = ffi.new("char[4096]")
+  C.ops_in_family(family, buf, 4096)
   local out = {}
-  for i = 0, C.op_count() - 1 do
-    if ffi.string(C.op_lowering(i)) == family then out[#out + 1] = OP_NAMES[i] end
-  end
+  for name in ffi.string(buf):gmatch("%S+") do out[#out + 1] = name end
   return out
 end
 

@@ -47,7 +47,7 @@ local M = {}
 M.constexpr, M.static = args.constexpr, args.static
 local param_names, signature, make_packer = args.param_names, args.signature, args.make_packer
 local compiler_options, trace, stats = ktrace.compiler_options, ktrace.trace, ktrace.stats
-local COMPILER_OPTIONS, PRETRACE_SALT = ktrace.COMPILER_OPTIONS, kcache.PRETRACE_SALT
+local PRETRACE_SALT = kcache.PRETRACE_SALT
 local whole, cluster_dims, MAX_IR_OPS_DEFAULT = ktrace.whole, ktrace.cluster_dims, ktrace.MAX_IR_OPS_DEFAULT
 local pretrace_compile, pretrace_material, const_function = kcache.pretrace_compile, kcache.pretrace_material,
   kcache.const_function
@@ -147,13 +147,13 @@ local function check_options(opts, kname)
     local check = KERNEL_OPTIONS[key]
     if check then
       check(v, kname)
-    elseif COMPILER_OPTIONS[key] then
+    elseif ktrace.compiler_option_names()[key] then
       copts = copts or {}
       copts[key] = v
     else
       local names = {}
       for n in pairs(KERNEL_OPTIONS) do names[#names + 1] = n end
-      for n in pairs(COMPILER_OPTIONS) do if not KERNEL_OPTIONS[n] then names[#names + 1] = n end end
+      for n in pairs(ktrace.compiler_option_names()) do if not KERNEL_OPTIONS[n] then names[#names + 1] = n end end
       table.sort(names)
       err.raise("cute.kernel %s: unknown option '%s'%s (known: %s)", kname, tostring(key),
         require("cute.compiler")._did_you_mean(key, names), table.concat(names, ", "))

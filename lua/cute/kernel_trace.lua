@@ -8,7 +8,6 @@ local ffi = require "ffi"
 local core = require "cute.trace.core"
 local err = require "cute._err"
 local kargs = require "cute.kernel_args"
-local IRC = require("cute.ir").enums -- the IR's enumerations, by name (from C)
 
 local KT = {}
 
@@ -17,14 +16,22 @@ local KT = {}
 -- only on a cache miss emit NVVM IR and run libnvvm and nvJitLink
 
 -- The compile options' names (from C, through cute.compiler).
-local COMPILER_OPTIONS = {}
-for _, name in ipairs(require("cute.compiler").option_names()) do COMPILER_OPTIONS[name] = true end
+local compiler_option_set -- read when first needed: cute.compiler is not loaded before it is used
+
+--- The set of the compile options' names.
+function KT.compiler_option_names()
+  if not compiler_option_set then
+    compiler_option_set = {}
+    for _, name in ipairs(require("cute.compiler").option_names()) do compiler_option_set[name] = true end
+  end
+  return compiler_option_set
+end
 
 --- The cute.compiler options in a kernel's option table.
 local function compiler_options(opts)
   local t = {}
   for k, v in pairs(opts) do
-    if COMPILER_OPTIONS[k] then t[k] = v end
+    if KT.compiler_option_names()[k] then t[k] = v end
   end
   return require("cute.compiler").options(t)
 end
@@ -118,6 +125,7 @@ function KT.trace(k, specs, opts, copts)
   -- the target: ops the arch lacks are refused as they are traced, at their line
   local arch = (copts or compiler_options(opts)):get("arch")
   if ir.module_set_target(m, arch) ~= 0 then err.raise("kernel %s: %s", k.name, ffi.string(ir.diag(m))) end
+  local IRC = require("cute.ir").enums -- the IR's enumerations, by name (from C)
   ir.module_set(m, IRC.option.max_ops, max_ir_ops(opts))
   local T = core.begin(m, k.name, "kernel", nil, opts)
   -- a kernel of cutelua's own (cute.lib): all its ops at the user's line that
@@ -161,5 +169,5 @@ function KT.trace(k, specs, opts, copts)
     check_sites = T.check and T.check.sites }
 end
 
-KT.compiler_options, KT.COMPILER_OPTIONS = compiler_options, COMPILER_OPTIONS
+KT.compiler_options = compiler_options
 return KT
