@@ -93,7 +93,7 @@ local function diagnostic(r, input)
     log = part(r, "tool_log"),
     line = C.info(r, INFO.line) > 0 and C.info(r, INFO.line) or nil,
     col = C.info(r, INFO.col) > 0 and C.info(r, INFO.col) or nil,
-    input = stage == 2 and "ptx" or "ll", -- the text `line` counts in (NV_STAGE_PTX = 2)
+    input = ffi.string(C.stage_name(stage)), -- the text `line` counts in: "ll" or "ptx" (C's stage names)
     excerpt = part(r, "excerpt"),
     source = part(r, "source") ~= "" and part(r, "source") or nil,
     input_text = input,
