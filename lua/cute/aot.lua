@@ -286,11 +286,12 @@ local function c_string(s)
   return '"' .. s:gsub("\\", "\\\\"):gsub('"', '\\"'):gsub("\n", "\\n") .. '"'
 end
 
+-- A target's compute capability (major, minor) and whether it is an "a"
+-- target (exact cc), from the target table (src/target).
 local function arch_cc(arch)
-  local num, suffix = arch:match("^sm_(%d+)(%a?)$")
-  if not num then err.raise("export: %s is not an arch (sm_80, sm_90a, ...)", tostring(arch)) end
-  num = tonumber(num)
-  return math.floor(num / 10), num % 10, suffix ~= ""
+  local row = compiler.target(arch)
+  if not row then err.raise("export: %s is not an arch (sm_80, sm_90a, ...)", tostring(arch)) end
+  return math.floor(row.cc / 10), row.cc % 10, row.arch_specific
 end
 
 -- What a tensor parameter's layout is, for the header's comments.

@@ -31,7 +31,15 @@ local PART = setmetatable({}, {
     return i
   end,
 })
-local INFO = { phase = 0, line = 1, col = 2, origin = 3, input_stage = 4 } -- nv_compile.h NV_INFO_*
+-- Info fields by name, numbered by C (nv_compile.h NV_INFOS).
+local INFO = setmetatable({}, {
+  __index = function(t, name)
+    local i = C.info_find(name)
+    assert(i >= 0, "cute.compiler: C has no result info field " .. tostring(name))
+    rawset(t, name, i)
+    return i
+  end,
+})
 
 local len_out = ffi.new("size_t[1]")
 local function part(r, name)
@@ -85,7 +93,7 @@ local function diagnostic(r, input)
     log = part(r, "tool_log"),
     line = C.info(r, INFO.line) > 0 and C.info(r, INFO.line) or nil,
     col = C.info(r, INFO.col) > 0 and C.info(r, INFO.col) or nil,
-    input = stage == 2 and "ptx" or "ll", -- the text `line` counts in (NV_STAGE_PTX = 2)
+    input = ffi.string(C.stage_name(stage)), -- the text `line` counts in: "ll" or "ptx" (C's stage names)
     excerpt = part(r, "excerpt"),
     source = part(r, "source") ~= "" and part(r, "source") or nil,
     input_text = input,
@@ -118,10 +126,28 @@ end
 local Options = {}
 Options.__index = Options
 
-local KNOWN = {
-  arch = true, opt = true, fast_math = true, ftz = true, lineinfo = true, max_registers = true,
-  ptxas_options = true, link = true, keep = true, dump_dir = true, cache = true, cache_dir = true,
-}
+-- The option names, from C (nv_compile.h NV_OPTION_NAMES): name -> in_key
+-- (1: changes what is compiled, 2: by the contents of the files it names,
+-- 0: does not).
+local KNOWN, OPTION_LIST = {}, {}
+for i = 0, 63 do
+  local p = C.option_name(i)
+  if p == nil then break end
+  local name = ffi.string(p)
+  KNOWN[name] = C.option_in_key(i)
+  OPTION_LIST[#OPTION_LIST + 1] = name
+end
+
+--- The names of the compile options, in C's order; with t.in_key, only
+-- those that change what is compiled by their value (a kernel's cache key
+-- material lists them).
+function compiler.option_names(t)
+  local out = {}
+  for _, name in ipairs(OPTION_LIST) do
+    if not (t and t.in_key) or KNOWN[name] == 1 then out[#out + 1] = name end
+  end
+  return out
+end
 
 --- The names in `names` (a list) closest to a misspelt `name`, as " (did you
 -- mean 'x'?)", or "" when none is close (edit distance at most 2, or a third
@@ -349,20 +375,80 @@ end
 
 -- ---- targets and tools ------------------------------------------------------------
 
-local arch_cache
---- The arch table: {name, cc, arch_specific, ptx_isa, description} per target.
-function compiler.archs()
-  if arch_cache then return arch_cache end
-  local out = {}
-  local name, isa, desc = ffi.new("const char*[1]"), ffi.new("const char*[1]"), ffi.new("const char*[1]")
-  local cc, a = ffi.new("int32_t[1]"), ffi.new("int32_t[1]")
-  for i = 0, C.arch_count() - 1 do
-    C.arch_info(i, name, cc, a, isa, desc)
-    out[#out + 1] = { name = ffi.string(name[0]), cc = cc[0], arch_specific = a[0] == 1,
-      ptx_isa = ffi.string(isa[0]), description = ffi.string(desc[0]) }
+-- The target table and its features, read from C (src/target) once; a
+-- row's feature set when it is first asked for.
+local arch_cache, arch_by_name, feature_list
+local function load_features()
+  if feature_list then return feature_list end
+  local T = require("cute._c").target
+  feature_list = {}
+  for f = 0, T.feature_count() - 1 do
+    feature_list[f + 1] = { name = ffi.string(T.feature_name(f)), what = ffi.string(T.feature_what(f)), id = f }
   end
-  arch_cache = out
-  return out
+  return feature_list
+end
+local Row = { __index = function(row, k)
+  if k ~= "features" then return nil end
+  local T, set = require("cute._c").target, {}
+  for _, f in ipairs(load_features()) do
+    if T.has(row.id, f.id) == 1 then set[f.name] = true end
+  end
+  rawset(row, "features", set)
+  return set
+end }
+local function load_targets()
+  if arch_cache then return end
+  local T = require("cute._c").target
+  arch_cache, arch_by_name = {}, {}
+  local info = ffi.new("ClTargetInfo")
+  for i = 0, T.count() - 1 do
+    T.info(i, info)
+    local row = setmetatable({ name = ffi.string(info.name), cc = info.cc, arch_specific = info.arch_specific == 1,
+      ptx_isa = ffi.string(info.ptx_isa), description = ffi.string(info.description), id = i }, Row)
+    arch_cache[#arch_cache + 1] = row
+    arch_by_name[row.name] = row
+  end
+end
+
+--- The target table: {name, cc, arch_specific, ptx_isa, description,
+-- features} per target, features a set of feature names ({WGMMA = true, ...}).
+function compiler.archs()
+  load_targets()
+  return arch_cache
+end
+
+--- The row of a target by name ("sm_90a"), or nil and why.
+function compiler.target(name)
+  load_targets()
+  local row = arch_by_name[name]
+  if row then return row end
+  local names = {}
+  for _, a in ipairs(arch_cache) do names[#names + 1] = a.name end
+  return nil, string.format("unknown arch '%s' (known: %s)", tostring(name), table.concat(names, ", "))
+end
+
+--- The target features: a list of {name, what}, in table order.
+function compiler.features() return load_features() end
+
+--- Whether target `name` has feature `feature` (names as in the tables);
+-- raises on an unknown name.
+function compiler.target_has(name, feature)
+  local row, why = compiler.target(name)
+  if not row then err.raise("compiler.target_has: %s", why) end
+  local known = false
+  for _, f in ipairs(load_features()) do known = known or f.name == feature end
+  if not known then err.raise("compiler.target_has: unknown feature '%s'", tostring(feature)) end
+  return row.features[feature] == true
+end
+
+--- The refusal of a feature on a target, as C words it: "needs WGMMA,
+-- which sm_90 lacks (sm_90a has it)".
+function compiler.target_needs(name, feature)
+  local row = assert(compiler.target(name))
+  local T = require("cute._c").target
+  local buf = ffi.new("char[512]")
+  T.needs(row.id, T.feature_find(feature), buf, 512)
+  return ffi.string(buf)
 end
 
 --- The current GPU's target, or nil and why not.
@@ -588,6 +674,89 @@ function compiler.compile(source, opts, info)
   return m
 end
 
+-- A part's bytes, or nil when it is empty (no string made for nothing).
+local function part_or_nil(r, name)
+  local p = C.part(r, PART[name], len_out)
+  if len_out[0] == 0 then return nil end
+  return ffi.string(p, len_out[0])
+end
+
+-- Warnings and notes of a result, after a compile or a lookup hit.
+local function tell(r, origin)
+  if C.info(r, INFO.warnings) > 0 and origin ~= "memory" then warn_lines(part(r, "warnings")) end
+  local note = part_or_nil(r, "note")
+  if note then warn_lines(note) end
+end
+
+local job = ffi.new("NvModuleJob")
+
+--- Compiles a traced IR module (src/ir) to a cubin in one C call
+-- (nv_compile_module: verify, print, key, lookup, emit, compile, store,
+-- report, dumps); the texts stay in C until asked for (Module:ir(), :ll(),
+-- :ptx() ...). m: the module (cdata IrModule*, kept alive by the returned
+-- Module), whose target must be the options' arch. info (all optional):
+-- name, salt, meta (bytes stored with the cache entry).
+--
+-- A kernel keyed before tracing gives no module but info.key_text (the key
+-- material) and info.trace (a function that traces and returns the module):
+-- the cache is asked first, and trace is called on a miss, or on a hit when
+-- the IR or NVVM IR is asked for (a dump of them included); info.meta may then
+-- be a function (called after trace, on a miss); info.refresh compiles and
+-- stores over the entry without looking.
+function compiler.compile_module(m, opts, info)
+  info = info or {}
+  opts = compiler.options(opts)
+  local r = new_result()
+  local name = info.name or "module"
+  local trace = info.trace
+  local hit = false
+  ffi.fill(job, ffi.sizeof(job))
+  job.name, job.salt = name, info.salt
+  if m == nil then
+    if type(trace) ~= "function" or type(info.key_text) ~= "string" then
+      err.raise("compiler.compile_module: without a module, give info.key_text and info.trace")
+    end
+    local key = info.key_text
+    if info.refresh then
+      job.key_text, job.key_len, job.refresh = key, #key, 1
+    else
+      local rc = C.module_lookup(r, key, #key, info.salt, opts.c)
+      if rc < 0 then fail(r, nil, nil, name) end
+      hit = rc == 1
+      job.looked_up = 1
+    end
+  end
+  local meta -- (held while C reads it)
+  if hit then
+    local keep = opts.c.keep
+    if bit.band(keep, bit.lshift(1, PART.ir)) ~= 0 then C.module_print(r, trace()) end
+    if bit.band(keep, bit.lshift(1, PART.ll)) ~= 0 and C.module_emit(r, trace(), opts.c, name) ~= 0 then
+      fail(r, nil, nil, nil)
+    end
+    C.module_finish(r, opts.c, name)
+  else
+    if m == nil then m = trace() end
+    meta = info.meta
+    if type(meta) == "function" then meta = meta() end -- after trace(): it may describe what trace made
+    if meta ~= nil then
+      if type(meta) ~= "string" then
+        err.raise("compiler.compile_module: info.meta must be a string, got %s", type(meta))
+      end
+      job.meta, job.meta_len = meta, #meta
+    end
+    if C.compile_module(r, m, opts.c, job) ~= 0 then
+      local phase = ffi.string(C.phase_name(C.info(r, INFO.phase)))
+      -- the module's own failures name the kernel already; a tool's gets it in front
+      local own = phase == "verify" or phase == "emit" or phase == "options"
+      fail(r, nil, nil, not own and name or nil)
+    end
+  end
+  local mod = setmetatable({ _r = r, _irmod = m, _trace = trace, options = opts, key = ffi.string(C.key(r)),
+    arch = opts:get("arch"), origin = ffi.string(C.origin_name(C.info(r, INFO.origin))), name = name }, Module)
+  tell(r, mod.origin)
+  return mod
+end
+
 --- The compiled module as bytes of one stage ("ptx", "cubin", "log", ...).
 function Module:stage(name)
   local cached = rawget(self, "_stage_" .. name)
@@ -605,11 +774,23 @@ function Module:log() return self:stage("log") end
 -- also after a cache hit in another process.
 function Module:meta() return self:stage("meta") end
 
+-- The IR module behind a Module made by compile_module (traced now if it
+-- was found in the cache before tracing), or nil.
+local function ir_module(self)
+  if self._irmod == nil and self._trace then self._irmod = self._trace() end
+  return self._irmod
+end
+
 --- The printed cutelua IR, when the caller gave it (as text, or as a
 -- function that produces it now, e.g. by tracing the kernel again).
 function Module:ir()
   local s = part(self._r, "ir")
   if s ~= "" then return s end
+  local m = ir_module(self)
+  if m ~= nil then
+    if C.module_print(self._r, m) ~= 0 then err.raise("module %s: out of memory printing the IR", self.name) end
+    return part(self._r, "ir")
+  end
   if self._ir_fn then
     s = self._ir_fn()
     if type(s) ~= "string" then
@@ -626,6 +807,11 @@ end
 function Module:ll()
   local s = part(self._r, "ll")
   if s ~= "" then return s end
+  local m = ir_module(self)
+  if m ~= nil then
+    if C.module_emit(self._r, m, self.options.c, self.name) ~= 0 then fail(self._r) end
+    return part(self._r, "ll")
+  end
   if type(self._source) == "function" then
     s = self._source()
     C.set_part(self._r, PART.ll, s, #s)

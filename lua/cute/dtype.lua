@@ -7,31 +7,17 @@
 -- A dtype has: name, bits, bytes, kind ("bool", "int", "uint", "float"),
 -- signed, is_float, code (the C table index), storage (the FFI type that holds
 -- one element on the host: narrow floats are stored as their raw bits), ir
--- (the IR type name; signedness lives in the ops), tma (CUtensorMapDataType or
--- nil). Calling a dtype makes a typed scalar: cute.i32(5) (used where a plain
+-- (the IR type name; signedness lives in the ops), cute_name (CuTe DSL's
+-- name: Float32), tma (CUtensorMapDataType or nil); all from the C table.
+-- Calling a dtype makes a typed scalar: cute.i32(5) (used where a plain
 -- Lua number would be ambiguous, e.g. raw kernel arguments).
 local ffi = require "ffi"
 
 local M = {}
 
-local KINDS = { [0] = "bool", "int", "uint", "float" }
-local STORAGE = {
-  bool = "uint8_t", i8 = "int8_t", u8 = "uint8_t", i16 = "int16_t", u16 = "uint16_t",
-  i32 = "int32_t", u32 = "uint32_t", i64 = "int64_t", u64 = "uint64_t",
-  f16 = "uint16_t", bf16 = "uint16_t", tf32 = "float", f32 = "float", f64 = "double",
-  e4m3 = "uint8_t", e5m2 = "uint8_t",
-}
-local IR = {
-  bool = "i1", i8 = "i8", u8 = "i8", i16 = "i16", u16 = "i16", i32 = "i32", u32 = "i32",
-  i64 = "i64", u64 = "i64", f16 = "f16", bf16 = "bf16", tf32 = "tf32", f32 = "f32", f64 = "f64",
-  e4m3 = "e4m3", e5m2 = "e5m2",
-}
--- CuTe DSL's names for the same types.
-local ALIASES = {
-  Boolean = "bool", Int8 = "i8", Uint8 = "u8", Int16 = "i16", Uint16 = "u16", Int32 = "i32",
-  Uint32 = "u32", Int64 = "i64", Uint64 = "u64", Float16 = "f16", BFloat16 = "bf16",
-  TFloat32 = "tf32", Float32 = "f32", Float64 = "f64", Float8E4M3FN = "e4m3", Float8E5M2 = "e5m2",
-}
+local KINDS = { [0] = "bool", "int", "uint", "float" } -- rt.cdef RtDtypeInfo.kind
+-- The host storage, IR type and CuTe DSL name of each dtype are columns of
+-- the C table (RT_DTYPES): nothing here repeats them.
 
 local Dtype = {}
 Dtype.__index = Dtype
@@ -181,8 +167,9 @@ local function load()
       signed = kind == "int" or kind == "float",
       is_float = kind == "float",
       is_integer = kind == "int" or kind == "uint",
-      storage = STORAGE[name],
-      ir = IR[name],
+      storage = ffi.string(info.storage),
+      ir = ffi.string(info.ir),
+      cute_name = ffi.string(info.cute_name),
       tma = info.tma >= 0 and info.tma or nil,
     }, Dtype)
     if kind == "int" then
@@ -200,7 +187,7 @@ local function load()
     by_name[name] = t
     list[#list + 1] = t
   end
-  for alias, name in pairs(ALIASES) do by_name[alias] = by_name[name] end
+  for _, t in ipairs(list) do by_name[t.cute_name] = t end -- CuTe DSL's names for the same types
 end
 load()
 

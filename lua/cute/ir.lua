@@ -47,8 +47,44 @@ function M.op_imms(name)
 end
 
 local KIND_NUM = { kernel = 0, device = 1 }
-local ATTRS = { maxntid = 0, reqntid = 1, minctasm = 2, cluster = 3, maxnreg = 4, dynamic_smem = 5 }
+
+-- The IR's other enumerations, by name -> number, read from C (ir.h): address
+-- spaces, kernel attributes (and their value counts), module options, scalar
+-- types (and which are storage-only). No list here is typed by hand.
+local function names_of(fn, first)
+  local t, list = {}, {}
+  for i = first or 0, 255 do
+    local p = fn(i)
+    if p == nil then break end
+    local name = ffi.string(p)
+    t[name] = i
+    list[#list + 1] = name
+  end
+  return t, list
+end
+local SPACES, SPACE_LIST = names_of(C.space_name)
+local ATTRS, ATTR_LIST = names_of(C.attr_name)
+local OPTIONS = names_of(C.option_name)
+local SCALARS = names_of(C.scalar_name, 1)
+local _, KIND_LIST = names_of(C.type_kind_name)
+local ATTR_ARITY, STORAGE_ONLY = {}, {}
+for name, i in pairs(ATTRS) do ATTR_ARITY[name] = C.attr_arity(i) end
+for name, i in pairs(SCALARS) do STORAGE_ONLY[name] = C.scalar_storage_only(i) == 1 or nil end
 M.attrs = ATTRS
+--- The enumerations: space, attr, option, scalar (name -> number); space_list,
+-- attr_list (names in order); attr_arity (name -> value count);
+-- storage_only (the set of scalar types without arithmetic: bf16, tf32, fp8).
+M.enums = { space = SPACES, space_list = SPACE_LIST, attr = ATTRS, attr_list = ATTR_LIST, attr_arity = ATTR_ARITY,
+  option = OPTIONS, scalar = SCALARS, storage_only = STORAGE_ONLY }
+
+-- The ops of a lowering family ("MATH": the math functions), in table order.
+function M.ops_of_family(family)
+  local buf = ffi.new("char[4096]")
+  C.ops_in_family(family, buf, 4096)
+  local out = {}
+  for name in ffi.string(buf):gmatch("%S+") do out[#out + 1] = name end
+  return out
+end
 
 local Module, Func = {}, {}
 Module.__index = Module
@@ -67,17 +103,19 @@ local function live(m)
   return m.handle
 end
 
---- A new, empty module. opts: fold (default true), check (default true), sm
--- (default 90), max_ops (the most instructions it may hold, all functions;
--- default 500000, 0 for no limit).
+--- A new, empty module. opts: fold (default true), check (default true),
+-- target (a name of the target table; default sm_90a) or sm (a compute
+-- capability: its plain target, 80 -> sm_80), max_ops (the most
+-- instructions it may hold, all functions; default 500000, 0 for no limit).
 function M.module(opts)
   opts = opts or {}
   local ptr = C.module_new()
   if ptr == nil then err.raise("cute.ir.module: out of memory") end
   local m = setmetatable({ handle = ffi.gc(ptr, C.module_free), types = {}, funcs = {} }, Module)
-  if opts.fold ~= nil then C.module_set(ptr, 0, opts.fold and 1 or 0) end
-  if opts.check ~= nil then C.module_set(ptr, 1, opts.check and 1 or 0) end
+  if opts.fold ~= nil then C.module_set(ptr, OPTIONS.fold, opts.fold and 1 or 0) end
+  if opts.check ~= nil then C.module_set(ptr, OPTIONS.check, opts.check and 1 or 0) end
   if opts.sm ~= nil then m:set_sm(opts.sm) end
+  if opts.target ~= nil then m:set_target(opts.target) end
   if opts.max_ops ~= nil then m:set_max_ops(opts.max_ops) end
   return m
 end
@@ -92,19 +130,33 @@ function Module:free()
   end
 end
 
-function Module:set_sm(sm)
-  if type(sm) == "string" then sm = tonumber(sm:match("^sm_(%d+)")) end
-  if type(sm) ~= "number" then err.raise("cute.ir: sm must be a number (80) or a name (\"sm_80\")") end
-  C.module_set(live(self), 2, sm)
+--- The target the op rules follow: a name of the target table ("sm_90a";
+-- sm_90 and sm_90a differ). Raises, naming the known ones, for another.
+function Module:set_target(name)
+  if type(name) ~= "string" then err.raise("cute.ir: a target is a name (\"sm_90a\"), got %s", tostring(name)) end
+  if C.module_set_target(live(self), name) ~= 0 then raise_diag(self, "set_target") end
 end
-function Module:set_fold(on) C.module_set(live(self), 0, on and 1 or 0) end
-function Module:set_check(on) C.module_set(live(self), 1, on and 1 or 0) end
+
+--- The module's target (a name).
+function Module:target() return ffi.string(C.module_target(live(self))) end
+
+--- A number: the plain target of that compute capability (80: sm_80, 90:
+-- sm_90); a name: set_target.
+function Module:set_sm(sm)
+  if type(sm) == "string" then return self:set_target(sm) end
+  if type(sm) ~= "number" then err.raise("cute.ir: sm must be a number (80) or a name (\"sm_80\")") end
+  local before = C.diag_count(live(self))
+  C.module_set(live(self), OPTIONS.sm, sm)
+  if C.diag_count(live(self)) > before then raise_diag(self, "set_sm") end
+end
+function Module:set_fold(on) C.module_set(live(self), OPTIONS.fold, on and 1 or 0) end
+function Module:set_check(on) C.module_set(live(self), OPTIONS.check, on and 1 or 0) end
 --- The most instructions the module may hold (0: no limit).
 function Module:set_max_ops(n)
   if type(n) ~= "number" or n ~= math.floor(n) or n < 0 or n > 2 ^ 31 - 1 then
     err.raise("cute.ir: max_ops must be a whole number from 0 (no limit) to 2147483647, got %s", tostring(n))
   end
-  C.module_set(live(self), 3, n)
+  C.module_set(live(self), OPTIONS.max_ops, n)
 end
 
 --- A type id from a name ("f32", "ptr<f16, shared, 16>") or an id.
@@ -120,7 +172,6 @@ function Module:type(t)
   return id
 end
 
-local SPACES = { generic = 0, global = 1, shared = 2, shared_cluster = 3, ["local"] = 4, param = 5, const = 6 }
 M.spaces = SPACES
 
 function Module:ptr(elem, space, align)
@@ -158,10 +209,8 @@ function Module:type_name(t) return ffi.string(C.type_name(live(self), self:type
 function Module:type_info(t)
   local info = ffi.new("IrTypeInfo")
   if C.type_info(live(self), self:type(t), info) ~= 0 then err.raise("cute.ir: bad type %s", tostring(t)) end
-  local kinds = { [0] = "none", "void", "int", "float", "vec", "ptr", "struct", "array" }
-  local names = { [0] = "generic", "global", "shared", "shared_cluster", "local", "param", "const" }
-  return { kind = kinds[info.kind], bits = info.bits, elem = info.elem, len = info.len,
-    space = info.space >= 0 and names[info.space] or nil, align = info.align, size = info.size,
+  return { kind = KIND_LIST[info.kind + 1], bits = info.bits, elem = info.elem, len = info.len,
+    space = info.space >= 0 and SPACE_LIST[info.space + 1] or nil, align = info.align, size = info.size,
     natural = info.natural }
 end
 

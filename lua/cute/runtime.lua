@@ -55,6 +55,18 @@ function M.current_device() return current end
 
 local info_cache = {}
 
+-- The target a GPU of compute capability cc (major*10 + minor) is compiled
+-- for: the "a" row of exactly that cc, else the nearest plain row of its
+-- major (src/target); "sm_<cc>" when the table has none.
+local function target_for_cc(cc)
+  local T = require("cute._c").target
+  local i = T.for_cc(cc)
+  if i < 0 then return "sm_" .. cc end
+  local info = ffi.new("ClTargetInfo")
+  T.info(i, info)
+  return ffi.string(info.name)
+end
+
 --- A table describing device `ordinal` (default: the current one): name,
 -- compute capability, SMs, memory, L2, shared memory limits, clocks, versions.
 function M.device_info(ordinal)
@@ -69,7 +81,7 @@ function M.device_info(ordinal)
     ordinal = ordinal,
     name = ffi.string(p.name),
     compute_capability = { p.cc_major, p.cc_minor },
-    arch = "sm_" .. cc .. ((cc == 90 or cc == 100 or cc == 120) and "a" or ""),
+    arch = target_for_cc(cc), -- the target the compiler picks for it (src/target)
     sm_count = p.sm_count,
     total_memory = tonumber(p.total_mem),
     l2_bytes = p.l2_bytes,

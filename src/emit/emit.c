@@ -466,6 +466,10 @@ int em_nvvm(const IrModule *m, const EmOptions *opt, ClBuf *out, ClBuf *err) {
   }
   EmOptions dflt = {0, 0, 0, NULL};
   if (!opt) opt = &dflt;
+  if (opt->target && !cl_target_find(opt->target)) {
+    if (err) cl_buf_printf(err, "error: emit: unknown target '%s' (known: %s)\n", opt->target, cl_target_list());
+    return -1;
+  }
   Em e;
   memset(&e, 0, sizeof e);
   e.m = m;

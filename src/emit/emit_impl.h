@@ -63,7 +63,7 @@ typedef struct EmCtl {
 typedef struct Em {
   const IrModule *m;
   const IrFunc *f;
-  const char *target; /* the target named in the options (NULL: none) */
+  const char *target; /* the target named in the options (NULL: none); a row of src/target */
   int fast, ftz, line_info;
   ClBuf *out;
   ClBuf *err;          /* where errors go (NULL: nowhere) */

@@ -21,7 +21,7 @@ static const int space_as[] = {
 
 static const char *const scalar_ll[] = {
     "",
-#define IR_SCALAR_LL(id, name, bits, ll) ll,
+#define IR_SCALAR_LL(id, name, bits, ll, storage) ll,
     IR_SCALARS(IR_SCALAR_LL)
 #undef IR_SCALAR_LL
 };

@@ -12,6 +12,7 @@
 #include "nv_compile.h"
 #include "ir.h"
 #include "emit.h"
+#include "target.h"
 
 static const char *host_version(void) { return CUTELUA_VERSION_STRING; }
 
@@ -59,6 +60,7 @@ const void *cl_host_api(void) { return &host_api; }
 /* One row per subsystem; each new subsystem adds its row here. */
 const ClApiEntry cl_api_entries[] = {
     {"host", "CLHostApi", "src/host/host.cdef", cl_host_api},
+    {"target", "CLTargetApi", "src/target/target.cdef", cl_target_api},
     {"rt", "CLRtApi", "src/rt/rt.cdef", cl_rt_api},
     {"nvvm", "CLNvApi", "src/nvvm/nvvm.cdef", cl_nv_api},
     {"ir", "CLIrApi", "src/ir/ir.cdef", cl_ir_api},

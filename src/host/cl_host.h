@@ -29,7 +29,7 @@ extern const size_t cl_bundle_count;
 
 /* cutelua's build id (src/host/cl_fnv.h), written by `embedgen --build-id`:
  * the hash of the bundled files, of the C sources of the compiler path
- * (src/ir, src/emit, src/nvvm, src/util, src/host), and the two combined. */
+ * (src/target, src/ir, src/emit, src/nvvm, src/util, src/host), and the two combined. */
 extern const uint64_t cl_bundle_hash;
 extern const uint64_t cl_source_hash;
 extern const uint64_t cl_build_id;

@@ -31,6 +31,7 @@
 
 #include "cl_buf.h"
 #include "ir_ops.h"
+#include "target.h"
 
 /* IrRef, IrType, IrModule, IrFunc, IrTypeInfo, IrEmitOptions and the Lua-facing
    function table CLIrApi: shared with ffi.cdef. */
@@ -50,22 +51,23 @@ typedef enum IrOp {
 } IrOp;
 
 /* --- types ------------------------------------------------------------------------------------------------ */
-/* Scalars: id, name, bits, LLVM type. bf16, tf32 and the fp8 types are storage
-   types: converted, loaded, stored, fed to mma; no arithmetic on them. */
-#define IR_SCALARS(X)               \
-  X(VOID, "void", 0, "void")        \
-  X(I1, "i1", 1, "i1")              \
-  X(I8, "i8", 8, "i8")              \
-  X(I16, "i16", 16, "i16")          \
-  X(I32, "i32", 32, "i32")          \
-  X(I64, "i64", 64, "i64")          \
-  X(F16, "f16", 16, "half")         \
-  X(BF16, "bf16", 16, "i16")        \
-  X(TF32, "tf32", 32, "i32")        \
-  X(F32, "f32", 32, "float")        \
-  X(F64, "f64", 64, "double")       \
-  X(E4M3, "e4m3", 8, "i8")          \
-  X(E5M2, "e5m2", 8, "i8")
+/* Scalars: id, name, bits, LLVM type, storage-only. bf16, tf32 and the fp8
+   types are storage types: converted, loaded, stored, fed to mma; no
+   arithmetic on them (Lua reads the column: scalar_storage_only). */
+#define IR_SCALARS(X)                  \
+  X(VOID, "void", 0, "void", 0)        \
+  X(I1, "i1", 1, "i1", 0)              \
+  X(I8, "i8", 8, "i8", 0)              \
+  X(I16, "i16", 16, "i16", 0)          \
+  X(I32, "i32", 32, "i32", 0)          \
+  X(I64, "i64", 64, "i64", 0)          \
+  X(F16, "f16", 16, "half", 0)         \
+  X(BF16, "bf16", 16, "i16", 1)        \
+  X(TF32, "tf32", 32, "i32", 1)        \
+  X(F32, "f32", 32, "float", 0)        \
+  X(F64, "f64", 64, "double", 0)       \
+  X(E4M3, "e4m3", 8, "i8", 1)          \
+  X(E5M2, "e5m2", 8, "i8", 1)
 
 enum {
   IR_T_NONE = 0,
@@ -75,8 +77,15 @@ enum {
   IR_T__NSCALAR
 };
 
+/* Kinds of types: id, name (IrTypeInfo.kind; Lua reads the names: type_kind_name). */
+#define IR_TYPE_KINDS(X) \
+  X(NONE, "none") X(VOID, "void") X(INT, "int") X(FLOAT, "float") X(VEC, "vec") X(PTR, "ptr") X(STRUCT, "struct") \
+  X(ARRAY, "array")
 typedef enum IrTypeKind {
-  IR_TK_NONE, IR_TK_VOID, IR_TK_INT, IR_TK_FLOAT, IR_TK_VEC, IR_TK_PTR, IR_TK_STRUCT, IR_TK_ARRAY
+#define IR_TK_ENUM(id, name) IR_TK_##id,
+  IR_TYPE_KINDS(IR_TK_ENUM)
+#undef IR_TK_ENUM
+  IR_TK__COUNT
 } IrTypeKind;
 
 /* Address spaces: id, name, LLVM address space. Pointers into param space come
@@ -112,7 +121,7 @@ typedef enum IrSpace {
 #define IR_E_FENCE(id, name) IR_FENCE_##id,
 #define IR_E_BAR(id, name) IR_BAR_##id,
 #define IR_E_TIMER(id, name, bits, reg) IR_TIMER_##id,
-#define IR_E_SREG(id, name, reg, intr, sm) IR_SREG_##id,
+#define IR_E_SREG(id, name, reg, intr, feat) IR_SREG_##id,
 #define IR_E_MMASHAPE(id, name, m, n, k) IR_MMA_##id,
 #define IR_E_MMATYPE(id, name, bits) IR_MT_##id,
 #define IR_E_FLAG(id, name, bit) IR_FLAG_##id = bit,
@@ -151,15 +160,20 @@ typedef enum IrAttr {
   IR_ATTR__COUNT
 } IrAttr;
 
-/* Module options (ir_module_set). */
+/* Module options (ir_module_set): id, name (Lua reads them: option_name).
+ *   FOLD     1 (default): fold constants and reuse identical pure ops; 0: raw IR
+ *   CHECK    1 (default): check each op as it is appended; 0: accept anything (verifier tests)
+ *   SM       the plain target of a compute capability (80: sm_80, 90: sm_90); read: the
+ *            target's cc. Kept for old callers: ir_module_set_target names any target.
+ *   MAX_OPS  at most this many instructions in the module, all functions (default
+ *            IR_MAX_OPS_DEFAULT; 0 or less: no limit): an endless trace stops with an error */
+#define IR_OPTIONS(X) X(FOLD, "fold") X(CHECK, "check") X(SM, "sm") X(MAX_OPS, "max_ops")
 typedef enum IrOption {
-  IR_OPT_FOLD = 0,  /* 1 (default): fold constants and reuse identical pure ops; 0: raw IR */
-  IR_OPT_CHECK = 1, /* 1 (default): check each op as it is appended; 0: accept anything (verifier tests) */
-  IR_OPT_SM = 2,    /* target for arch-dependent rules, e.g. 80, 89, 90 (default 90) */
-  IR_OPT_MAX_OPS = 3 /* at most this many instructions in the module, all functions (default
-                        IR_MAX_OPS_DEFAULT; 0 or less: no limit): an endless trace stops with an error */
+#define IR_OPTION_ENUM(id, name) IR_OPT_##id,
+  IR_OPTIONS(IR_OPTION_ENUM)
+#undef IR_OPTION_ENUM
+  IR_OPT__COUNT
 } IrOption;
-#define IR_OPT__COUNT 4
 #define IR_MAX_OPS_DEFAULT 500000
 
 /* Printer flags. */
@@ -171,6 +185,12 @@ IrModule *ir_module_new(void);
 void ir_module_free(IrModule *m);
 void ir_module_set(IrModule *m, IrOption opt, int value);
 int ir_module_get(const IrModule *m, IrOption opt);
+/* The target the op rules follow: a row of the target table (src/target),
+   by name ("sm_90a"); sm_90 and sm_90a are different targets. The default is
+   CL_TARGET_FALLBACK (sm_90a). 0, or -1 with a diagnostic naming the known
+   targets (the target is then unchanged). */
+int ir_module_set_target(IrModule *m, const char *name);
+const ClTarget *ir_module_target(const IrModule *m);
 /* Diagnostics recorded so far (builder errors, verifier reports). */
 const char *ir_diag(const IrModule *m);
 int ir_diag_count(const IrModule *m);
@@ -281,7 +301,19 @@ const char *ir_op_imms(int op);
 const char *ir_op_doc(int op);
 int ir_op_arity(int op, int *amin, int *amax);
 unsigned ir_op_flags(int op);
-int ir_op_min_sm(int op);
+int ir_op_min_sm(int op);  /* lowest compute capability * 10 of a target that has the op (0: all) */
+int ir_op_feature(int op); /* the target feature the op needs (ClFeature), CL_FEAT_NONE for none */
+const char *ir_op_lowering(int op); /* its lowering family's name ("MATH", "ASM0", ...), NULL for no op */
+/* The names of the other enumerations Lua needs (NULL past the end): address
+   spaces, kernel attributes (and how many values each takes), module options,
+   scalar types (and whether each is storage-only). */
+const char *ir_space_name(int i);
+const char *ir_type_kind_name(int i);
+const char *ir_attr_name(int i);
+int ir_attr_arity(int i);
+const char *ir_option_name(int i);
+const char *ir_scalar_name(int i); /* i: the type id, from 1 (void) */
+int ir_scalar_storage_only(int i);
 /* Immediate enumerations: the value of a name of kind letter k, or -1;
    the name of a value, or NULL. */
 int ir_imm_find(char kind, const char *name);

@@ -4,6 +4,9 @@
  * plain ints (enums, chars) or a string instead of a ClBuf. Text returned to
  * Lua lives in the module's `text` buffer until the next such call, so Lua
  * copies it (ffi.string) and nothing needs freeing. */
+#include <stdio.h>
+#include <string.h>
+
 #include "ir_impl.h"
 
 static int api_op_count(void) { return IR_OP__COUNT; }
@@ -25,6 +28,19 @@ static IrRef api_op3(IrFunc *f, int op, IrType type, IrRef a, IrRef b, IrRef c, 
   return ir_op3(f, (IrOp)op, type, a, b, c, i0, i1, i2);
 }
 static int api_inst_op(const IrFunc *f, IrRef v) { return (int)ir_inst_op(f, v); }
+static int api_ops_in_family(const char *family, char *buf, size_t len) {
+  ClBuf b = {0};
+  for (int i = 0; family && i < IR_OP__COUNT; i++)
+    if (strcmp(ir_op_lowering(i), family) == 0) cl_buf_printf(&b, "%s%s", b.len ? " " : "", ir_op_name(i));
+  if (buf && len) snprintf(buf, len, "%s", cl_buf_str(&b));
+  int n = (int)b.len;
+  cl_buf_free(&b);
+  return n;
+}
+static const char *api_module_target(const IrModule *m) {
+  const ClTarget *t = ir_module_target(m);
+  return t ? t->name : "";
+}
 
 static const char *text_of(IrModule *m, size_t *len) {
   if (len) *len = m->text.len;
@@ -146,6 +162,18 @@ static const CLIrApi ir_api = {
     .var_opaque = ir_var_opaque,
     .inst_arg = ir_inst_arg,
     .module_verified = ir_module_verified,
+    .module_set_target = ir_module_set_target,
+    .module_target = api_module_target,
+    .op_feature = ir_op_feature,
+    .op_lowering = ir_op_lowering,
+    .space_name = ir_space_name,
+    .attr_name = ir_attr_name,
+    .attr_arity = ir_attr_arity,
+    .option_name = ir_option_name,
+    .scalar_name = ir_scalar_name,
+    .scalar_storage_only = ir_scalar_storage_only,
+    .type_kind_name = ir_type_kind_name,
+    .ops_in_family = api_ops_in_family,
 };
 
 const void *cl_ir_api(void) { return &ir_api; }

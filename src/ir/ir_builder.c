@@ -116,6 +116,7 @@ IrRef ir_append(IrFunc *f, IrOp op, IrType type, const IrRef *args, int nargs, c
   IrRef v = f->ninst++;
   m->nops++;
   m->changes++;
+  if (!m->opt[IR_OPT_CHECK]) m->unchecked = 1;
   IrInst *in = &f->insts[v];
   in->op = (uint16_t)op;
   in->nargs = (uint16_t)nargs;
@@ -208,7 +209,7 @@ static IrRef finish(IrFunc *f, IrRef v) {
   IrInst *in = &f->insts[v];
   IrType t;
   if (m->opt[IR_OPT_CHECK]) {
-    t = ir_check_inst(f, v, m->opt[IR_OPT_SM]);
+    t = ir_check_inst(f, v);
     if (!t) {
       ir_rollback(f, v);
       return IR_NONE;
@@ -369,7 +370,7 @@ static IrRef add_param(IrFunc *f, IrType type, int64_t blob) {
   }
   IrRef v = ir_append(f, IR_OP_PARAM, type, NULL, 0, imms);
   if (!v) return IR_NONE;
-  if (m->opt[IR_OPT_CHECK] && !ir_check_inst(f, v, m->opt[IR_OPT_SM])) {
+  if (m->opt[IR_OPT_CHECK] && !ir_check_inst(f, v)) {
     ir_rollback(f, v);
     return IR_NONE;
   }
@@ -453,7 +454,7 @@ static IrRef control(IrFunc *f, IrOp op, const IrRef *args, int nargs, int64_t i
   if (!operands_ok(f, op, args, nargs) || !cursor_ok(f, ir_op_info[op].name)) return IR_NONE;
   IrRef v = ir_append(f, op, IR_T_VOID, args, nargs, &imm);
   if (!v) return IR_NONE;
-  if (f->m->opt[IR_OPT_CHECK] && !ir_check_inst(f, v, f->m->opt[IR_OPT_SM])) {
+  if (f->m->opt[IR_OPT_CHECK] && !ir_check_inst(f, v)) {
     ir_rollback(f, v);
     return IR_NONE;
   }

@@ -21,31 +21,45 @@
 #include "ir.h"
 
 /* --- the op table, as data -------------------------------------------------------------------------------- */
+/* The families of the op table's columns. Each list makes its enum here and,
+   for res and chk, the table of rule functions in ir_rules.c (a family is its
+   entry and one named function there); the lowering families are the
+   emitter's (src/emit: em_op, em_mem_op). */
+#define IR_RESULT_RULES(X) \
+  X(NONE) X(GIVEN) X(ARG0) X(ARG1) X(BOOL) X(I32) X(GEP) X(LOAD) X(VAR) X(SREG) X(TIMER) X(VOTE) X(CALL) \
+  X(EXTRACT) X(MMA) X(LDMATRIX)
+#define IR_CHECK_FAMILIES(X) \
+  X(NONE) X(CONST) X(ANYVAL) X(PARAM) X(SMEM) X(ARITH) X(ARITHS) X(INT) X(INTW) X(FLOAT) X(FLOATS) X(ICMP) \
+  X(FCMP) X(SELECT) X(CVT) X(BITCAST) X(PTRTOINT) X(INTTOPTR) X(PTRCAST) X(PRMT) X(MATH) X(GEP) X(LOAD)      \
+  X(STORE) X(VAR) X(ATOM) X(CAS) X(SREG) X(BARNAMED) X(MASK) X(SHFL) X(VOTE) X(REDUX) X(PRINTF) X(ASM)      \
+  X(CALL) X(EXTRACT) X(INSERT) X(PACK) X(MMA) X(LDMATRIX) X(STMATRIX) X(CPASYNC) X(CPWAIT) X(FOR) X(COND)  \
+  X(RET)
+#define IR_LOWERINGS(X) \
+  X(NONE) X(CONST) X(SMEM) X(DSMEM) X(BIN) X(IBIN) X(NEG) X(MULHI) X(FDIV) X(MINMAX) X(FMINMAX) X(ABS)    \
+  X(FMA) X(ICMP) X(FCMP) X(SELECT) X(CVT) X(BITCAST) X(PTRTOINT) X(INTTOPTR) X(PTRCAST) X(NOT) X(BITCOUNT) \
+  X(PRMT) X(MATH) X(GEP) X(LOAD) X(STORE) X(VAR) X(ATOM) X(CAS) X(SREG) X(TIMER) X(CALL0) X(BARNAMED)     \
+  X(SYNCWARP) X(FENCE) X(SHFL) X(VOTE) X(REDUX) X(PRINTF) X(ASM) X(CALL) X(EXTRACT) X(INSERT) X(PACK)      \
+  X(MMA) X(LDMATRIX) X(STMATRIX) X(CPASYNC) X(ASM0) X(CPWAIT)
+
 typedef enum IrRes {
-  IR_RES_NONE, IR_RES_GIVEN, IR_RES_ARG0, IR_RES_ARG1, IR_RES_BOOL, IR_RES_I32, IR_RES_GEP, IR_RES_LOAD,
-  IR_RES_VAR, IR_RES_SREG, IR_RES_TIMER, IR_RES_VOTE, IR_RES_CALL, IR_RES_EXTRACT, IR_RES_MMA,
-  IR_RES_LDMATRIX
+#define IR_RES_ENUM(id) IR_RES_##id,
+  IR_RESULT_RULES(IR_RES_ENUM)
+#undef IR_RES_ENUM
+  IR_RES__COUNT
 } IrRes;
 
 typedef enum IrChk {
-  IR_CHK_NONE, IR_CHK_CONST, IR_CHK_ANYVAL, IR_CHK_PARAM, IR_CHK_SMEM, IR_CHK_ARITH, IR_CHK_ARITHS,
-  IR_CHK_INT, IR_CHK_INTW, IR_CHK_FLOAT, IR_CHK_FLOATS, IR_CHK_ICMP, IR_CHK_FCMP, IR_CHK_SELECT,
-  IR_CHK_CVT, IR_CHK_BITCAST, IR_CHK_PTRTOINT, IR_CHK_INTTOPTR, IR_CHK_PTRCAST, IR_CHK_PRMT,
-  IR_CHK_MATH, IR_CHK_GEP, IR_CHK_LOAD, IR_CHK_STORE, IR_CHK_VAR, IR_CHK_ATOM, IR_CHK_CAS,
-  IR_CHK_SREG, IR_CHK_BARNAMED, IR_CHK_MASK, IR_CHK_SHFL, IR_CHK_VOTE, IR_CHK_REDUX, IR_CHK_PRINTF,
-  IR_CHK_ASM, IR_CHK_CALL, IR_CHK_EXTRACT, IR_CHK_INSERT, IR_CHK_PACK, IR_CHK_MMA, IR_CHK_LDMATRIX,
-  IR_CHK_STMATRIX, IR_CHK_CPASYNC, IR_CHK_CPWAIT, IR_CHK_FOR, IR_CHK_COND, IR_CHK_RET
+#define IR_CHK_ENUM(id) IR_CHK_##id,
+  IR_CHECK_FAMILIES(IR_CHK_ENUM)
+#undef IR_CHK_ENUM
+  IR_CHK__COUNT
 } IrChk;
 
 typedef enum IrLow {
-  IR_LOW_NONE, IR_LOW_CONST, IR_LOW_SMEM, IR_LOW_DSMEM, IR_LOW_BIN, IR_LOW_IBIN, IR_LOW_NEG, IR_LOW_MULHI,
-  IR_LOW_FDIV, IR_LOW_MINMAX, IR_LOW_FMINMAX, IR_LOW_ABS, IR_LOW_FMA, IR_LOW_ICMP, IR_LOW_FCMP,
-  IR_LOW_SELECT, IR_LOW_CVT, IR_LOW_BITCAST, IR_LOW_PTRTOINT, IR_LOW_INTTOPTR, IR_LOW_PTRCAST,
-  IR_LOW_NOT, IR_LOW_BITCOUNT, IR_LOW_PRMT, IR_LOW_MATH, IR_LOW_GEP, IR_LOW_LOAD, IR_LOW_STORE,
-  IR_LOW_VAR, IR_LOW_ATOM, IR_LOW_CAS, IR_LOW_SREG, IR_LOW_TIMER, IR_LOW_CALL0, IR_LOW_BARNAMED,
-  IR_LOW_SYNCWARP, IR_LOW_FENCE, IR_LOW_SHFL, IR_LOW_VOTE, IR_LOW_REDUX, IR_LOW_PRINTF, IR_LOW_ASM,
-  IR_LOW_CALL, IR_LOW_EXTRACT, IR_LOW_INSERT, IR_LOW_PACK, IR_LOW_MMA, IR_LOW_LDMATRIX,
-  IR_LOW_STMATRIX, IR_LOW_CPASYNC, IR_LOW_ASM0, IR_LOW_CPWAIT
+#define IR_LOW_ENUM(id) IR_LOW_##id,
+  IR_LOWERINGS(IR_LOW_ENUM)
+#undef IR_LOW_ENUM
+  IR_LOW__COUNT
 } IrLow;
 
 typedef struct IrOpInfo {
@@ -54,7 +68,7 @@ typedef struct IrOpInfo {
   const char *imms;
   uint8_t res, chk, low;
   uint16_t flags;
-  uint16_t sm;
+  int8_t feat; /* ClFeature the op needs; CL_FEAT_NONE: every target */
   const char *ll;
   const char *doc;
 } IrOpInfo;
@@ -72,7 +86,7 @@ typedef struct IrImmKind {
 const IrImmKind *ir_imm_kind(char letter);
 
 /* Tables behind some enumerations. */
-typedef struct IrSregInfo { const char *name, *reg, *intr; int sm; } IrSregInfo;
+typedef struct IrSregInfo { const char *name, *reg, *intr; int feat; } IrSregInfo; /* feat: ClFeature */
 extern const IrSregInfo ir_sreg_info[IR_SREG__COUNT];
 typedef struct IrTimerInfo { const char *name; int bits; const char *reg; } IrTimerInfo;
 extern const IrTimerInfo ir_timer_info[IR_TIMER__COUNT];
@@ -172,11 +186,18 @@ typedef struct IrLoc {
 struct IrModule {
   IrArena arena;
   int opt[IR_OPT__COUNT];
+  const ClTarget *target; /* the row of the target table the op rules follow (never NULL) */
   /* changes: bumped by everything that can change what the verifier says
      (an op, a function, a parameter, an attribute, a variable, an option);
      verified_at: its value when ir_verify last found nothing */
   uint64_t changes, verified_at;
   int verified;
+  /* unchecked: some op was not checked against the rules of the current
+     target when it was appended (appended raw, or the target changed since):
+     ir_verify then applies every op's rules, else only structure (each op is
+     checked once). rule_checks counts ir_check_inst calls (tests). */
+  int unchecked;
+  uint64_t rule_checks;
   uint32_t nops; /* instructions of all its functions (IR_OPT_MAX_OPS bounds it) */
   /* strings: ids 1..nstr-1 */
   const char **strs;
@@ -230,25 +251,29 @@ void ir_merror(IrModule *m, const char *fmt, ...) __attribute__((format(printf, 
 /* "file:line (fn)" of a location, or "" */
 void ir_loc_format(const IrModule *m, uint32_t loc, ClBuf *out);
 
-/* --- check (ir_check.c): the operand and result rules of every op ----------------------------------------- */
-/* Checks op v of f against its rules (operand count, types, immediates, target)
-   and returns the result type the op has (the one it carries, or the inferred
-   one when it carries IR_NONE). Each violation is reported with ir_error; the
-   return is IR_NONE if there was any. `sm` is the target. */
-IrType ir_check_inst(IrFunc *f, IrRef v, int sm);
-/* The result type rule alone, without checks (raw building). */
+/* --- check (ir_check.c, ir_rules.c): the operand and result rules of every op ----------------------------- */
+/* Checks op v of f against its rules (operand count, types, immediates, the
+   module's target) and returns the result type the op has (the one it
+   carries, or the inferred one when it carries IR_NONE). Each violation is
+   reported with ir_error; the return is IR_NONE if there was any. */
+IrType ir_check_inst(IrFunc *f, IrRef v);
+/* The result type rule alone, without checks (raw building); of an op, or of
+   an instruction record. */
 IrType ir_infer_type(IrFunc *f, IrRef v);
+IrType ir_result_type(IrFunc *f, const IrInst *in);
 /* Flags an op accepts in its 'F' immediate. */
 unsigned ir_op_allowed_flags(int op);
 /* mma: fragment register counts and kinds for a valid combination, or 0. */
 typedef struct IrMmaFrag {
   int a_regs, b_regs, c_regs, d_regs;
   IrType ab_reg, c_reg, d_reg; /* IR_T_I32, IR_T_F32 or IR_T_F64 */
-  int sm;
+  int sm;                      /* the lowest sm of the PTX ISA that has it (for messages) */
+  int feat;                    /* the target feature it needs (ClFeature) */
 } IrMmaFrag;
 int ir_mma_lookup(int shape, int ta, int tb, int tc, int td, IrMmaFrag *out);
-/* All valid combinations as text ("m16n8k16 f32.f16.f16.f32 (sm_80), ..."), for errors. */
-void ir_mma_list(ClBuf *out, int shape, int sm);
+/* The valid combinations as text ("m16n8k16 f32.f16.f16.f32 (sm_80), ..."),
+   for errors: of one shape (-1: all), that target t has (NULL: all). */
+void ir_mma_list(ClBuf *out, int shape, const ClTarget *t);
 
 /* --- fold (ir_fold.c) ------------------------------------------------------------------------------------- */
 typedef struct IrFoldResult {

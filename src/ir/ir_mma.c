@@ -2,7 +2,9 @@
  * register fragments each one takes.
  *
  * One row per (shape, A, B, C, D) combination with the lowest sm that has it,
- * from the PTX ISA's mma.sync tables (row.col layouts only). Fragment sizes are
+ * from the PTX ISA's mma.sync tables (row.col layouts only), and the target
+ * feature (src/target) that gates it: MMA_SYNC for the sm_75 and sm_80
+ * rows (every target has them), FP8 for sm_89's, MMA_F64_M16 for sm_90's. Fragment sizes are
  * not tabled: per thread, A holds M*K/32 elements, B K*N/32, C and D M*N/32,
  * packed into 32-bit registers (f64 elements take one f64 register each; f16
  * accumulators are packed in pairs). The verifier's error for a combination
@@ -11,9 +13,14 @@
 
 typedef struct MmaRow {
   unsigned char shape, a, b, c, d, sm;
+  signed char feat;
 } MmaRow;
 
-#define R(s, a, b, c, d, sm) {IR_MMA_##s, IR_MT_##a, IR_MT_##b, IR_MT_##c, IR_MT_##d, sm},
+#define MMA_FEAT_75 CL_FEAT_MMA_SYNC
+#define MMA_FEAT_80 CL_FEAT_MMA_SYNC
+#define MMA_FEAT_89 CL_FEAT_FP8
+#define MMA_FEAT_90 CL_FEAT_MMA_F64_M16
+#define R(s, a, b, c, d, sm) {IR_MMA_##s, IR_MT_##a, IR_MT_##b, IR_MT_##c, IR_MT_##d, sm, MMA_FEAT_##sm},
 /* Four rows for the A/B type pairs of an integer or fp8 family. */
 #define PAIRS(s, x, y, acc, sm) R(s, x, x, acc, acc, sm) R(s, x, y, acc, acc, sm) R(s, y, x, acc, acc, sm) R(s, y, y, acc, acc, sm)
 /* Four rows for the C/D pairs of f16 inputs. */
@@ -72,18 +79,19 @@ int ir_mma_lookup(int shape, int ta, int tb, int tc, int td, IrMmaFrag *out) {
       out->c_regs = frag_regs(m * n / 32, tc, &out->c_reg, 1);
       out->d_regs = frag_regs(m * n / 32, td, &out->d_reg, 1);
       out->sm = r->sm;
+      out->feat = r->feat;
     }
     return 1;
   }
   return 0;
 }
 
-void ir_mma_list(ClBuf *out, int shape, int sm) {
+void ir_mma_list(ClBuf *out, int shape, const ClTarget *t) {
   int n = 0;
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     const MmaRow *r = &rows[i];
     if (shape >= 0 && r->shape != shape) continue;
-    if (sm > 0 && r->sm > sm) continue;
+    if (t && !cl_target_has(t, (ClFeature)r->feat)) continue;
     cl_buf_printf(out, "%s%s %s.%s.%s.%s (sm_%d)", n++ ? ", " : "", ir_imm_name('M', r->shape),
                   ir_mma_type_names[r->d], ir_mma_type_names[r->a], ir_mma_type_names[r->b],
                   ir_mma_type_names[r->c], r->sm);

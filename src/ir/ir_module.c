@@ -192,7 +192,8 @@ IrModule *ir_module_new(void) {
   if (!m) return NULL;
   m->opt[IR_OPT_FOLD] = 1;
   m->opt[IR_OPT_CHECK] = 1;
-  m->opt[IR_OPT_SM] = 90;
+  m->target = cl_target_find(CL_TARGET_FALLBACK);
+  m->opt[IR_OPT_SM] = m->target->cc;
   m->opt[IR_OPT_MAX_OPS] = IR_MAX_OPS_DEFAULT;
   ir_types_init(m);
   if (m->oom) {
@@ -211,11 +212,36 @@ void ir_module_free(IrModule *m) {
 }
 
 void ir_module_set(IrModule *m, IrOption opt, int value) {
-  if (m && (unsigned)opt < IR_OPT__COUNT) {
-    m->opt[opt] = value;
-    m->changes++;
+  if (!m || (unsigned)opt >= IR_OPT__COUNT) return;
+  if (opt == IR_OPT_SM) { /* the plain target of that compute capability */
+    const ClTarget *t = cl_target_plain(value);
+    if (!t) {
+      ir_merror(m, "no plain target has compute capability %d.%d (targets: %s)", value / 10, value % 10,
+                cl_target_list());
+      return;
+    }
+    if (t != m->target && m->nops) m->unchecked = 1;
+    m->target = t;
   }
+  m->opt[opt] = value;
+  m->changes++;
 }
+
+int ir_module_set_target(IrModule *m, const char *name) {
+  if (!m) return -1;
+  const ClTarget *t = cl_target_find(name);
+  if (!t) {
+    ir_merror(m, "unknown target '%s' (known: %s)", name ? name : "(null)", cl_target_list());
+    return -1;
+  }
+  if (t != m->target && m->nops) m->unchecked = 1; /* the ops' rules are the old target's */
+  m->target = t;
+  m->opt[IR_OPT_SM] = t->cc;
+  m->changes++;
+  return 0;
+}
+
+const ClTarget *ir_module_target(const IrModule *m) { return m ? m->target : NULL; }
 
 int ir_module_verified(const IrModule *m) { return m && m->verified && m->verified_at == m->changes; }
 

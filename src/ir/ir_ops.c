@@ -19,9 +19,9 @@
 #define INTERNAL IR_OPF_INTERNAL
 
 const IrOpInfo ir_op_info[IR_OP__COUNT] = {
-#define IR_OP_ROW(id, name, amin, amax, imms, res, chk, fl, sm, low, ll, doc)                           \
+#define IR_OP_ROW(id, name, amin, amax, imms, res, chk, fl, feat, low, ll, doc)                         \
   [IR_OP_##id] = {name, amin, amax, (uint8_t)(sizeof(imms) - 1), imms, IR_RES_##res, IR_CHK_##chk, \
-                  IR_LOW_##low, (uint16_t)(fl), sm, ll, doc},
+                  IR_LOW_##low, (uint16_t)(fl), CL_FEAT_##feat, ll, doc},
     IR_OPS(IR_OP_ROW)
 #undef IR_OP_ROW
 };
@@ -39,7 +39,7 @@ const IrOpInfo ir_op_info[IR_OP__COUNT] = {
 /* --- names of the immediates' enumerations ---------------------------------------------------------------- */
 #define IR_NAME2(id, name) name,
 #define IR_NAME_TIMER(id, name, bits, reg) name,
-#define IR_NAME_SREG(id, name, reg, intr, sm) name,
+#define IR_NAME_SREG(id, name, reg, intr, feat) name,
 #define IR_NAME_SHAPE(id, name, m, n, k) name,
 #define IR_NAME_MT(id, name, bits) name,
 #define IR_NAME_FLAG(id, name, bit) name,
@@ -69,7 +69,7 @@ const int ir_mma_type_bits[IR_MT__COUNT] = {
 };
 
 const IrSregInfo ir_sreg_info[IR_SREG__COUNT] = {
-#define IR_SREG_ROW(id, name, reg, intr, sm) {name, reg, intr, sm},
+#define IR_SREG_ROW(id, name, reg, intr, feat) {name, reg, intr, CL_FEAT_##feat},
     IR_SREGS(IR_SREG_ROW)
 #undef IR_SREG_ROW
 };
@@ -117,7 +117,62 @@ const char *ir_op_name(int op) { return op_ok(op) ? ir_op_info[op].name : NULL; 
 const char *ir_op_imms(int op) { return op_ok(op) ? ir_op_info[op].imms : NULL; }
 const char *ir_op_doc(int op) { return op_ok(op) ? ir_op_info[op].doc : NULL; }
 unsigned ir_op_flags(int op) { return op_ok(op) ? ir_op_info[op].flags : 0; }
-int ir_op_min_sm(int op) { return op_ok(op) ? ir_op_info[op].sm : -1; }
+int ir_op_feature(int op) { return op_ok(op) ? ir_op_info[op].feat : CL_FEAT_NONE; }
+
+static const char *const lowering_names[] = {
+#define IR_LOW_NAME(id) #id,
+    IR_LOWERINGS(IR_LOW_NAME)
+#undef IR_LOW_NAME
+};
+const char *ir_op_lowering(int op) { return op_ok(op) ? lowering_names[ir_op_info[op].low] : NULL; }
+
+/* --- the other enumerations, by name (for Lua) -------------------------------------------------------------- */
+static const char *const space_names[] = {
+#define IR_SPACE_NAME(id, name, as) name,
+    IR_SPACES(IR_SPACE_NAME)
+#undef IR_SPACE_NAME
+};
+static const struct { const char *name; int arity; } attr_rows[] = {
+#define IR_ATTR_ROW(id, name, n) {name, n},
+    IR_ATTRS(IR_ATTR_ROW)
+#undef IR_ATTR_ROW
+};
+static const char *const option_names[] = {
+#define IR_OPTION_NAME(id, name) name,
+    IR_OPTIONS(IR_OPTION_NAME)
+#undef IR_OPTION_NAME
+};
+static const struct { const char *name; int storage; } scalar_rows[] = {
+    {NULL, 0},
+#define IR_SCALAR_NAME(id, name, bits, ll, storage) {name, storage},
+    IR_SCALARS(IR_SCALAR_NAME)
+#undef IR_SCALAR_NAME
+};
+static const char *const type_kind_names[] = {
+#define IR_TK_NAME(id, name) name,
+    IR_TYPE_KINDS(IR_TK_NAME)
+#undef IR_TK_NAME
+};
+const char *ir_type_kind_name(int i) { return i >= 0 && i < IR_TK__COUNT ? type_kind_names[i] : NULL; }
+const char *ir_space_name(int i) { return i >= 0 && i < IR_SPACE__COUNT ? space_names[i] : NULL; }
+const char *ir_attr_name(int i) { return i >= 0 && i < IR_ATTR__COUNT ? attr_rows[i].name : NULL; }
+int ir_attr_arity(int i) { return i >= 0 && i < IR_ATTR__COUNT ? attr_rows[i].arity : -1; }
+const char *ir_option_name(int i) { return i >= 0 && i < IR_OPT__COUNT ? option_names[i] : NULL; }
+const char *ir_scalar_name(int i) { return i >= 1 && i < IR_T__NSCALAR ? scalar_rows[i].name : NULL; }
+int ir_scalar_storage_only(int i) { return i >= 1 && i < IR_T__NSCALAR ? scalar_rows[i].storage : 0; }
+
+/* The lowest compute capability * 10 of a target that has the op (0: every
+   target; -1: no op). What the old sm column said; the feature says more. */
+int ir_op_min_sm(int op) {
+  if (!op_ok(op)) return -1;
+  if (ir_op_info[op].feat == CL_FEAT_NONE) return 0;
+  int best = -1;
+  for (int i = 0; i < cl_target_count(); i++) {
+    const ClTarget *t = cl_target_at(i);
+    if (cl_target_has(t, (ClFeature)ir_op_info[op].feat) && (best < 0 || t->cc < best)) best = t->cc;
+  }
+  return best;
+}
 
 int ir_op_find(const char *name) {
   if (!name) return -1;

@@ -4,7 +4,7 @@
  * printer, the emitter and the Lua side (through op_count/op_name/op_find/op_doc)
  * all read this table, so an op cannot exist in one place and not another.
  * Adding an op is: one row here, its operand rule in ir_check.c (often an
- * existing family) and its lowering in ir_emit_*.c (often an existing family,
+ * existing family) and its lowering in src/emit (often an existing family,
  * e.g. IR_LOW_ASM0 needs nothing but the PTX text in the `ll` column).
  *
  * Columns of IR_OPS:
@@ -16,7 +16,9 @@
  *   res    result-type rule, IR_RES_<res> (ir_check.c)
  *   chk    operand rule family, IR_CHK_<chk> (ir_check.c)
  *   fl     properties, IR_OPF_* (PURE ops fold and are reused by CSE)
- *   sm     lowest target (sm_XX as XX) that has the op; 0 = all
+ *   feat   the target feature the op needs (ClFeature of src/target/target.h:
+ *          STMATRIX, WGMMA, ...); NONE = every target has it. The verifier
+ *          refuses the op on a target that lacks it, naming the targets that have it.
  *   low    lowering family, IR_LOW_<low> (ir_emit_*.c)
  *   ll     the family's argument: LLVM mnemonic, libdevice name, PTX text
  *   doc    operands and immediates, for docs and Lua error messages
@@ -40,127 +42,129 @@
 
 /* clang-format off */
 #define IR_OPS(X) \
-/* ID        name               amin amax imms      res       chk        fl                         sm  low       ll   doc */ \
+/* ID        name               amin amax imms      res       chk        fl                         feat      low       ll   doc */ \
 /* --- values of the function prologue ----------------------------------------------------------------------- */ \
-X(CONST,     "const",           0, 0,   "k",      GIVEN,    CONST,     PURE|HOIST,                0,  CONST,    "",  "a constant of a scalar type; imm: the value (integer, or a double for float types)") \
-X(UNDEF,     "undef",           0, 0,   "",       GIVEN,    ANYVAL,    PURE|HOIST,                0,  CONST,    "",  "an undefined value of any type (seed of insert/pack chains)") \
-X(PARAM,     "param",           0, 0,   "nn",     GIVEN,    PARAM,     HOIST|INTERNAL,            0,  NONE,     "",  "function parameter; imms: index (0-based), by-value blob size (0: a plain value)") \
-X(SMEM,      "smem",            0, 0,   "nn",     GIVEN,    SMEM,      HOIST,                     0,  SMEM,     "",  "a new static shared array; imms: bytes, alignment; type ptr<T, shared, A>") \
-X(DSMEM,     "smem.dyn",        0, 0,   "n",      GIVEN,    SMEM,      PURE|HOIST,                0,  DSMEM,    "",  "base of the dynamic shared memory; imm: alignment; type ptr<T, shared, A>") \
+X(CONST,     "const",           0, 0,   "k",      GIVEN,    CONST,     PURE|HOIST,                NONE,     CONST,    "",  "a constant of a scalar type; imm: the value (integer, or a double for float types)") \
+X(UNDEF,     "undef",           0, 0,   "",       GIVEN,    ANYVAL,    PURE|HOIST,                NONE,     CONST,    "",  "an undefined value of any type (seed of insert/pack chains)") \
+X(PARAM,     "param",           0, 0,   "nn",     GIVEN,    PARAM,     HOIST|INTERNAL,            NONE,     NONE,     "",  "function parameter; imms: index (0-based), by-value blob size (0: a plain value)") \
+X(SMEM,      "smem",            0, 0,   "nn",     GIVEN,    SMEM,      HOIST,                     NONE,     SMEM,     "",  "a new static shared array; imms: bytes, alignment; type ptr<T, shared, A>") \
+X(DSMEM,     "smem.dyn",        0, 0,   "n",      GIVEN,    SMEM,      PURE|HOIST,                NONE,     DSMEM,    "",  "base of the dynamic shared memory; imm: alignment; type ptr<T, shared, A>") \
 /* --- integer and float arithmetic -------------------------------------------------------------------------- */ \
-X(ADD,       "add",             2, 2,   "",       ARG0,     ARITH,     PURE|COMM,                 0,  BIN,      "add", "a + b (integers wrap)") \
-X(SUB,       "sub",             2, 2,   "",       ARG0,     ARITH,     PURE,                      0,  BIN,      "sub", "a - b") \
-X(MUL,       "mul",             2, 2,   "",       ARG0,     ARITH,     PURE|COMM,                 0,  BIN,      "mul", "a * b (low half for integers)") \
-X(NEG,       "neg",             1, 1,   "",       ARG0,     ARITH,     PURE,                      0,  NEG,      "",  "-a") \
-X(SDIV,      "sdiv",            2, 2,   "",       ARG0,     INT,       PURE,                      0,  IBIN,     "sdiv", "signed a / b, toward zero") \
-X(UDIV,      "udiv",            2, 2,   "",       ARG0,     INT,       PURE,                      0,  IBIN,     "udiv", "unsigned a / b") \
-X(SREM,      "srem",            2, 2,   "",       ARG0,     INT,       PURE,                      0,  IBIN,     "srem", "signed remainder (sign of a)") \
-X(UREM,      "urem",            2, 2,   "",       ARG0,     INT,       PURE,                      0,  IBIN,     "urem", "unsigned remainder") \
-X(SMULHI,    "smulhi",          2, 2,   "",       ARG0,     INTW,      PURE|COMM,                 0,  MULHI,    "sext", "high half of the signed product (i32, i64)") \
-X(UMULHI,    "umulhi",          2, 2,   "",       ARG0,     INTW,      PURE|COMM,                 0,  MULHI,    "zext", "high half of the unsigned product (i32, i64)") \
-X(FDIV,      "fdiv",            2, 2,   "F",      ARG0,     FLOAT,     PURE,                      0,  FDIV,     "",  "a / b, IEEE; flag fast: div.approx (f32)") \
-X(SMIN,      "smin",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 0,  MINMAX,   "slt", "signed minimum") \
-X(SMAX,      "smax",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 0,  MINMAX,   "sgt", "signed maximum") \
-X(UMIN,      "umin",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 0,  MINMAX,   "ult", "unsigned minimum") \
-X(UMAX,      "umax",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 0,  MINMAX,   "ugt", "unsigned maximum") \
-X(FMIN,      "fmin",            2, 2,   "",       ARG0,     FLOATS,    PURE|COMM,                 0,  FMINMAX,  "min", "minimum; a NaN operand yields the other (min.f32)") \
-X(FMAX,      "fmax",            2, 2,   "",       ARG0,     FLOATS,    PURE|COMM,                 0,  FMINMAX,  "max", "maximum; a NaN operand yields the other") \
-X(ABS,       "abs",             1, 1,   "",       ARG0,     ARITHS,    PURE,                      0,  ABS,      "",  "|a|") \
-X(FMA,       "fma",             3, 3,   "",       ARG0,     FLOAT,     PURE,                      0,  FMA,      "",  "a * b + c, rounded once") \
+X(ADD,       "add",             2, 2,   "",       ARG0,     ARITH,     PURE|COMM,                 NONE,     BIN,      "add", "a + b (integers wrap)") \
+X(SUB,       "sub",             2, 2,   "",       ARG0,     ARITH,     PURE,                      NONE,     BIN,      "sub", "a - b") \
+X(MUL,       "mul",             2, 2,   "",       ARG0,     ARITH,     PURE|COMM,                 NONE,     BIN,      "mul", "a * b (low half for integers)") \
+X(NEG,       "neg",             1, 1,   "",       ARG0,     ARITH,     PURE,                      NONE,     NEG,      "",  "-a") \
+X(SDIV,      "sdiv",            2, 2,   "",       ARG0,     INT,       PURE,                      NONE,     IBIN,     "sdiv", "signed a / b, toward zero") \
+X(UDIV,      "udiv",            2, 2,   "",       ARG0,     INT,       PURE,                      NONE,     IBIN,     "udiv", "unsigned a / b") \
+X(SREM,      "srem",            2, 2,   "",       ARG0,     INT,       PURE,                      NONE,     IBIN,     "srem", "signed remainder (sign of a)") \
+X(UREM,      "urem",            2, 2,   "",       ARG0,     INT,       PURE,                      NONE,     IBIN,     "urem", "unsigned remainder") \
+X(SMULHI,    "smulhi",          2, 2,   "",       ARG0,     INTW,      PURE|COMM,                 NONE,     MULHI,    "sext", "high half of the signed product (i32, i64)") \
+X(UMULHI,    "umulhi",          2, 2,   "",       ARG0,     INTW,      PURE|COMM,                 NONE,     MULHI,    "zext", "high half of the unsigned product (i32, i64)") \
+X(FDIV,      "fdiv",            2, 2,   "F",      ARG0,     FLOAT,     PURE,                      NONE,     FDIV,     "",  "a / b, IEEE; flag fast: div.approx (f32)") \
+X(SMIN,      "smin",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 NONE,     MINMAX,   "slt", "signed minimum") \
+X(SMAX,      "smax",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 NONE,     MINMAX,   "sgt", "signed maximum") \
+X(UMIN,      "umin",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 NONE,     MINMAX,   "ult", "unsigned minimum") \
+X(UMAX,      "umax",            2, 2,   "",       ARG0,     INT,       PURE|COMM,                 NONE,     MINMAX,   "ugt", "unsigned maximum") \
+X(FMIN,      "fmin",            2, 2,   "",       ARG0,     FLOATS,    PURE|COMM,                 NONE,     FMINMAX,  "min", "minimum; a NaN operand yields the other (min.f32)") \
+X(FMAX,      "fmax",            2, 2,   "",       ARG0,     FLOATS,    PURE|COMM,                 NONE,     FMINMAX,  "max", "maximum; a NaN operand yields the other") \
+X(ABS,       "abs",             1, 1,   "",       ARG0,     ARITHS,    PURE,                      NONE,     ABS,      "",  "|a|") \
+X(FMA,       "fma",             3, 3,   "",       ARG0,     FLOAT,     PURE,                      NONE,     FMA,      "",  "a * b + c, rounded once") \
 /* --- comparisons and select -------------------------------------------------------------------------------- */ \
-X(ICMP,      "icmp",            2, 2,   "P",      BOOL,     ICMP,      PURE,                      0,  ICMP,     "",  "integer or pointer comparison; imm: predicate (eq ne slt sle sgt sge ult ule ugt uge)") \
-X(FCMP,      "fcmp",            2, 2,   "Q",      BOOL,     FCMP,      PURE,                      0,  FCMP,     "",  "float comparison; imm: predicate (o..: ordered, u..: true on NaN)") \
-X(SELECT,    "select",          3, 3,   "",       ARG1,     SELECT,    PURE,                      0,  SELECT,   "",  "c ? a : b") \
+X(ICMP,      "icmp",            2, 2,   "P",      BOOL,     ICMP,      PURE,                      NONE,     ICMP,     "",  "integer or pointer comparison; imm: predicate (eq ne slt sle sgt sge ult ule ugt uge)") \
+X(FCMP,      "fcmp",            2, 2,   "Q",      BOOL,     FCMP,      PURE,                      NONE,     FCMP,     "",  "float comparison; imm: predicate (o..: ordered, u..: true on NaN)") \
+X(SELECT,    "select",          3, 3,   "",       ARG1,     SELECT,    PURE,                      NONE,     SELECT,   "",  "c ? a : b") \
 /* --- conversions ------------------------------------------------------------------------------------------- */ \
-X(CVT,       "cvt",             1, 1,   "RF",     GIVEN,    CVT,       PURE,                      0,  CVT,      "s", "numeric conversion, integers signed; imms: rounding, flags (sat)") \
-X(CVTU,      "cvtu",            1, 1,   "RF",     GIVEN,    CVT,       PURE,                      0,  CVT,      "u", "numeric conversion, integers unsigned; imms: rounding, flags (sat)") \
-X(BITCAST,   "bitcast",         1, 1,   "",       GIVEN,    BITCAST,   PURE,                      0,  BITCAST,  "",  "the same bits as another type of the same size") \
-X(PTRTOINT,  "ptrtoint",        1, 1,   "",       GIVEN,    PTRTOINT,  PURE,                      0,  PTRTOINT, "",  "the address of a pointer as i32 or i64") \
-X(INTTOPTR,  "inttoptr",        1, 1,   "",       GIVEN,    INTTOPTR,  PURE,                      0,  INTTOPTR, "",  "an i64 (or i32 for shared/local) address as a pointer") \
-X(PTRCAST,   "ptrcast",         1, 1,   "",       GIVEN,    PTRCAST,   PURE,                      0,  PTRCAST,  "",  "another element type, alignment or address space (to or from generic)") \
+X(CVT,       "cvt",             1, 1,   "RF",     GIVEN,    CVT,       PURE,                      NONE,     CVT,      "s", "numeric conversion, integers signed; imms: rounding, flags (sat)") \
+X(CVTU,      "cvtu",            1, 1,   "RF",     GIVEN,    CVT,       PURE,                      NONE,     CVT,      "u", "numeric conversion, integers unsigned; imms: rounding, flags (sat)") \
+X(BITCAST,   "bitcast",         1, 1,   "",       GIVEN,    BITCAST,   PURE,                      NONE,     BITCAST,  "",  "the same bits as another type of the same size") \
+X(PTRTOINT,  "ptrtoint",        1, 1,   "",       GIVEN,    PTRTOINT,  PURE,                      NONE,     PTRTOINT, "",  "the address of a pointer as i32 or i64") \
+X(INTTOPTR,  "inttoptr",        1, 1,   "",       GIVEN,    INTTOPTR,  PURE,                      NONE,     INTTOPTR, "",  "an i64 (or i32 for shared/local) address as a pointer") \
+X(PTRCAST,   "ptrcast",         1, 1,   "",       GIVEN,    PTRCAST,   PURE,                      NONE,     PTRCAST,  "",  "another element type, alignment or address space (to or from generic)") \
 /* --- bit operations ---------------------------------------------------------------------------------------- */ \
-X(AND,       "and",             2, 2,   "",       ARG0,     INT,       PURE|COMM,                 0,  IBIN,     "and", "a & b (i1 too)") \
-X(OR,        "or",              2, 2,   "",       ARG0,     INT,       PURE|COMM,                 0,  IBIN,     "or",  "a | b") \
-X(XOR,       "xor",             2, 2,   "",       ARG0,     INT,       PURE|COMM,                 0,  IBIN,     "xor", "a ^ b") \
-X(NOT,       "not",             1, 1,   "",       ARG0,     INT,       PURE,                      0,  NOT,      "",  "~a") \
-X(SHL,       "shl",             2, 2,   "",       ARG0,     INT,       PURE,                      0,  IBIN,     "shl", "a << b; b must be below the bit width") \
-X(LSHR,      "lshr",            2, 2,   "",       ARG0,     INT,       PURE,                      0,  IBIN,     "lshr", "logical a >> b") \
-X(ASHR,      "ashr",            2, 2,   "",       ARG0,     INT,       PURE,                      0,  IBIN,     "ashr", "arithmetic a >> b") \
-X(POPC,      "popc",            1, 1,   "",       I32,      INTW,      PURE,                      0,  BITCOUNT, "llvm.ctpop", "number of set bits, as i32") \
-X(CLZ,       "clz",             1, 1,   "",       I32,      INTW,      PURE,                      0,  BITCOUNT, "llvm.ctlz", "number of leading zero bits, as i32") \
-X(BREV,      "brev",            1, 1,   "",       ARG0,     INTW,      PURE,                      0,  BITCOUNT, "llvm.bitreverse", "bits reversed") \
-X(PRMT,      "prmt",            3, 3,   "",       ARG0,     PRMT,      PURE,                      0,  PRMT,     "",  "bytes of b:a picked by selector c (PTX prmt.b32), all i32") \
+X(AND,       "and",             2, 2,   "",       ARG0,     INT,       PURE|COMM,                 NONE,     IBIN,     "and", "a & b (i1 too)") \
+X(OR,        "or",              2, 2,   "",       ARG0,     INT,       PURE|COMM,                 NONE,     IBIN,     "or",  "a | b") \
+X(XOR,       "xor",             2, 2,   "",       ARG0,     INT,       PURE|COMM,                 NONE,     IBIN,     "xor", "a ^ b") \
+X(NOT,       "not",             1, 1,   "",       ARG0,     INT,       PURE,                      NONE,     NOT,      "",  "~a") \
+X(SHL,       "shl",             2, 2,   "",       ARG0,     INT,       PURE,                      NONE,     IBIN,     "shl", "a << b; b must be below the bit width") \
+X(LSHR,      "lshr",            2, 2,   "",       ARG0,     INT,       PURE,                      NONE,     IBIN,     "lshr", "logical a >> b") \
+X(ASHR,      "ashr",            2, 2,   "",       ARG0,     INT,       PURE,                      NONE,     IBIN,     "ashr", "arithmetic a >> b") \
+X(POPC,      "popc",            1, 1,   "",       I32,      INTW,      PURE,                      NONE,     BITCOUNT, "llvm.ctpop", "number of set bits, as i32") \
+X(CLZ,       "clz",             1, 1,   "",       I32,      INTW,      PURE,                      NONE,     BITCOUNT, "llvm.ctlz", "number of leading zero bits, as i32") \
+X(BREV,      "brev",            1, 1,   "",       ARG0,     INTW,      PURE,                      NONE,     BITCOUNT, "llvm.bitreverse", "bits reversed") \
+X(PRMT,      "prmt",            3, 3,   "",       ARG0,     PRMT,      PURE,                      NONE,     PRMT,     "",  "bytes of b:a picked by selector c (PTX prmt.b32), all i32") \
 /* --- math (f32, f64); flag fast: PTX approximations for f32 ------------------------------------------------ */ \
-X(SQRT,      "sqrt",            1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "sqrt|sqrt.approx.f32", "square root") \
-X(RSQRT,     "rsqrt",           1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "rsqrt|rsqrt.approx.f32", "1 / sqrt(a)") \
-X(RCP,       "rcp",             1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "|rcp.approx.f32", "1 / a") \
-X(EXP2,      "exp2",            1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "exp2|ex2.approx.f32", "2^a") \
-X(LOG2,      "log2",            1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "log2|lg2.approx.f32", "log2(a)") \
-X(EXP,       "exp",             1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "exp|__nv_fast_expf", "e^a") \
-X(LOG,       "log",             1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "log|__nv_fast_logf", "ln(a)") \
-X(SIN,       "sin",             1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "sin|sin.approx.f32", "sine") \
-X(COS,       "cos",             1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "cos|cos.approx.f32", "cosine") \
-X(TANH,      "tanh",            1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "tanh|tanh.approx.f32", "hyperbolic tangent (fast: sm_75+)") \
-X(ERF,       "erf",             1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "erf|", "error function") \
-X(FLOOR,     "floor",           1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "floor|", "round toward -inf") \
-X(CEIL,      "ceil",            1, 1,   "F",      ARG0,     MATH,      PURE,                      0,  MATH,     "ceil|", "round toward +inf") \
+X(SQRT,      "sqrt",            1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "sqrt|sqrt.approx.f32", "square root") \
+X(RSQRT,     "rsqrt",           1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "rsqrt|rsqrt.approx.f32", "1 / sqrt(a)") \
+X(RCP,       "rcp",             1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "|rcp.approx.f32", "1 / a") \
+X(EXP2,      "exp2",            1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "exp2|ex2.approx.f32", "2^a") \
+X(LOG2,      "log2",            1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "log2|lg2.approx.f32", "log2(a)") \
+X(EXP,       "exp",             1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "exp|__nv_fast_expf", "e^a") \
+X(LOG,       "log",             1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "log|__nv_fast_logf", "ln(a)") \
+X(SIN,       "sin",             1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "sin|sin.approx.f32", "sine") \
+X(COS,       "cos",             1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "cos|cos.approx.f32", "cosine") \
+X(TANH,      "tanh",            1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "tanh|tanh.approx.f32", "hyperbolic tangent (fast: sm_75+)") \
+X(ERF,       "erf",             1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "erf|", "error function") \
+X(FLOOR,     "floor",           1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "floor|", "round toward -inf") \
+X(CEIL,      "ceil",            1, 1,   "F",      ARG0,     MATH,      PURE,                      NONE,     MATH,     "ceil|", "round toward +inf") \
 /* --- addresses and memory ---------------------------------------------------------------------------------- */ \
-X(GEP,       "gep",             2, 2,   "",       GEP,      GEP,       PURE,                      0,  GEP,      "",  "p + i elements (i: i32 or i64); type may narrow the alignment") \
-X(LOAD,      "load",            1, 1,   "OSC",    LOAD,     LOAD,      MEM,                       0,  LOAD,     "",  "*p as T or <n x T>; imms: order (weak volatile relaxed acquire), scope, cache hint") \
-X(STORE,     "store",           2, 2,   "OSC",    NONE,     STORE,     MEM|SIDE,                  0,  STORE,    "",  "*p = v; imms: order (weak volatile relaxed release), scope, cache hint") \
-X(VLOAD,     "var.load",        0, 0,   "vn",     VAR,      VAR,       MEM|INTERNAL,              0,  VAR,      "",  "element of a local variable; imms: variable, static index") \
-X(VSTORE,    "var.store",       1, 1,   "vn",     NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "v into a local variable; imms: variable, static index") \
-X(VLOADX,    "var.loadx",       1, 1,   "v",      VAR,      VAR,       MEM|INTERNAL,              0,  VAR,      "",  "element i (an operand) of a local variable; imm: variable") \
-X(VSTOREX,   "var.storex",      2, 2,   "v",      NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "v into element i (operands i, v) of a local variable; imm: variable") \
-X(VLOADV,    "var.loadv",       0, 0,   "vn",     GIVEN,    VAR,       MEM|INTERNAL,              0,  VAR,      "",  "consecutive elements of a local variable as a vector <n x T>; imms: variable, first index") \
-X(VOPAQUE,   "var.opaque",      0, 0,   "v",      NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "an optimisation barrier on a local variable: values computed from it before are not reused after (they are recomputed); imm: variable") \
-X(VSTOREV,   "var.storev",      1, 1,   "vn",     NONE,     VAR,       MEM|SIDE|INTERNAL,         0,  VAR,      "",  "a vector <n x T> into consecutive elements of a local variable; imms: variable, first index") \
-X(ATOM,      "atom",            2, 2,   "AOS",    ARG1,     ATOM,      MEM|SIDE,                  0,  ATOM,     "",  "old = *p; *p = old OP v; imms: op, order (relaxed acquire release acq_rel), scope") \
-X(CAS,       "atom.cas",        3, 3,   "OS",     ARG1,     CAS,       MEM|SIDE,                  0,  CAS,      "",  "old = *p; if old == c then *p = v; operands p, c, v; imms: order, scope") \
+X(GEP,       "gep",             2, 2,   "",       GEP,      GEP,       PURE,                      NONE,     GEP,      "",  "p + i elements (i: i32 or i64); type may narrow the alignment") \
+X(LOAD,      "load",            1, 1,   "OSC",    LOAD,     LOAD,      MEM,                       NONE,     LOAD,     "",  "*p as T or <n x T>; imms: order (weak volatile relaxed acquire), scope, cache hint") \
+X(STORE,     "store",           2, 2,   "OSC",    NONE,     STORE,     MEM|SIDE,                  NONE,     STORE,    "",  "*p = v; imms: order (weak volatile relaxed release), scope, cache hint") \
+X(VLOAD,     "var.load",        0, 0,   "vn",     VAR,      VAR,       MEM|INTERNAL,              NONE,     VAR,      "",  "element of a local variable; imms: variable, static index") \
+X(VSTORE,    "var.store",       1, 1,   "vn",     NONE,     VAR,       MEM|SIDE|INTERNAL,         NONE,     VAR,      "",  "v into a local variable; imms: variable, static index") \
+X(VLOADX,    "var.loadx",       1, 1,   "v",      VAR,      VAR,       MEM|INTERNAL,              NONE,     VAR,      "",  "element i (an operand) of a local variable; imm: variable") \
+X(VSTOREX,   "var.storex",      2, 2,   "v",      NONE,     VAR,       MEM|SIDE|INTERNAL,         NONE,     VAR,      "",  "v into element i (operands i, v) of a local variable; imm: variable") \
+X(VLOADV,    "var.loadv",       0, 0,   "vn",     GIVEN,    VAR,       MEM|INTERNAL,              NONE,     VAR,      "",  "consecutive elements of a local variable as a vector <n x T>; imms: variable, first index") \
+X(VOPAQUE,   "var.opaque",      0, 0,   "v",      NONE,     VAR,       MEM|SIDE|INTERNAL,         NONE,     VAR,      "",  "an optimisation barrier on a local variable: values computed from it before are not reused after (they are recomputed); imm: variable") \
+X(VSTOREV,   "var.storev",      1, 1,   "vn",     NONE,     VAR,       MEM|SIDE|INTERNAL,         NONE,     VAR,      "",  "a vector <n x T> into consecutive elements of a local variable; imms: variable, first index") \
+X(ATOM,      "atom",            2, 2,   "AOS",    ARG1,     ATOM,      MEM|SIDE,                  NONE,     ATOM,     "",  "old = *p; *p = old OP v; imms: op, order (relaxed acquire release acq_rel), scope") \
+X(CAS,       "atom.cas",        3, 3,   "OS",     ARG1,     CAS,       MEM|SIDE,                  NONE,     CAS,      "",  "old = *p; if old == c then *p = v; operands p, c, v; imms: order, scope") \
 /* --- special registers, timers ----------------------------------------------------------------------------- */ \
-X(SREG,      "sreg",            0, 0,   "G",      SREG,     SREG,      PURE,                      0,  SREG,     "",  "special register; imm: which (tid.x, ctaid.y, laneid, smid, cluster_ctarank, ...)") \
-X(TIMER,     "timer",           0, 0,   "W",      TIMER,    NONE,      SIDE,                      0,  TIMER,    "",  "clock (i32), clock64, globaltimer (i64)") \
+X(SREG,      "sreg",            0, 0,   "G",      SREG,     SREG,      PURE,                      NONE,     SREG,     "",  "special register; imm: which (tid.x, ctaid.y, laneid, smid, cluster_ctarank, ...)") \
+X(TIMER,     "timer",           0, 0,   "W",      TIMER,    NONE,      SIDE,                      NONE,     TIMER,    "",  "clock (i32), clock64, globaltimer (i64)") \
 /* --- barriers, fences, warp collectives -------------------------------------------------------------------- */ \
-X(BARRIER,   "barrier",         0, 0,   "",       NONE,     NONE,      SIDE|CONV,                 0,  CALL0,    "llvm.nvvm.barrier0", "block barrier (bar.sync 0)") \
-X(BARNAMED,  "barrier.named",   1, 2,   "B",      NONE,     BARNAMED,  SIDE|CONV,                 0,  BARNAMED, "",  "named barrier; operands: id (0-15), thread count (optional); imm: sync or arrive") \
-X(SYNCWARP,  "syncwarp",        1, 1,   "",       NONE,     MASK,      SIDE|CONV,                 0,  SYNCWARP, "",  "warp barrier over the lanes of a mask") \
-X(FENCE,     "fence",           0, 0,   "YS",     NONE,     NONE,      SIDE,                      0,  FENCE,    "",  "memory fence; imms: semantics (acq_rel, sc), scope") \
-X(SHFL,      "shfl",            3, 3,   "Hn",     ARG1,     SHFL,      CONV,                      0,  SHFL,     "",  "warp shuffle; operands: mask, value (i32, f32), lane/delta/xor mask; imms: mode, width (0: 32)") \
-X(VOTE,      "vote",            2, 2,   "V",      VOTE,     VOTE,      CONV,                      0,  VOTE,     "",  "warp vote; operands: mask, i1; imm: all any uni (i1) or ballot (i32)") \
-X(REDUX,     "redux",           2, 2,   "A",      ARG1,     REDUX,     CONV,                      80, REDUX,    "",  "warp reduction of an i32; operands: mask, value; imm: add min max umin umax and or xor") \
+X(BARRIER,   "barrier",         0, 0,   "",       NONE,     NONE,      SIDE|CONV,                 NONE,     CALL0,    "llvm.nvvm.barrier0", "block barrier (bar.sync 0)") \
+X(BARNAMED,  "barrier.named",   1, 2,   "B",      NONE,     BARNAMED,  SIDE|CONV,                 NONE,     BARNAMED, "",  "named barrier; operands: id (0-15), thread count (optional); imm: sync or arrive") \
+X(SYNCWARP,  "syncwarp",        1, 1,   "",       NONE,     MASK,      SIDE|CONV,                 NONE,     SYNCWARP, "",  "warp barrier over the lanes of a mask") \
+X(FENCE,     "fence",           0, 0,   "YS",     NONE,     NONE,      SIDE,                      NONE,     FENCE,    "",  "memory fence; imms: semantics (acq_rel, sc), scope") \
+X(SHFL,      "shfl",            3, 3,   "Hn",     ARG1,     SHFL,      CONV,                      NONE,     SHFL,     "",  "warp shuffle; operands: mask, value (i32, f32), lane/delta/xor mask; imms: mode, width (0: 32)") \
+X(VOTE,      "vote",            2, 2,   "V",      VOTE,     VOTE,      CONV,                      NONE,     VOTE,     "",  "warp vote; operands: mask, i1; imm: all any uni (i1) or ballot (i32)") \
+X(REDUX,     "redux",           2, 2,   "A",      ARG1,     REDUX,     CONV,                      REDUX,    REDUX,    "",  "warp reduction of an i32; operands: mask, value; imm: add min max umin umax and or xor") \
 /* --- miscellaneous ----------------------------------------------------------------------------------------- */ \
-X(PRINTF,    "printf",          0, 32,  "s",      NONE,     PRINTF,    SIDE,                      0,  PRINTF,   "",  "device printf (vprintf); imm: the format string; operands: the values") \
-X(TRAP,      "trap",            0, 0,   "",       NONE,     NONE,      SIDE,                      0,  CALL0,    "llvm.trap", "abort the kernel") \
-X(ASM,       "asm",             0, 255, "ssF",    GIVEN,    ASM,       0,                         0,  ASM,      "",  "inline PTX; imms: text ($0.. operands), constraints, flags (sideeffect convergent memory)") \
-X(CALL,      "call",            0, 255, "f",      CALL,     CALL,      SIDE,                      0,  CALL,     "",  "call a device function; imm: the function") \
+X(PRINTF,    "printf",          0, 32,  "s",      NONE,     PRINTF,    SIDE,                      NONE,     PRINTF,   "",  "device printf (vprintf); imm: the format string; operands: the values") \
+X(TRAP,      "trap",            0, 0,   "",       NONE,     NONE,      SIDE,                      NONE,     CALL0,    "llvm.trap", "abort the kernel") \
+X(ASM,       "asm",             0, 255, "ssF",    GIVEN,    ASM,       0,                         NONE,     ASM,      "",  "inline PTX; imms: text ($0.. operands), constraints, flags (sideeffect convergent memory)") \
+X(CALL,      "call",            0, 255, "f",      CALL,     CALL,      SIDE,                      NONE,     CALL,     "",  "call a device function; imm: the function") \
 /* --- aggregates (vectors, structs) ------------------------------------------------------------------------- */ \
-X(EXTRACT,   "extract",         1, 1,   "n",      EXTRACT,  EXTRACT,   PURE,                      0,  EXTRACT,  "",  "element i of a vector or struct; imm: i") \
-X(INSERT,    "insert",          2, 2,   "n",      ARG0,     INSERT,    PURE,                      0,  INSERT,   "",  "a copy of a with element i replaced by v; imm: i") \
-X(PACK,      "pack",            1, 255, "",       GIVEN,    PACK,      PURE,                      0,  PACK,     "",  "a vector or struct made of the operands") \
+X(EXTRACT,   "extract",         1, 1,   "n",      EXTRACT,  EXTRACT,   PURE,                      NONE,     EXTRACT,  "",  "element i of a vector or struct; imm: i") \
+X(INSERT,    "insert",          2, 2,   "n",      ARG0,     INSERT,    PURE,                      NONE,     INSERT,   "",  "a copy of a with element i replaced by v; imm: i") \
+X(PACK,      "pack",            1, 255, "",       GIVEN,    PACK,      PURE,                      NONE,     PACK,     "",  "a vector or struct made of the operands") \
 /* --- tensor cores and asynchronous copies (sm_75/sm_80/sm_89) ---------------------------------------------- */ \
-X(MMA,       "mma",             3, 3,   "MEEEEF", MMA,      MMA,       CONV,                      0,  MMA,      "",  "mma.sync row.col D = A*B + C; operands: A, B, C fragments; imms: shape, types of A B C D, flags (sat)") \
-X(LDMATRIX,  "ldmatrix",        1, 1,   "nF",     LDMATRIX, LDMATRIX,  MEM|CONV,                  75, LDMATRIX, "",  "ldmatrix m8n8 b16 from a shared pointer; imms: count (1 2 4), flags (trans)") \
-X(STMATRIX,  "stmatrix",        2, 2,   "nF",     NONE,     STMATRIX,  MEM|SIDE|CONV,             90, STMATRIX, "",  "stmatrix m8n8 b16 to a shared pointer; imms: count (1 2 4), flags (trans)") \
-X(CPASYNC,   "cp.async",        2, 3,   "nC",     NONE,     CPASYNC,   MEM|SIDE,                  80, CPASYNC,  "",  "copy global -> shared; operands: dst, src, source bytes (optional, rest zero-filled); imms: bytes (4 8 16), cache (ca cg)") \
-X(CPCOMMIT,  "cp.async.commit", 0, 0,   "",       NONE,     NONE,      SIDE,                      80, ASM0,     "cp.async.commit_group;", "close a group of cp.async") \
-X(CPWAIT,    "cp.async.wait",   0, 0,   "n",      NONE,     CPWAIT,    SIDE,                      80, CPWAIT,   "",  "wait until at most n groups are pending; imm: n") \
-/* --- Hopper family (next wave): rows go here. Each is "a row plus its lowering":             */ \
-/*   wgmma.fence / wgmma.commit / wgmma.wait (ASM0, CPWAIT-like), wgmma.mma (struct accumulator  */ \
+X(MMA,       "mma",             3, 3,   "MEEEEF", MMA,      MMA,       CONV,                      NONE,     MMA,      "",  "mma.sync row.col D = A*B + C; operands: A, B, C fragments; imms: shape, types of A B C D, flags (sat)") \
+X(LDMATRIX,  "ldmatrix",        1, 1,   "nF",     LDMATRIX, LDMATRIX,  MEM|CONV,                  LDMATRIX, LDMATRIX, "",  "ldmatrix m8n8 b16 from a shared pointer; imms: count (1 2 4), flags (trans)") \
+X(STMATRIX,  "stmatrix",        2, 2,   "nF",     NONE,     STMATRIX,  MEM|SIDE|CONV,             STMATRIX, STMATRIX, "",  "stmatrix m8n8 b16 to a shared pointer; imms: count (1 2 4), flags (trans)") \
+X(CPASYNC,   "cp.async",        2, 3,   "nC",     NONE,     CPASYNC,   MEM|SIDE,                  CP_ASYNC, CPASYNC,  "",  "copy global -> shared; operands: dst, src, source bytes (optional, rest zero-filled); imms: bytes (4 8 16), cache (ca cg)") \
+X(CPCOMMIT,  "cp.async.commit", 0, 0,   "",       NONE,     NONE,      SIDE,                      CP_ASYNC, ASM0,     "cp.async.commit_group;", "close a group of cp.async") \
+X(CPWAIT,    "cp.async.wait",   0, 0,   "n",      NONE,     CPWAIT,    SIDE,                      CP_ASYNC, CPWAIT,   "",  "wait until at most n groups are pending; imm: n") \
+/* --- Hopper (sm_90a) ------------------------------------------------------------------------------------- */ \
+X(WGFENCE,   "wgmma.fence",     0, 0,   "",       NONE,     NONE,      SIDE|CONV,                 WGMMA,    ASM0,     "wgmma.fence.sync.aligned;", "order this warpgroup's register accesses before its later wgmma.mma_async (all four warps execute it)") \
+/* Hopper rows to come go here. Each is "a row plus its lowering":                              */ \
+/*   wgmma.commit / wgmma.wait (ASM0, CPWAIT-like), wgmma.mma (struct accumulator                */ \
 /*   of 64..128 f32, descriptors as i64 operands, like MMA), tma.load / tma.store / tma.prefetch */ \
 /*   (a param-space ptr operand from a byval param, coordinates, mbarrier ptr, multicast mask),  */ \
 /*   mbarrier.init / arrive / expect_tx / try_wait (shared ptr operands), cluster.arrive/wait,  */ \
 /*   setmaxnreg (imm), elect.one (i1 result), fence.proxy.async (ASM0), mapa (-> shared_cluster). */ \
 /* --- structured control flow (builder calls: for_begin, if_begin, ... region_end) --------------------------- */ \
-X(FOR,       "for",             3, 3,   "n",      NONE,     FOR,       REGION|SIDE|INTERNAL,      0,  NONE,     "",  "for iv = lo; iv < hi (or > hi if step < 0); iv += step; imm: unroll (0 auto, 1 none, n, -1 full)") \
-X(IV,        "iv",              0, 0,   "",       GIVEN,    NONE,      INTERNAL,                  0,  NONE,     "",  "the induction variable of the enclosing for") \
-X(IF,        "if",              1, 1,   "",       NONE,     COND,      REGION|SIDE|INTERNAL,      0,  NONE,     "",  "if c (i1)") \
-X(ELSE,      "else",            0, 0,   "",       NONE,     NONE,      REGION|SIDE|INTERNAL,      0,  NONE,     "",  "else branch of the open if") \
-X(WHILE,     "while",           0, 0,   "",       NONE,     NONE,      REGION|SIDE|INTERNAL,      0,  NONE,     "",  "while loop: its condition region comes first") \
-X(WCOND,     "while.cond",      1, 1,   "",       NONE,     COND,      REGION|SIDE|INTERNAL,      0,  NONE,     "",  "ends the condition region: loop while c (i1); the body follows") \
-X(END,       "end",             0, 0,   "",       NONE,     NONE,      REGION|SIDE|INTERNAL,      0,  NONE,     "",  "closes the innermost region") \
-X(BREAK,     "break",           0, 0,   "",       NONE,     NONE,      TERM|SIDE|INTERNAL,        0,  NONE,     "",  "leave the innermost loop") \
-X(CONTINUE,  "continue",        0, 0,   "",       NONE,     NONE,      TERM|SIDE|INTERNAL,        0,  NONE,     "",  "next iteration of the innermost loop") \
-X(RET,       "ret",             0, 1,   "",       NONE,     RET,       TERM|SIDE|INTERNAL,        0,  NONE,     "",  "return (a value from a device function)")
+X(FOR,       "for",             3, 3,   "n",      NONE,     FOR,       REGION|SIDE|INTERNAL,      NONE,     NONE,     "",  "for iv = lo; iv < hi (or > hi if step < 0); iv += step; imm: unroll (0 auto, 1 none, n, -1 full)") \
+X(IV,        "iv",              0, 0,   "",       GIVEN,    NONE,      INTERNAL,                  NONE,     NONE,     "",  "the induction variable of the enclosing for") \
+X(IF,        "if",              1, 1,   "",       NONE,     COND,      REGION|SIDE|INTERNAL,      NONE,     NONE,     "",  "if c (i1)") \
+X(ELSE,      "else",            0, 0,   "",       NONE,     NONE,      REGION|SIDE|INTERNAL,      NONE,     NONE,     "",  "else branch of the open if") \
+X(WHILE,     "while",           0, 0,   "",       NONE,     NONE,      REGION|SIDE|INTERNAL,      NONE,     NONE,     "",  "while loop: its condition region comes first") \
+X(WCOND,     "while.cond",      1, 1,   "",       NONE,     COND,      REGION|SIDE|INTERNAL,      NONE,     NONE,     "",  "ends the condition region: loop while c (i1); the body follows") \
+X(END,       "end",             0, 0,   "",       NONE,     NONE,      REGION|SIDE|INTERNAL,      NONE,     NONE,     "",  "closes the innermost region") \
+X(BREAK,     "break",           0, 0,   "",       NONE,     NONE,      TERM|SIDE|INTERNAL,        NONE,     NONE,     "",  "leave the innermost loop") \
+X(CONTINUE,  "continue",        0, 0,   "",       NONE,     NONE,      TERM|SIDE|INTERNAL,        NONE,     NONE,     "",  "next iteration of the innermost loop") \
+X(RET,       "ret",             0, 1,   "",       NONE,     RET,       TERM|SIDE|INTERNAL,        NONE,     NONE,     "",  "return (a value from a device function)")
 /* clang-format on */
 
 /* --- the immediates' enumerations ------------------------------------------------------------------------- */
@@ -204,37 +208,38 @@ X(RET,       "ret",             0, 1,   "",       NONE,     RET,       TERM|SIDE
   X(CLOCK, "clock", 32, "%clock") X(CLOCK64, "clock64", 64, "%clock64") \
   X(GLOBALTIMER, "globaltimer", 64, "%globaltimer")
 /* Special registers (imm kind 'G'): id, name, PTX register, LLVM intrinsic
-   (llvm.nvvm.read.ptx.sreg.<it>; "" = read through inline PTX), lowest sm. All i32. */
+   (llvm.nvvm.read.ptx.sreg.<it>; "" = read through inline PTX), the target
+   feature it needs (NONE: every target). All i32. */
 #define IR_SREGS(X) \
-  X(TID_X, "tid.x", "%tid.x", "tid.x", 0) X(TID_Y, "tid.y", "%tid.y", "tid.y", 0) \
-  X(TID_Z, "tid.z", "%tid.z", "tid.z", 0) \
-  X(NTID_X, "ntid.x", "%ntid.x", "ntid.x", 0) X(NTID_Y, "ntid.y", "%ntid.y", "ntid.y", 0) \
-  X(NTID_Z, "ntid.z", "%ntid.z", "ntid.z", 0) \
-  X(CTAID_X, "ctaid.x", "%ctaid.x", "ctaid.x", 0) X(CTAID_Y, "ctaid.y", "%ctaid.y", "ctaid.y", 0) \
-  X(CTAID_Z, "ctaid.z", "%ctaid.z", "ctaid.z", 0) \
-  X(NCTAID_X, "nctaid.x", "%nctaid.x", "nctaid.x", 0) X(NCTAID_Y, "nctaid.y", "%nctaid.y", "nctaid.y", 0) \
-  X(NCTAID_Z, "nctaid.z", "%nctaid.z", "nctaid.z", 0) \
-  X(LANEID, "laneid", "%laneid", "laneid", 0) X(WARPID, "warpid", "%warpid", "warpid", 0) \
-  X(NWARPID, "nwarpid", "%nwarpid", "", 0) X(SMID, "smid", "%smid", "", 0) \
-  X(NSMID, "nsmid", "%nsmid", "", 0) \
-  X(LANEMASK_EQ, "lanemask_eq", "%lanemask_eq", "", 0) X(LANEMASK_LT, "lanemask_lt", "%lanemask_lt", "", 0) \
-  X(LANEMASK_LE, "lanemask_le", "%lanemask_le", "", 0) X(LANEMASK_GT, "lanemask_gt", "%lanemask_gt", "", 0) \
-  X(LANEMASK_GE, "lanemask_ge", "%lanemask_ge", "", 0) \
-  X(DYN_SMEM_SIZE, "dynamic_smem_size", "%dynamic_smem_size", "", 0) \
-  X(TOTAL_SMEM_SIZE, "total_smem_size", "%total_smem_size", "", 0) \
-  X(CLUSTERID_X, "clusterid.x", "%clusterid.x", "", 90) X(CLUSTERID_Y, "clusterid.y", "%clusterid.y", "", 90) \
-  X(CLUSTERID_Z, "clusterid.z", "%clusterid.z", "", 90) \
-  X(NCLUSTERID_X, "nclusterid.x", "%nclusterid.x", "", 90) \
-  X(NCLUSTERID_Y, "nclusterid.y", "%nclusterid.y", "", 90) \
-  X(NCLUSTERID_Z, "nclusterid.z", "%nclusterid.z", "", 90) \
-  X(CLUSTER_CTAID_X, "cluster_ctaid.x", "%cluster_ctaid.x", "", 90) \
-  X(CLUSTER_CTAID_Y, "cluster_ctaid.y", "%cluster_ctaid.y", "", 90) \
-  X(CLUSTER_CTAID_Z, "cluster_ctaid.z", "%cluster_ctaid.z", "", 90) \
-  X(CLUSTER_NCTAID_X, "cluster_nctaid.x", "%cluster_nctaid.x", "", 90) \
-  X(CLUSTER_NCTAID_Y, "cluster_nctaid.y", "%cluster_nctaid.y", "", 90) \
-  X(CLUSTER_NCTAID_Z, "cluster_nctaid.z", "%cluster_nctaid.z", "", 90) \
-  X(CLUSTER_CTARANK, "cluster_ctarank", "%cluster_ctarank", "", 90) \
-  X(CLUSTER_NCTARANK, "cluster_nctarank", "%cluster_nctarank", "", 90)
+  X(TID_X, "tid.x", "%tid.x", "tid.x", NONE) X(TID_Y, "tid.y", "%tid.y", "tid.y", NONE) \
+  X(TID_Z, "tid.z", "%tid.z", "tid.z", NONE) \
+  X(NTID_X, "ntid.x", "%ntid.x", "ntid.x", NONE) X(NTID_Y, "ntid.y", "%ntid.y", "ntid.y", NONE) \
+  X(NTID_Z, "ntid.z", "%ntid.z", "ntid.z", NONE) \
+  X(CTAID_X, "ctaid.x", "%ctaid.x", "ctaid.x", NONE) X(CTAID_Y, "ctaid.y", "%ctaid.y", "ctaid.y", NONE) \
+  X(CTAID_Z, "ctaid.z", "%ctaid.z", "ctaid.z", NONE) \
+  X(NCTAID_X, "nctaid.x", "%nctaid.x", "nctaid.x", NONE) X(NCTAID_Y, "nctaid.y", "%nctaid.y", "nctaid.y", NONE) \
+  X(NCTAID_Z, "nctaid.z", "%nctaid.z", "nctaid.z", NONE) \
+  X(LANEID, "laneid", "%laneid", "laneid", NONE) X(WARPID, "warpid", "%warpid", "warpid", NONE) \
+  X(NWARPID, "nwarpid", "%nwarpid", "", NONE) X(SMID, "smid", "%smid", "", NONE) \
+  X(NSMID, "nsmid", "%nsmid", "", NONE) \
+  X(LANEMASK_EQ, "lanemask_eq", "%lanemask_eq", "", NONE) X(LANEMASK_LT, "lanemask_lt", "%lanemask_lt", "", NONE) \
+  X(LANEMASK_LE, "lanemask_le", "%lanemask_le", "", NONE) X(LANEMASK_GT, "lanemask_gt", "%lanemask_gt", "", NONE) \
+  X(LANEMASK_GE, "lanemask_ge", "%lanemask_ge", "", NONE) \
+  X(DYN_SMEM_SIZE, "dynamic_smem_size", "%dynamic_smem_size", "", NONE) \
+  X(TOTAL_SMEM_SIZE, "total_smem_size", "%total_smem_size", "", NONE) \
+  X(CLUSTERID_X, "clusterid.x", "%clusterid.x", "", CLUSTER) X(CLUSTERID_Y, "clusterid.y", "%clusterid.y", "", CLUSTER) \
+  X(CLUSTERID_Z, "clusterid.z", "%clusterid.z", "", CLUSTER) \
+  X(NCLUSTERID_X, "nclusterid.x", "%nclusterid.x", "", CLUSTER) \
+  X(NCLUSTERID_Y, "nclusterid.y", "%nclusterid.y", "", CLUSTER) \
+  X(NCLUSTERID_Z, "nclusterid.z", "%nclusterid.z", "", CLUSTER) \
+  X(CLUSTER_CTAID_X, "cluster_ctaid.x", "%cluster_ctaid.x", "", CLUSTER) \
+  X(CLUSTER_CTAID_Y, "cluster_ctaid.y", "%cluster_ctaid.y", "", CLUSTER) \
+  X(CLUSTER_CTAID_Z, "cluster_ctaid.z", "%cluster_ctaid.z", "", CLUSTER) \
+  X(CLUSTER_NCTAID_X, "cluster_nctaid.x", "%cluster_nctaid.x", "", CLUSTER) \
+  X(CLUSTER_NCTAID_Y, "cluster_nctaid.y", "%cluster_nctaid.y", "", CLUSTER) \
+  X(CLUSTER_NCTAID_Z, "cluster_nctaid.z", "%cluster_nctaid.z", "", CLUSTER) \
+  X(CLUSTER_CTARANK, "cluster_ctarank", "%cluster_ctarank", "", CLUSTER) \
+  X(CLUSTER_NCTARANK, "cluster_nctarank", "%cluster_nctarank", "", CLUSTER)
 /* mma.sync shapes (imm kind 'M'): id, name, m, n, k. */
 #define IR_MMA_SHAPES(X) \
   X(M8N8K4, "m8n8k4", 8, 8, 4) X(M8N8K16, "m8n8k16", 8, 8, 16) X(M8N8K32, "m8n8k32", 8, 8, 32) \

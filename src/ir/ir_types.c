@@ -20,7 +20,7 @@ static const struct {
   uint8_t kind;
 } scalar_info[] = {
     {"", 0, IR_TK_NONE},
-#define IR_SCALAR_ROW(id, name, bits, ll) \
+#define IR_SCALAR_ROW(id, name, bits, ll, storage) \
   {name, bits, IR_T_##id == IR_T_VOID ? IR_TK_VOID : (name[0] == 'i' ? IR_TK_INT : IR_TK_FLOAT)},
     IR_SCALARS(IR_SCALAR_ROW)
 #undef IR_SCALAR_ROW

@@ -4,7 +4,9 @@
  * It trusts none of the builder's bookkeeping: it re-derives the regions from
  * the markers (for, if, else, while, while.cond, end), so it also checks IR
  * built raw (IR_OPT_CHECK off), where the builder accepted anything. The op
- * rules are ir_check_inst, the same ones the builder applies as ops are added.
+ * rules are ir_check_inst, the same ones the builder applies as ops are added;
+ * ops the builder checked for the module's current target are not checked
+ * again (each op is checked once), the rest are.
  * One pass per function, linear in its size. */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@ typedef struct VRegion {
 typedef struct V {
   IrFunc *f;
   IrModule *m;
-  int sm;
+  int rules; /* apply every op's rules (else only those the builder did not) */
   VRegion *stack;
   int depth, cap;
   uint32_t *region_of; /* per ref: the id of the region it was defined in */
@@ -156,7 +158,12 @@ static void check_attrs(V *s) {
         ir_error(f, 0, "reqntid exceeds maxntid in dimension %c", "xyz"[i]);
   if (a[IR_ATTR_CLUSTER][0]) {
     long n = (long)a[IR_ATTR_CLUSTER][0] * a[IR_ATTR_CLUSTER][1] * a[IR_ATTR_CLUSTER][2];
-    if (s->sm < 90) ir_error(f, 0, "clusters need sm_90 or newer (target is sm_%d)", s->sm);
+    if (!cl_target_has(s->m->target, CL_FEAT_CLUSTER)) {
+      ClBuf b = {0};
+      cl_target_needs(s->m->target, CL_FEAT_CLUSTER, &b);
+      ir_error(f, 0, "a cluster launch %s", cl_buf_str(&b));
+      cl_buf_free(&b);
+    }
     if (n > 16) ir_error(f, 0, "a cluster of %ld blocks: at most 16 (8 portable)", n);
   }
   int nreg = a[IR_ATTR_MAXNREG][0];
@@ -169,6 +176,15 @@ static void check_attrs(V *s) {
   long dyn = a[IR_ATTR_DYN_SMEM][0];
   if (smem + dyn > 232448)
     ir_error(f, 0, "%ld static + %ld dynamic bytes of shared memory: at most 232448 (227 KiB)", smem, dyn);
+}
+
+/* An op's rules, unless the builder applied them when it appended it (with
+   checking on, for the module's current target): then each op is checked
+   once. The builder appends interned constants (folding results) and the
+   markers iv, else and end without their rules; those are checked here. */
+static void check_op(V *s, IrFunc *f, IrRef v) {
+  int op = f->insts[v].op;
+  if (s->rules || op == IR_OP_CONST || op == IR_OP_IV || op == IR_OP_ELSE || op == IR_OP_END) ir_check_inst(f, v);
 }
 
 static void verify_func(V *s) {
@@ -186,7 +202,7 @@ static void verify_func(V *s) {
     unsigned fl = ir_op_info[in->op].flags;
     if (fl & IR_OPF_HOIST) {
       s->region_of[v] = 0;
-      ir_check_inst(f, v, s->sm);
+      check_op(s, f, v);
       continue;
     }
     VRegion *top = &s->stack[s->depth];
@@ -211,7 +227,7 @@ static void verify_func(V *s) {
     s->region_of[v] = s->region_id[s->depth];
     if (in->op == IR_OP_FOR || in->op == IR_OP_IF || in->op == IR_OP_WHILE || in->op == IR_OP_WCOND)
       s->region_of[v] = s->depth > 0 ? s->region_id[s->depth - 1] : 0;
-    ir_check_inst(f, v, s->sm);
+    check_op(s, f, v);
   }
   if (s->depth > 0) {
     ClBuf where = {0};
@@ -232,7 +248,7 @@ int ir_verify(IrModule *m) {
   m->cur_loc = 0; /* function-level errors name where the function was made */
   V s = {0};
   s.m = m;
-  s.sm = m->opt[IR_OPT_SM];
+  s.rules = m->unchecked || m->oom;
   s.cap = 64;
   s.stack = malloc((size_t)s.cap * sizeof *s.stack);
   s.region_id = malloc((size_t)s.cap * sizeof *s.region_id);
@@ -255,5 +271,6 @@ int ir_verify(IrModule *m) {
   m->cur_loc = saved_loc;
   m->verified = m->ndiag == before;
   m->verified_at = m->changes;
+  if (m->verified) m->unchecked = 0; /* every op has now been checked for this target */
   return m->ndiag - before;
 }

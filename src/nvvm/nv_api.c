@@ -27,11 +27,12 @@ static int32_t options_check(const NvOptions *o, NvResult *r) {
   return st;
 }
 
-static int32_t arch_count(void) { return nv_arch_count(); }
+/* The target table is src/target's (CLTargetApi); these two stay for the ABI. */
+static int32_t arch_count(void) { return cl_target_count(); }
 
 static int32_t arch_info(int32_t i, const char **name, int32_t *cc, int32_t *arch_specific, const char **ptx_isa,
                          const char **description) {
-  const NvArch *a = nv_arch_get(i);
+  const ClTarget *a = cl_target_at(i);
   if (!a) return -1;
   *name = a->name;
   *cc = a->cc;
@@ -89,19 +90,9 @@ static int32_t report(const NvResult *r, NvKernelReport *out, int32_t max) {
   return nv_report_parse(cl_buf_str(&r->part[NV_PART_LOG]), r->part[NV_PART_LOG].len, out, max);
 }
 
-static int32_t report_text(NvResult *r) {
-  const ClBuf *log = &r->part[NV_PART_LOG];
-  int n = nv_report_parse(cl_buf_str(log), log->len, NULL, 0);
-  NvKernelReport *k = n ? calloc((size_t)n, sizeof *k) : NULL;
-  if (n && !k) return -1;
-  nv_report_parse(cl_buf_str(log), log->len, k, n);
-  cl_buf_clear(&r->part[NV_PART_REPORT]);
-  cl_buf_clear(&r->part[NV_PART_WARNINGS]);
-  nv_report_format(k, n, &r->part[NV_PART_REPORT]);
-  int w = nv_report_warnings(k, n, &r->part[NV_PART_WARNINGS]);
-  free(k);
-  return w;
-}
+static int32_t report_text(NvResult *r) { return nv_report_text(r); }
+static const char *option_name(int32_t i) { return nv_option_name(i); }
+static int32_t option_in_key(int32_t i) { return nv_option_in_key(i); }
 
 static int32_t cache_key(NvResult *r, const char *material, size_t len, const char *salt, const NvOptions *o) {
   ClBuf err = {0};
@@ -180,6 +171,14 @@ static void sha256_hex(const void *data, size_t len, char *hex65) { nv_sha256_he
 static const CLNvApi api = {
     .abi = NV_API_ABI,
     .options_base = nv_options_base,
+    .compile_module = nv_compile_module,
+    .module_lookup = nv_module_lookup,
+    .module_print = nv_module_print,
+    .module_emit = nv_module_emit,
+    .module_finish = nv_module_finish,
+    .info_find = nv_info_find,
+    .option_name = option_name,
+    .option_in_key = option_in_key,
     .options_default = nv_options_default,
     .options_from_env = options_from_env,
     .options_set_arch = options_set_arch,

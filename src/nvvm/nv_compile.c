@@ -41,8 +41,20 @@ int nv_result_info(const NvResult *r, int field) {
   case NV_INFO_COL: return r->col;
   case NV_INFO_ORIGIN: return r->origin;
   case NV_INFO_STAGE_INPUT: return r->input_stage;
+  case NV_INFO_WARNINGS: return r->warnings;
   default: return -1;
   }
+}
+
+int nv_info_find(const char *name) {
+  static const char *const names[] = {
+#define NV_INFO_NAME(id, n) n,
+      NV_INFOS(NV_INFO_NAME)
+#undef NV_INFO_NAME
+  };
+  for (int i = 0; name && i < NV_INFO__COUNT; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  return -1;
 }
 
 static void set_part(NvResult *r, int part, const void *data, size_t len) {
@@ -127,7 +139,7 @@ static int nvvm_checks_only(const char *log) {
 int nv_compile_nvvm_to_ptx(NvResult *r, const char *ir, size_t len, const NvOptions *o) {
   if (check(r, o)) return -1;
   ClBuf err = {0}, what = {0};
-  const NvArch *arch = nv_arch_get(o->arch);
+  const ClTarget *arch = cl_target_at(o->arch);
   int status = -1;
   nvvmProgram p = NULL;
   const NvNvvm *nv = nv_nvvm(&err);
@@ -243,7 +255,7 @@ static char *link_log(const NvJitLink *jl, nvJitLinkHandle h, int info) {
 
 /* The option strings for nvJitLink, in `store` (which must outlive opts). */
 static int link_options(const NvOptions *o, int lto, char store[][96], int cap, const char **opts) {
-  const NvArch *arch = nv_arch_get(o->arch);
+  const ClTarget *arch = cl_target_at(o->arch);
   int n = 0;
 #define ADD(...) (snprintf(store[n], sizeof store[n], __VA_ARGS__), opts[n] = store[n], n++)
   ADD("%s", arch->link_arch);
@@ -285,7 +297,7 @@ enum { MAX_LINK_OPTS = 48 };
 static int ptx_to_cubin(NvResult *r, const char *ptx, size_t len, const NvOptions *o, int after_nvvm) {
   if (check(r, o)) return -1;
   ClBuf err = {0}, what = {0};
-  const NvArch *arch = nv_arch_get(o->arch);
+  const ClTarget *arch = cl_target_at(o->arch);
   int status = -1, nin = 0, lto = 0;
   nvJitLinkHandle h = NULL;
   NvLinkData ins[NV_MAX_LINK];

@@ -4,7 +4,7 @@
  *
  * libnvvm and nvJitLink are opened at run time (src/util/cl_dl.h); nothing
  * here needs a GPU. Around the two steps: options (with their environment
- * variables), the arch table (nv_arch.h), libdevice and user libraries,
+ * variables), the target table (src/target), libdevice and user libraries,
  * structured diagnostics, the per-kernel resource report, dumps, SASS, and a
  * content-addressed cache in memory and on disk.
  *
@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "cl_buf.h"
-#include "nv_arch.h"
+#include "target.h"
 #include "nvvm.cdef"
 
 /* The ABI number of CLNvApi (increase when a member is appended). */
@@ -31,6 +31,11 @@
 #define NV_MAX_LINK 16
 
 /* ---- options --------------------------------------------------------------- */
+
+/* The row of the target table (src/target) for the current GPU (device 0)
+ * when the driver can tell, else -1 with the reason in why. Asked once per
+ * process. */
+int nv_arch_detect(char *why, size_t whylen);
 
 /* Defaults: arch = the current GPU's when the driver can tell (never fails
  * without one), else sm_90a; opt 3; no fast math; no line info; no register
@@ -54,6 +59,18 @@ int nv_options_canonical(const NvOptions *o, ClBuf *out, ClBuf *err);
 /* The default disk cache: $XDG_CACHE_HOME/cutelua, else $HOME/.cache/cutelua
  * ("" when neither variable is set). */
 const char *nv_default_cache_dir(void);
+
+/* X(name, in_key): the options by their Lua names (compiler.options{...}),
+ * in NvOptions order; in_key: 1 when the option changes what is compiled
+ * (nv_options_canonical hashes it into the cache key; 2: by the contents of
+ * the files it names, which the canonical text hashes). Lua reads the list:
+ * nothing else names them. */
+#define NV_OPTION_NAMES(X)                                                              \
+  X("arch", 1) X("opt", 1) X("fast_math", 1) X("ftz", 1) X("lineinfo", 1) X("max_registers", 1) \
+  X("ptxas_options", 1) X("link", 2) X("keep", 0) X("dump_dir", 0) X("cache", 0) X("cache_dir", 0)
+/* The name of option i (NULL past the end) and whether it is in the key (-1 past the end). */
+const char *nv_option_name(int i);
+int nv_option_in_key(int i);
 
 /* X(name, variable, what): the environment variables nv_options_from_env reads. */
 #define NV_ENV(X)                                                                     \
@@ -117,7 +134,7 @@ int nv_part_find(const char *name);
 #define NV_PHASES(X)                                                              \
   X(NONE, "none") X(OPTIONS, "options") X(LOAD, "load") X(INPUT, "input")         \
   X(NVVM, "libnvvm") X(PTXAS, "ptxas") X(LINK, "nvJitLink") X(CACHE, "cache")     \
-  X(DUMP, "dump") X(SASS, "sass")
+  X(DUMP, "dump") X(SASS, "sass") X(VERIFY, "verify") X(EMIT, "emit")
 typedef enum NvPhase {
 #define NV_PHASE_ENUM(id, name) NV_PHASE_##id,
   NV_PHASES(NV_PHASE_ENUM)
@@ -136,8 +153,17 @@ typedef enum NvOrigin {
 } NvOrigin;
 const char *nv_origin_name(int origin);
 
-/* The fields nv_result_info returns. */
-enum { NV_INFO_PHASE, NV_INFO_LINE, NV_INFO_COL, NV_INFO_ORIGIN, NV_INFO_STAGE_INPUT };
+/* X(id, name): the fields nv_result_info returns (Lua reads them by name). */
+#define NV_INFOS(X)                                                                              \
+  X(PHASE, "phase") X(LINE, "line") X(COL, "col") X(ORIGIN, "origin") X(STAGE_INPUT, "input_stage") \
+  X(WARNINGS, "warnings")
+enum {
+#define NV_INFO_ENUM(id, name) NV_INFO_##id,
+  NV_INFOS(NV_INFO_ENUM)
+#undef NV_INFO_ENUM
+  NV_INFO__COUNT
+};
+int nv_info_find(const char *name);
 
 /* A compile's artefacts and, on failure, its structured diagnostic. A zeroed
  * NvResult is valid and empty; nv_result_free releases it (and may be called
@@ -148,6 +174,7 @@ struct NvResult {
   int line, col;    /* 1-based place the tool named, 0 when none */
   int input_stage;  /* NV_STAGE_LL or NV_STAGE_PTX: the text `line` refers to */
   int origin;       /* NvOrigin */
+  int warnings;     /* warning lines of the last report (nv_report_text) */
   char key[72];     /* the cache key (hex), "" until computed */
 };
 void nv_result_free(NvResult *r);
@@ -194,6 +221,9 @@ int nv_report_parse(const char *log, size_t len, NvKernelReport *out, int max);
 void nv_report_format(const NvKernelReport *k, int n, ClBuf *out);
 /* One warning line per kernel that spills; returns how many. */
 int nv_report_warnings(const NvKernelReport *k, int n, ClBuf *out);
+/* The REPORT and WARNINGS parts of r from its LOG part; returns the number
+   of warnings (also r->warnings), -1 when out of memory. */
+int nv_report_text(NvResult *r);
 
 /* ---- the cache (nv_cache.c) ------------------------------------------------- */
 
@@ -241,6 +271,27 @@ void nv_diag_fill(NvResult *r, int phase, const char *what, const char *log, con
 void nv_diag_format(NvResult *r);
 /* A failure with no input to point at (options, loading, the cache...). */
 void nv_diag_simple(NvResult *r, int phase, const char *message);
+
+/* ---- a traced module (nv_kernel.c) ------------------------------------------- */
+
+/* The whole pipeline for an IR module (src/ir), whose target must be the
+ * options' arch: verify (unless verified since it changed) -> key (the
+ * job's material, else the module printed with locations, into the IR
+ * part) -> cache lookup (unless job->refresh or job->looked_up) -> on a miss
+ * emit (src/emit), compile, store (with job->meta) -> the report's warnings
+ * -> dumps (o->keep). 0 (r->origin says compiled, memory or disk), or -1
+ * with the diagnostic (phases verify, emit, cache, libnvvm, ptxas, ...). */
+int nv_compile_module(NvResult *r, IrModule *m, const NvOptions *o, const NvModuleJob *job);
+/* The key of a material and a lookup (a kernel keyed before tracing): 1 hit,
+ * 0 miss (r keeps the key: then nv_compile_module with job->looked_up), -1. */
+int nv_module_lookup(NvResult *r, const char *material, size_t len, const char *salt, const NvOptions *o);
+/* The IR part (the module printed with locations) and the LL part (its NVVM
+ * IR for the options; the module is verified first if it must be). */
+int nv_module_print(NvResult *r, IrModule *m);
+int nv_module_emit(NvResult *r, IrModule *m, const NvOptions *o, const char *name);
+/* The report's warnings, then the dumps of o->keep (a failure becomes a
+ * note); returns the number of warnings. */
+int nv_module_finish(NvResult *r, const NvOptions *o, const char *name);
 
 const void *cl_nv_api(void);
 

@@ -164,7 +164,7 @@ int nv_sass(const void *cubin, size_t len, ClBuf *out, ClBuf *err) {
 
 int nv_dump(NvResult *r, const NvOptions *o, const char *name, ClBuf *err) {
   if (!o->keep) return 0;
-  const NvArch *arch = nv_arch_get(o->arch);
+  const ClTarget *arch = cl_target_at(o->arch);
   const char *dir = o->dump_dir[0] ? o->dump_dir : ".";
   if (nv_mkdirs(dir) != 0) {
     cl_buf_printf(err, "cannot create the dump directory %s: %s", dir, strerror(errno));

@@ -1,5 +1,6 @@
-/* nv_options: the arch table, compile options, their environment variables,
- * and the names of stages, parts, phases and origins (see nv_compile.h). */
+/* nv_options: compile options, their environment variables, the target of
+ * the current GPU, and the names of stages, parts, phases and origins (see
+ * nv_compile.h). The target table itself is src/target. */
 #include <ctype.h>
 #include <cuda.h>
 #include <errno.h>
@@ -13,62 +14,7 @@
 #include "nv_internal.h"
 #include "rt_driver.h"
 
-/* ---- the arch table ----------------------------------------------------------- */
-
-static NvArch archs[] = {
-#define NV_ARCH_INIT(name, cc, a, isa, desc) {name, cc, a, isa, desc, NULL, NULL},
-    NV_ARCHS(NV_ARCH_INIT)
-#undef NV_ARCH_INIT
-};
-enum { ARCH_COUNT = sizeof archs / sizeof *archs };
-
-/* The tool options derive from the name ("sm_90a" -> "-arch=compute_90a" and
- * "-arch=sm_90a"), filled once. */
-static char arch_opts[ARCH_COUNT][2][32];
-static char arch_list[ARCH_COUNT * 10];
-static pthread_once_t arch_once = PTHREAD_ONCE_INIT;
-
-static void arch_init(void) {
-  for (int i = 0; i < ARCH_COUNT; i++) {
-    snprintf(arch_opts[i][0], sizeof arch_opts[i][0], "-arch=compute_%s", archs[i].name + 3);
-    snprintf(arch_opts[i][1], sizeof arch_opts[i][1], "-arch=%s", archs[i].name);
-    archs[i].nvvm_arch = arch_opts[i][0];
-    archs[i].link_arch = arch_opts[i][1];
-    size_t len = strlen(arch_list);
-    snprintf(arch_list + len, sizeof arch_list - len, "%s%s", i ? ", " : "", archs[i].name);
-  }
-}
-
-int nv_arch_count(void) { return ARCH_COUNT; }
-
-const NvArch *nv_arch_get(int i) {
-  pthread_once(&arch_once, arch_init);
-  return i >= 0 && i < ARCH_COUNT ? &archs[i] : NULL;
-}
-
-int nv_arch_find(const char *name) {
-  if (!name) return -1;
-  for (int i = 0; i < ARCH_COUNT; i++)
-    if (strcmp(archs[i].name, name) == 0) return i;
-  return -1;
-}
-
-const char *nv_arch_list(void) {
-  pthread_once(&arch_once, arch_init);
-  return arch_list;
-}
-
-int nv_arch_for_cc(int cc) {
-  int best = -1;
-  for (int i = 0; i < ARCH_COUNT; i++)
-    if (archs[i].arch_specific && archs[i].cc == cc) return i;
-  for (int i = 0; i < ARCH_COUNT; i++) {
-    const NvArch *a = &archs[i];
-    if (a->arch_specific || a->cc / 10 != cc / 10 || a->cc > cc) continue;
-    if (best < 0 || a->cc > archs[best].cc) best = i;
-  }
-  return best;
-}
+/* ---- the target of the current GPU (the table is src/target) -------------------- */
 
 /* The GPU is asked once: cuInit can take a while, and the answer does not change. */
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
@@ -89,7 +35,7 @@ static void detect(void) {
              d->f_cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
              d->f_cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS) {
     snprintf(detect_why, sizeof detect_why, "cannot read GPU 0's compute capability");
-  } else if ((detected = nv_arch_for_cc(major * 10 + minor)) < 0) {
+  } else if ((detected = cl_target_index(cl_target_for_cc(major * 10 + minor))) < 0) {
     snprintf(detect_why, sizeof detect_why, "GPU 0 has compute capability %d.%d, which no target in the table fits",
              major, minor);
   }
@@ -101,6 +47,17 @@ int nv_arch_detect(char *why, size_t whylen) {
   if (detected < 0 && why && whylen) snprintf(why, whylen, "%s", detect_why);
   return detected;
 }
+
+/* ---- the options' names ----------------------------------------------------------------- */
+
+static const struct { const char *name; int in_key; } option_names[] = {
+#define NV_OPTION_ROW(name, in_key) {name, in_key},
+    NV_OPTION_NAMES(NV_OPTION_ROW)
+#undef NV_OPTION_ROW
+};
+enum { OPTION_COUNT = sizeof option_names / sizeof *option_names };
+const char *nv_option_name(int i) { return i >= 0 && i < OPTION_COUNT ? option_names[i].name : NULL; }
+int nv_option_in_key(int i) { return i >= 0 && i < OPTION_COUNT ? option_names[i].in_key : -1; }
 
 /* ---- defaults and checks ------------------------------------------------------------ */
 
@@ -115,7 +72,7 @@ const char *nv_default_cache_dir(void) {
 
 void nv_options_base(NvOptions *o) {
   memset(o, 0, sizeof *o);
-  o->arch = nv_arch_find(NV_ARCH_FALLBACK);
+  o->arch = cl_target_index(cl_target_find(CL_TARGET_FALLBACK));
   o->opt_level = 3;
   o->ftz = -1;
   o->cache = 1;
@@ -129,15 +86,16 @@ void nv_options_default(NvOptions *o) {
 }
 
 int nv_options_set_arch(NvOptions *o, const char *arch) {
-  int i = nv_arch_find(arch);
+  int i = cl_target_index(cl_target_find(arch));
   if (i < 0) return -1;
   o->arch = i;
   return 0;
 }
 
 int nv_options_check(const NvOptions *o, ClBuf *err) {
-  if (!nv_arch_get(o->arch)) {
-    cl_buf_printf(err, "bad arch index %d (the table has %d rows: %s)", (int)o->arch, ARCH_COUNT, nv_arch_list());
+  if (!cl_target_at(o->arch)) {
+    cl_buf_printf(err, "bad arch index %d (the table has %d rows: %s)", (int)o->arch, cl_target_count(),
+                  cl_target_list());
     return -1;
   }
   if (o->opt_level < 0 || o->opt_level > 3) {
@@ -178,7 +136,7 @@ int nv_options_check(const NvOptions *o, ClBuf *err) {
 int nv_options_ftz(const NvOptions *o) { return o->ftz < 0 ? o->fast_math : o->ftz; }
 
 int nv_options_canonical(const NvOptions *o, ClBuf *out, ClBuf *err) {
-  const NvArch *a = nv_arch_get(o->arch);
+  const ClTarget *a = cl_target_at(o->arch);
   cl_buf_printf(out, "arch %s\nopt %d\nfast_math %d\nftz %d\nlineinfo %d\nmax_registers %d\nptxas_options",
                 a ? a->name : "?", (int)o->opt_level, (int)o->fast_math, nv_options_ftz(o), (int)o->lineinfo,
                 (int)o->max_registers);
@@ -238,7 +196,7 @@ int nv_options_from_env(NvOptions *o, ClBuf *err) {
   } while (0)
   if ((v = getenv("CUTELUA_ARCH")) && *v && nv_options_set_arch(o, v) != 0) {
     char why[600];
-    snprintf(why, sizeof why, "unknown arch (known: %s)", nv_arch_list());
+    snprintf(why, sizeof why, "unknown arch (known: %s)", cl_target_list());
     BAD("CUTELUA_ARCH", why);
   }
   if ((v = getenv("CUTELUA_OPT_LEVEL")) && *v) {

@@ -144,3 +144,18 @@ int nv_report_warnings(const NvKernelReport *k, int n, ClBuf *out) {
   }
   return count;
 }
+
+int nv_report_text(NvResult *r) {
+  const ClBuf *log = &r->part[NV_PART_LOG];
+  int n = nv_report_parse(cl_buf_str(log), log->len, NULL, 0);
+  NvKernelReport *k = n ? calloc((size_t)n, sizeof *k) : NULL;
+  if (n && !k) return -1;
+  nv_report_parse(cl_buf_str(log), log->len, k, n);
+  cl_buf_clear(&r->part[NV_PART_REPORT]);
+  cl_buf_clear(&r->part[NV_PART_WARNINGS]);
+  nv_report_format(k, n, &r->part[NV_PART_REPORT]);
+  int w = nv_report_warnings(k, n, &r->part[NV_PART_WARNINGS]);
+  free(k);
+  r->warnings = w;
+  return w;
+}

@@ -194,8 +194,9 @@ double rt_dtype_decode(int t, const void *src) {
 static const struct {
   const char *name;
   int bytes, kind, tma;
+  const char *storage, *ir, *cute;
 } dtypes[RT_DT__COUNT] = {
-#define RT_DTYPE_ROW(id, name, bytes, kind, tma) {name, bytes, kind, tma},
+#define RT_DTYPE_ROW(id, name, bytes, kind, tma, storage, ir, cute) {name, bytes, kind, tma, storage, ir, cute},
     RT_DTYPES(RT_DTYPE_ROW)
 #undef RT_DTYPE_ROW
 };
@@ -208,6 +209,9 @@ int rt_dtype_info(int32_t i, RtDtypeInfo *out) {
   out->bytes = dtypes[i].bytes;
   out->kind = dtypes[i].kind;
   out->tma = (dtypes[i].kind == RT_KIND_FLOAT && dtypes[i].tma == 0) ? -1 : dtypes[i].tma;
+  out->storage = dtypes[i].storage;
+  out->ir = dtypes[i].ir;
+  out->cute_name = dtypes[i].cute;
   /* fp8 and bool move through TMA as raw bytes */
   if (i == RT_DT_E4M3 || i == RT_DT_E5M2 || i == RT_DT_BOOL || i == RT_DT_I8 || i == RT_DT_U8) out->tma = 0;
   return RT_OK;

@@ -30,7 +30,7 @@ enum { NT = sizeof type_names / sizeof *type_names };
 static IrModule *random_module(void) {
   IrModule *m = ir_module_new();
   ir_module_set(m, IR_OPT_CHECK, rnd() % 4 == 0);
-  ir_module_set(m, IR_OPT_SM, (int[]){75, 80, 89, 90}[rnd() % 4]);
+  ir_module_set_target(m, (const char *[]){"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120"}[rnd() % 7]);
   IrType types[NT];
   for (int i = 0; i < NT; i++) types[i] = ir_type_parse(m, type_names[i]);
   IrFunc *g = ir_func_new(m, "dev", IR_FUNC_DEVICE, rnd() % 2 ? IR_T_I32 : IR_T_VOID);

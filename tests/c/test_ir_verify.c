@@ -20,11 +20,11 @@ static IrRef op(IrOp o, IrType t, IrRef a, IrRef b, IrRef c, int64_t i0, int64_t
 static IrType T(const char *s) { return ir_type_parse(m, s); }
 
 /* A raw module with a kernel @k and parameters of many types. */
-static void setup(int sm) {
+static void setup(const char *target) {
   if (m) ir_module_free(m);
   m = ir_module_new();
   ir_module_set(m, IR_OPT_CHECK, 0);
-  ir_module_set(m, IR_OPT_SM, sm);
+  ir_module_set_target(m, target);
   ir_set_loc(m, "v.lua", 7, "case");
   k = ir_func_new(m, "k", IR_FUNC_KERNEL, IR_T_VOID);
   pi = ir_param(k, IR_T_I32);
@@ -44,7 +44,7 @@ static void setup(int sm) {
 
 typedef struct Case {
   const char *name;
-  int sm;
+  const char *target;
   void (*build)(void);
   const char *expect;
 } Case;
@@ -123,7 +123,6 @@ static void b_pred_range(void) { op(IR_OP_ICMP, 0, pi, pj, 0, 99, 0, 0); }
 static void b_flags(void) { op(IR_OP_SQRT, 0, pf, 0, 0, IR_FLAG_TRANS, 0, 0); }
 static void b_no_type(void) { op(IR_OP_BITCAST, 0, pi, 0, 0, 0, 0, 0); }
 static void b_wrong_result(void) { op(IR_OP_ADD, IR_T_I64, pi, pj, 0, 0, 0, 0); }
-static void b_sm(void) { op(IR_OP_REDUX, 0, c32(-1), pi, 0, IR_REDOP_ADD, 0, 0); }
 static void b_var_missing(void) {
   int64_t imm[2] = {9, 0};
   ir_append(k, IR_OP_VLOAD, IR_T_I32, NULL, 0, imm);
@@ -362,6 +361,7 @@ static void b_reqntid(void) {
   ir_func_attr(k, IR_ATTR_MAXNTID, 128, 1, 1);
   ir_func_attr(k, IR_ATTR_REQNTID, 256, 1, 1);
 }
+static void b_wgmma_fence(void) { op(IR_OP_WGFENCE, 0, 0, 0, 0, 0, 0, 0); }
 static void b_cluster_sm80(void) { ir_func_attr(k, IR_ATTR_CLUSTER, 2, 1, 1); }
 static void b_cluster_big(void) { ir_func_attr(k, IR_ATTR_CLUSTER, 4, 4, 2); }
 static void b_maxnreg(void) { ir_func_attr(k, IR_ATTR_MAXNREG, 300, 0, 0); }
@@ -372,151 +372,154 @@ static void b_smem_total(void) {
 }
 
 static const Case cases[] = {
-    {"dominance", 80, b_dominance, "mul: operand 1 (%"},
-    {"dominance (else)", 80, b_dominance_else, "is defined in a region that does not enclose this op"},
-    {"dominance (loop)", 80, b_dominance_loop, "carry the value through a variable"},
-    {"unreachable", 80, b_unreachable, "unreachable: the for region already ended with break"},
-    {"break outside", 80, b_break_outside, "break: not inside a loop"},
-    {"continue in a condition", 80, b_continue_in_cond, "continue: inside a while condition"},
-    {"unclosed", 80, b_unclosed, "2 regions are never closed (the innermost: the if at v.lua:12 (case))"},
-    {"stray else", 80, b_stray_else, "else: the innermost open region is the function body, not an if"},
-    {"stray end", 80, b_stray_end, "end: no region is open"},
-    {"stray while.cond", 80, b_stray_cond, "while.cond: the innermost open region is the function body"},
-    {"while without cond", 80, b_while_no_cond, "end: the while condition has no while.cond"},
-    {"for without iv", 80, b_for_no_iv, "for: its induction variable (iv) must follow it"},
-    {"iv alone", 80, b_iv_alone, "iv: only right after a for"},
-    {"falls off", 80, b_falls_off, "@g returns i32 but can reach its end without ret"},
-    {"use before def", 80, b_use_before_def, "operand 2 (%32767) is not defined before this op"},
-    {"arity", 80, b_arity, "add: takes 2 to 2 operands, has 1"},
-    {"unknown op", 80, b_unknown_op, "has the unknown op id 999"},
-    {"predicate", 80, b_pred_range, "icmp: icmp predicate 99 is out of range (0 to 9)"},
-    {"flags", 80, b_flags, "sqrt: flags 0x4: this op accepts 0x1"},
-    {"result type needed", 80, b_no_type, "bitcast: needs a result type"},
-    {"result type by rule", 80, b_wrong_result, "add: the result type is i64, by its rule it is i32"},
-    {"target", 75, b_sm, "redux: needs sm_80 or newer (target is sm_75)"},
-    {"variable", 80, b_var_missing, "variable $9 does not exist in @k"},
-    {"string", 80, b_string_missing, "string id 4000 does not exist"},
-    {"function", 80, b_func_missing, "function #77 does not exist"},
-    {"const canonical", 80, b_const, "300 is not a canonical i8 value"},
-    {"const representable", 80, b_const_float, "the value is not representable in f32"},
-    {"undef", 80, b_undef, "undef: needs a result type"},
-    {"blob param", 80, b_blob_device, "by-value blobs are kernel parameters"},
-    {"struct param", 80, b_param_struct, "parameters are scalars, vectors or pointers (blobs for the rest; structs for device"},
-    {"smem alignment", 80, b_smem_align, "alignment 3: a power of two from 1 to 1024"},
-    {"smem claim", 80, b_smem_claims, "the pointer type claims 64-byte alignment, the memory has 16"},
-    {"smem type", 80, b_smem_global, "the type must be a shared pointer"},
-    {"smem size", 80, b_smem_size, "300000 bytes: static shared memory is 1 to 232448 bytes"},
-    {"same types", 80, b_arith_mixed, "operand 1 is i32, operand 2 is f32: they must have the same type"},
-    {"storage types", 80, b_arith_bf16, "bf16, tf32 and fp8 are storage types: cvt to f32 first"},
-    {"arith on pointers", 80, b_arith_ptr, "expected an integer or f16/f32/f64"},
-    {"abs of a vector", 80, b_abs_vec, "vectors are not accepted here"},
-    {"int op on floats", 80, b_int_float, "shl: operand 1 is f32, expected an integer"},
-    {"i32 or i64", 80, b_intw, "popc: operand 1 is i16, expected i32 or i64"},
-    {"float op on ints", 80, b_float_int, "fdiv: operand 1 is i32, expected f16, f32 or f64"},
-    {"fast division", 80, b_fast_f64, "fast division is for f32, not f64"},
-    {"fmin of f16", 80, b_fmin_f16, "fmin: operand 1 is f16, expected f32 or f64"},
-    {"math of f16", 80, b_math_f16, "exp2: operand 1 is f16, expected f32 or f64"},
-    {"fast f64", 80, b_math_fast_f64, "the fast approximations are for f32, not f64"},
-    {"icmp of floats", 80, b_icmp_float, "icmp: operand 1 is f32, expected an integer"},
-    {"fcmp of ints", 80, b_fcmp_int, "fcmp: operand 1 is i32, expected f16, f32 or f64"},
-    {"select condition", 80, b_select_cond, "the condition is i32, expected i1"},
-    {"select choices", 80, b_select_types, "the choices are f32 and i32: they must have the same type"},
-    {"cvt to itself", 80, b_cvt_same, "converting f32 to itself"},
-    {"cvt bf16 f16", 80, b_cvt_bf16_f16, "bf16 to f16: bf16, tf32 and fp8 convert to and from f32 only"},
-    {"cvt exact", 80, b_cvt_exact_rounding, "f32 to f64 is exact and takes no rounding mode"},
-    {"cvt int rounding", 80, b_cvt_int_rounding, "integer to integer takes no rounding mode"},
-    {"cvt sat", 80, b_cvt_sat_widen, "sat clamps a narrowing integer conversion; i32 to i64 widens"},
-    {"cvt int to bf16", 80, b_cvt_int_bf16, "integers convert to and from f16, f32, f64"},
-    {"cvt fp8 target", 80, b_cvt_fp8_sm80, "fp8 conversions need sm_89 or newer (target is sm_80)"},
-    {"cvt tf32", 80, b_cvt_tf32_rn, "f32 to tf32 rounds rna"},
-    {"cvt i1", 80, b_cvt_i1, "i1 does not convert to or from floats"},
-    {"bitcast size", 80, b_bitcast_size, "f32 (32 bits) to i64 (64 bits): the sizes differ"},
-    {"bitcast pointer", 80, b_bitcast_ptr, "bitcast is for scalars and vectors (ptrcast, ptrtoint for pointers)"},
-    {"ptrtoint i32", 80, b_ptrtoint_i32, "addresses are i64 (or i32 for shared, shared_cluster and local)"},
-    {"inttoptr param", 80, b_inttoptr_param, "param-space pointers come from ir_param_blob"},
-    {"ptrcast spaces", 80, b_ptrcast_spaces, "global to shared: address spaces convert to or from generic only"},
-    {"ptrcast cluster", 80, b_ptrcast_cluster, "shared_cluster addresses are not cast (they come from mapa)"},
-    {"prmt", 80, b_prmt, "prmt: operand 2 is i64, expected i32"},
-    {"gep index", 80, b_gep_index, "the index is f32, expected i32 or i64"},
-    {"gep alignment", 80, b_gep_raise, "the result claims 16-byte alignment, more than the 4 of ptr<f32, global, 4>"},
-    {"gep element", 80, b_gep_elem, "must point to the same element in the same space"},
-    {"load alignment", 80, b_load_align, "load of <4 x f32> needs 16-byte alignment; the pointer ptr<f32, global, 4> is 4-byte aligned"},
-    {"load width", 80, b_load_wide, "vector accesses are at most 16 bytes"},
-    {"load type", 80, b_load_type, "load i32 through ptr<f32, global, 4>: the type must be the element f32"},
-    {"load order", 80, b_load_release, "order release is not for a load"},
-    {"scope without order", 80, b_load_scope_weak, "scope cta needs order relaxed, acquire or release"},
-    {"ordered vectors", 80, b_load_ordered_vec, "acquire accesses are scalar; <2 x f32> is a vector"},
-    {"cluster scope", 80, b_load_cluster_sm80, "scope cluster needs sm_90 or newer (target is sm_80)"},
-    {"cache hint space", 80, b_load_hint_shared, "cache hints apply to global pointers; this one is shared"},
-    {"cache hint kind", 80, b_load_hint_store, "cache hint wb is not for a load"},
-    {"read-only space", 80, b_store_param, "store through a param pointer: that space is read-only"},
-    {"store order", 80, b_store_acquire, "order acquire is not for a store"},
-    {"store pointer", 80, b_store_not_ptr, "store: operand 1 is f32, expected a pointer"},
-    {"variable index", 80, b_var_index, "index 4 of $1, which has 4 elements"},
-    {"variable type", 80, b_var_type, "storing i32 into $1 of f32"},
-    {"variable dynamic index", 80, b_var_dyn_index, "the index is f32, expected i32 or i64"},
-    {"variable constant index", 80, b_var_dyn_const, "index 9 of $1, which has 4 elements"},
-    {"atomic space", 80, b_atom_local, "atomics work on global, shared or generic pointers, not local"},
-    {"atomic op", 80, b_atom_inc_f32, "atom.inc does not take f32"},
-    {"atomic value", 80, b_atom_value, "operand 2 is i32; the pointer's element is f32"},
-    {"atomic order", 80, b_atom_volatile, "atomics are weak (relaxed), relaxed, acquire, release or acq_rel"},
-    {"cas type", 80, b_cas_float, "compare-and-swap is for i32 and i64, not f32"},
-    {"cluster register", 80, b_sreg_cluster, "%cluster_ctarank needs sm_90 or newer (target is sm_80)"},
-    {"barrier id", 80, b_bar_id, "barrier id 16: 0 to 15"},
-    {"barrier count", 80, b_bar_count, "thread count 33: a multiple of 32 from 32 to 1024"},
-    {"barrier arrive", 80, b_bar_arrive, "arrive needs the thread count"},
-    {"warp mask", 80, b_syncwarp, "syncwarp: the mask is i64, expected i32"},
-    {"shuffle value", 80, b_shfl_value, "the value is f64; shuffles move i32 or f32"},
-    {"shuffle width", 80, b_shfl_width, "width 12: a power of two up to 32 (0: 32)"},
-    {"vote predicate", 80, b_vote_pred, "the predicate is i32, expected i1"},
-    {"redux op", 80, b_redux_op, "redux does not do exch"},
-    {"printf count", 80, b_printf_count, "the format has 2 conversions for 1 values"},
-    {"printf kind", 80, b_printf_kind, "%f takes a float; value 1 is i32"},
-    {"asm inputs", 80, b_asm_inputs, "constraints name more inputs than the 1 operands"},
-    {"asm types", 80, b_asm_type, "operand 1 is f32, which constraint 'r' does not take"},
-    {"asm outputs", 80, b_asm_outputs, "constraints have 1 outputs, the result type {2 x i32} has 2"},
-    {"asm operands", 80, b_asm_dollar, "the text uses $5; there are 1 operands"},
-    {"call a kernel", 80, b_call_kernel, "@other is a kernel; calls go to device functions"},
-    {"call types", 80, b_call_args, "argument 1 is i32; @g takes f32"},
-    {"call count", 80, b_call_count, "@g takes 1 arguments, got 0"},
-    {"extract range", 80, b_extract_range, "index 4 of <4 x f32>, which has 4 elements"},
-    {"extract scalar", 80, b_extract_scalar, "operand 1 is f32, expected a vector or struct"},
-    {"insert type", 80, b_insert_type, "inserting i32 as element 0 of <4 x f32>, which is f32"},
-    {"pack count", 80, b_pack_count, "<4 x f32> has 4 elements, got 2 operands"},
-    {"pack type", 80, b_pack_scalar, "the result type f32 is not a vector or struct"},
-    {"mma combination", 80, b_mma_combo,
+    {"dominance", "sm_80", b_dominance, "mul: operand 1 (%"},
+    {"dominance (else)", "sm_80", b_dominance_else, "is defined in a region that does not enclose this op"},
+    {"dominance (loop)", "sm_80", b_dominance_loop, "carry the value through a variable"},
+    {"unreachable", "sm_80", b_unreachable, "unreachable: the for region already ended with break"},
+    {"break outside", "sm_80", b_break_outside, "break: not inside a loop"},
+    {"continue in a condition", "sm_80", b_continue_in_cond, "continue: inside a while condition"},
+    {"unclosed", "sm_80", b_unclosed, "2 regions are never closed (the innermost: the if at v.lua:12 (case))"},
+    {"stray else", "sm_80", b_stray_else, "else: the innermost open region is the function body, not an if"},
+    {"stray end", "sm_80", b_stray_end, "end: no region is open"},
+    {"stray while.cond", "sm_80", b_stray_cond, "while.cond: the innermost open region is the function body"},
+    {"while without cond", "sm_80", b_while_no_cond, "end: the while condition has no while.cond"},
+    {"for without iv", "sm_80", b_for_no_iv, "for: its induction variable (iv) must follow it"},
+    {"iv alone", "sm_80", b_iv_alone, "iv: only right after a for"},
+    {"falls off", "sm_80", b_falls_off, "@g returns i32 but can reach its end without ret"},
+    {"use before def", "sm_80", b_use_before_def, "operand 2 (%32767) is not defined before this op"},
+    {"arity", "sm_80", b_arity, "add: takes 2 to 2 operands, has 1"},
+    {"unknown op", "sm_80", b_unknown_op, "has the unknown op id 999"},
+    {"predicate", "sm_80", b_pred_range, "icmp: icmp predicate 99 is out of range (0 to 9)"},
+    {"flags", "sm_80", b_flags, "sqrt: flags 0x4: this op accepts 0x1"},
+    {"result type needed", "sm_80", b_no_type, "bitcast: needs a result type"},
+    {"result type by rule", "sm_80", b_wrong_result, "add: the result type is i64, by its rule it is i32"},
+    {"target", "sm_89", b_stmatrix_sm,
+     "stmatrix needs STMATRIX, which sm_89 lacks (sm_90, sm_90a, sm_100, sm_100a, sm_103a, sm_120 and sm_120a have it)"},
+    {"variable", "sm_80", b_var_missing, "variable $9 does not exist in @k"},
+    {"string", "sm_80", b_string_missing, "string id 4000 does not exist"},
+    {"function", "sm_80", b_func_missing, "function #77 does not exist"},
+    {"const canonical", "sm_80", b_const, "300 is not a canonical i8 value"},
+    {"const representable", "sm_80", b_const_float, "the value is not representable in f32"},
+    {"undef", "sm_80", b_undef, "undef: needs a result type"},
+    {"blob param", "sm_80", b_blob_device, "by-value blobs are kernel parameters"},
+    {"struct param", "sm_80", b_param_struct, "parameters are scalars, vectors or pointers (blobs for the rest; structs for device"},
+    {"smem alignment", "sm_80", b_smem_align, "alignment 3: a power of two from 1 to 1024"},
+    {"smem claim", "sm_80", b_smem_claims, "the pointer type claims 64-byte alignment, the memory has 16"},
+    {"smem type", "sm_80", b_smem_global, "the type must be a shared pointer"},
+    {"smem size", "sm_80", b_smem_size, "300000 bytes: static shared memory is 1 to 232448 bytes"},
+    {"same types", "sm_80", b_arith_mixed, "operand 1 is i32, operand 2 is f32: they must have the same type"},
+    {"storage types", "sm_80", b_arith_bf16, "bf16, tf32 and fp8 are storage types: cvt to f32 first"},
+    {"arith on pointers", "sm_80", b_arith_ptr, "expected an integer or f16/f32/f64"},
+    {"abs of a vector", "sm_80", b_abs_vec, "vectors are not accepted here"},
+    {"int op on floats", "sm_80", b_int_float, "shl: operand 1 is f32, expected an integer"},
+    {"i32 or i64", "sm_80", b_intw, "popc: operand 1 is i16, expected i32 or i64"},
+    {"float op on ints", "sm_80", b_float_int, "fdiv: operand 1 is i32, expected f16, f32 or f64"},
+    {"fast division", "sm_80", b_fast_f64, "fast division is for f32, not f64"},
+    {"fmin of f16", "sm_80", b_fmin_f16, "fmin: operand 1 is f16, expected f32 or f64"},
+    {"math of f16", "sm_80", b_math_f16, "exp2: operand 1 is f16, expected f32 or f64"},
+    {"fast f64", "sm_80", b_math_fast_f64, "the fast approximations are for f32, not f64"},
+    {"icmp of floats", "sm_80", b_icmp_float, "icmp: operand 1 is f32, expected an integer"},
+    {"fcmp of ints", "sm_80", b_fcmp_int, "fcmp: operand 1 is i32, expected f16, f32 or f64"},
+    {"select condition", "sm_80", b_select_cond, "the condition is i32, expected i1"},
+    {"select choices", "sm_80", b_select_types, "the choices are f32 and i32: they must have the same type"},
+    {"cvt to itself", "sm_80", b_cvt_same, "converting f32 to itself"},
+    {"cvt bf16 f16", "sm_80", b_cvt_bf16_f16, "bf16 to f16: bf16, tf32 and fp8 convert to and from f32 only"},
+    {"cvt exact", "sm_80", b_cvt_exact_rounding, "f32 to f64 is exact and takes no rounding mode"},
+    {"cvt int rounding", "sm_80", b_cvt_int_rounding, "integer to integer takes no rounding mode"},
+    {"cvt sat", "sm_80", b_cvt_sat_widen, "sat clamps a narrowing integer conversion; i32 to i64 widens"},
+    {"cvt int to bf16", "sm_80", b_cvt_int_bf16, "integers convert to and from f16, f32, f64"},
+    {"cvt fp8 target", "sm_80", b_cvt_fp8_sm80, "cvt: an fp8 conversion needs FP8, which sm_80 lacks (sm_89, sm_90, sm_90a,"},
+    {"cvt tf32", "sm_80", b_cvt_tf32_rn, "f32 to tf32 rounds rna"},
+    {"cvt i1", "sm_80", b_cvt_i1, "i1 does not convert to or from floats"},
+    {"bitcast size", "sm_80", b_bitcast_size, "f32 (32 bits) to i64 (64 bits): the sizes differ"},
+    {"bitcast pointer", "sm_80", b_bitcast_ptr, "bitcast is for scalars and vectors (ptrcast, ptrtoint for pointers)"},
+    {"ptrtoint i32", "sm_80", b_ptrtoint_i32, "addresses are i64 (or i32 for shared, shared_cluster and local)"},
+    {"inttoptr param", "sm_80", b_inttoptr_param, "param-space pointers come from ir_param_blob"},
+    {"ptrcast spaces", "sm_80", b_ptrcast_spaces, "global to shared: address spaces convert to or from generic only"},
+    {"ptrcast cluster", "sm_80", b_ptrcast_cluster, "shared_cluster addresses are not cast (they come from mapa)"},
+    {"prmt", "sm_80", b_prmt, "prmt: operand 2 is i64, expected i32"},
+    {"gep index", "sm_80", b_gep_index, "the index is f32, expected i32 or i64"},
+    {"gep alignment", "sm_80", b_gep_raise, "the result claims 16-byte alignment, more than the 4 of ptr<f32, global, 4>"},
+    {"gep element", "sm_80", b_gep_elem, "must point to the same element in the same space"},
+    {"load alignment", "sm_80", b_load_align, "load of <4 x f32> needs 16-byte alignment; the pointer ptr<f32, global, 4> is 4-byte aligned"},
+    {"load width", "sm_80", b_load_wide, "vector accesses are at most 16 bytes"},
+    {"load type", "sm_80", b_load_type, "load i32 through ptr<f32, global, 4>: the type must be the element f32"},
+    {"load order", "sm_80", b_load_release, "order release is not for a load"},
+    {"scope without order", "sm_80", b_load_scope_weak, "scope cta needs order relaxed, acquire or release"},
+    {"ordered vectors", "sm_80", b_load_ordered_vec, "acquire accesses are scalar; <2 x f32> is a vector"},
+    {"cluster scope", "sm_80", b_load_cluster_sm80, "load: scope cluster needs CLUSTER, which sm_80 lacks (sm_90, sm_90a,"},
+    {"cache hint space", "sm_80", b_load_hint_shared, "cache hints apply to global pointers; this one is shared"},
+    {"cache hint kind", "sm_80", b_load_hint_store, "cache hint wb is not for a load"},
+    {"read-only space", "sm_80", b_store_param, "store through a param pointer: that space is read-only"},
+    {"store order", "sm_80", b_store_acquire, "order acquire is not for a store"},
+    {"store pointer", "sm_80", b_store_not_ptr, "store: operand 1 is f32, expected a pointer"},
+    {"variable index", "sm_80", b_var_index, "index 4 of $1, which has 4 elements"},
+    {"variable type", "sm_80", b_var_type, "storing i32 into $1 of f32"},
+    {"variable dynamic index", "sm_80", b_var_dyn_index, "the index is f32, expected i32 or i64"},
+    {"variable constant index", "sm_80", b_var_dyn_const, "index 9 of $1, which has 4 elements"},
+    {"atomic space", "sm_80", b_atom_local, "atomics work on global, shared or generic pointers, not local"},
+    {"atomic op", "sm_80", b_atom_inc_f32, "atom.inc does not take f32"},
+    {"atomic value", "sm_80", b_atom_value, "operand 2 is i32; the pointer's element is f32"},
+    {"atomic order", "sm_80", b_atom_volatile, "atomics are weak (relaxed), relaxed, acquire, release or acq_rel"},
+    {"cas type", "sm_80", b_cas_float, "compare-and-swap is for i32 and i64, not f32"},
+    {"cluster register", "sm_80", b_sreg_cluster, "sreg: %cluster_ctarank needs CLUSTER, which sm_80 lacks (sm_90,"},
+    {"barrier id", "sm_80", b_bar_id, "barrier id 16: 0 to 15"},
+    {"barrier count", "sm_80", b_bar_count, "thread count 33: a multiple of 32 from 32 to 1024"},
+    {"barrier arrive", "sm_80", b_bar_arrive, "arrive needs the thread count"},
+    {"warp mask", "sm_80", b_syncwarp, "syncwarp: the mask is i64, expected i32"},
+    {"shuffle value", "sm_80", b_shfl_value, "the value is f64; shuffles move i32 or f32"},
+    {"shuffle width", "sm_80", b_shfl_width, "width 12: a power of two up to 32 (0: 32)"},
+    {"vote predicate", "sm_80", b_vote_pred, "the predicate is i32, expected i1"},
+    {"redux op", "sm_80", b_redux_op, "redux does not do exch"},
+    {"printf count", "sm_80", b_printf_count, "the format has 2 conversions for 1 values"},
+    {"printf kind", "sm_80", b_printf_kind, "%f takes a float; value 1 is i32"},
+    {"asm inputs", "sm_80", b_asm_inputs, "constraints name more inputs than the 1 operands"},
+    {"asm types", "sm_80", b_asm_type, "operand 1 is f32, which constraint 'r' does not take"},
+    {"asm outputs", "sm_80", b_asm_outputs, "constraints have 1 outputs, the result type {2 x i32} has 2"},
+    {"asm operands", "sm_80", b_asm_dollar, "the text uses $5; there are 1 operands"},
+    {"call a kernel", "sm_80", b_call_kernel, "@other is a kernel; calls go to device functions"},
+    {"call types", "sm_80", b_call_args, "argument 1 is i32; @g takes f32"},
+    {"call count", "sm_80", b_call_count, "@g takes 1 arguments, got 0"},
+    {"extract range", "sm_80", b_extract_range, "index 4 of <4 x f32>, which has 4 elements"},
+    {"extract scalar", "sm_80", b_extract_scalar, "operand 1 is f32, expected a vector or struct"},
+    {"insert type", "sm_80", b_insert_type, "inserting i32 as element 0 of <4 x f32>, which is f32"},
+    {"pack count", "sm_80", b_pack_count, "<4 x f32> has 4 elements, got 2 operands"},
+    {"pack type", "sm_80", b_pack_scalar, "the result type f32 is not a vector or struct"},
+    {"mma combination", "sm_80", b_mma_combo,
      "mma.sync m16n8k16 with D=f32 A=tf32 B=tf32 C=f32 does not exist; m16n8k16 has: m16n8k16 f16.f16.f16.f16 (sm_80)"},
-    {"mma target", 80, b_mma_sm, "this mma.sync needs sm_89 (target is sm_80); sm_80 has: m16n8k8 f16.f16.f16.f16 (sm_75)"},
-    {"mma fragment", 80, b_mma_frag, "the A fragment is {2 x i32}, expected {4 x i32}"},
-    {"mma sat", 80, b_mma_sat, "sat (satfinite) is for integer mma"},
-    {"ldmatrix space", 80, b_ldmatrix_space, "operand 1 is ptr<i32, global, 4>, expected a shared pointer"},
-    {"ldmatrix alignment", 80, b_ldmatrix_align, "each row is 16 bytes: the pointer must be 16-byte aligned"},
-    {"ldmatrix count", 80, b_ldmatrix_count, "count 3: 1, 2 or 4 matrices"},
-    {"stmatrix target", 80, b_stmatrix_sm, "stmatrix: needs sm_90 or newer (target is sm_80)"},
-    {"cp.async size", 80, b_cpasync_bytes, "12 bytes: cp.async copies 4, 8 or 16"},
-    {"cp.async cg", 80, b_cpasync_cg, "cg copies 16 bytes, not 8"},
-    {"cp.async alignment", 80, b_cpasync_align, "the destination ptr<i32, shared, 4> is less than 16-byte aligned"},
-    {"cp.async direction", 80, b_cpasync_dir, "the destination is ptr<i32, global, 4>, expected a shared pointer"},
-    {"cp.async.wait", 80, b_cpwait, "100 pending groups: 0 to 63"},
-    {"for types", 80, b_for_types, "operand 1 is i32, operand 2 is i64"},
-    {"for step", 80, b_for_step0, "for: the step is 0"},
-    {"for floats", 80, b_for_float, "bounds and step are f32, expected i32 or i64"},
-    {"if condition", 80, b_if_cond, "if: the condition is i32, expected i1"},
-    {"kernel return", 80, b_ret_kernel, "ret: @k returns nothing"},
-    {"return value", 80, b_ret_missing, "@g returns f32: give a value"},
-    {"return type", 80, b_ret_type, "returning i32 from @g, which returns f32"},
-    {"maxntid", 80, b_maxntid, "maxntid 2048 threads: at most 1024 per block"},
-    {"reqntid", 80, b_reqntid, "reqntid exceeds maxntid in dimension x"},
-    {"cluster target", 80, b_cluster_sm80, "clusters need sm_90 or newer (target is sm_80)"},
-    {"cluster size", 90, b_cluster_big, "a cluster of 32 blocks: at most 16 (8 portable)"},
-    {"maxnreg", 80, b_maxnreg, "maxnreg 300: 16 to 255"},
-    {"minctasm", 80, b_minctasm, "minctasm 64: at most 32"},
-    {"shared memory total", 80, b_smem_total, "200000 static + 40000 dynamic bytes of shared memory"},
+    {"mma target", "sm_80", b_mma_sm, "this mma.sync needs FP8, which sm_80 lacks (sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_103a, sm_120 and sm_120a have it); sm_80 has: m16n8k8 f16.f16.f16.f16 (sm_75)"},
+    {"mma fragment", "sm_80", b_mma_frag, "the A fragment is {2 x i32}, expected {4 x i32}"},
+    {"mma sat", "sm_80", b_mma_sat, "sat (satfinite) is for integer mma"},
+    {"ldmatrix space", "sm_80", b_ldmatrix_space, "operand 1 is ptr<i32, global, 4>, expected a shared pointer"},
+    {"ldmatrix alignment", "sm_80", b_ldmatrix_align, "each row is 16 bytes: the pointer must be 16-byte aligned"},
+    {"ldmatrix count", "sm_80", b_ldmatrix_count, "count 3: 1, 2 or 4 matrices"},
+    {"wgmma on sm_90", "sm_90", b_wgmma_fence, "wgmma.fence needs WGMMA, which sm_90 lacks (sm_90a has it)"},
+    {"wgmma on sm_100a", "sm_100a", b_wgmma_fence, "wgmma.fence needs WGMMA, which sm_100a lacks (sm_90a has it)"},
+    {"stmatrix target", "sm_80", b_stmatrix_sm, "stmatrix needs STMATRIX, which sm_80 lacks (sm_90,"},
+    {"cp.async size", "sm_80", b_cpasync_bytes, "12 bytes: cp.async copies 4, 8 or 16"},
+    {"cp.async cg", "sm_80", b_cpasync_cg, "cg copies 16 bytes, not 8"},
+    {"cp.async alignment", "sm_80", b_cpasync_align, "the destination ptr<i32, shared, 4> is less than 16-byte aligned"},
+    {"cp.async direction", "sm_80", b_cpasync_dir, "the destination is ptr<i32, global, 4>, expected a shared pointer"},
+    {"cp.async.wait", "sm_80", b_cpwait, "100 pending groups: 0 to 63"},
+    {"for types", "sm_80", b_for_types, "operand 1 is i32, operand 2 is i64"},
+    {"for step", "sm_80", b_for_step0, "for: the step is 0"},
+    {"for floats", "sm_80", b_for_float, "bounds and step are f32, expected i32 or i64"},
+    {"if condition", "sm_80", b_if_cond, "if: the condition is i32, expected i1"},
+    {"kernel return", "sm_80", b_ret_kernel, "ret: @k returns nothing"},
+    {"return value", "sm_80", b_ret_missing, "@g returns f32: give a value"},
+    {"return type", "sm_80", b_ret_type, "returning i32 from @g, which returns f32"},
+    {"maxntid", "sm_80", b_maxntid, "maxntid 2048 threads: at most 1024 per block"},
+    {"reqntid", "sm_80", b_reqntid, "reqntid exceeds maxntid in dimension x"},
+    {"cluster target", "sm_80", b_cluster_sm80, "a cluster launch needs CLUSTER, which sm_80 lacks (sm_90,"},
+    {"cluster size", "sm_90", b_cluster_big, "a cluster of 32 blocks: at most 16 (8 portable)"},
+    {"maxnreg", "sm_80", b_maxnreg, "maxnreg 300: 16 to 255"},
+    {"minctasm", "sm_80", b_minctasm, "minctasm 64: at most 32"},
+    {"shared memory total", "sm_80", b_smem_total, "200000 static + 40000 dynamic bytes of shared memory"},
 };
 
 static void test_cases(void) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    setup(cases[i].sm);
+    setup(cases[i].target);
     cases[i].build();
     int n = ir_verify(m);
     const char *d = ir_diag(m);
@@ -533,9 +536,73 @@ static void test_cases(void) {
   }
 }
 
+/* The module's target: a row of the target table by name; the old option
+   IR_OPT_SM names the plain row of a compute capability. */
+static void test_target(void) {
+  IrModule *t = ir_module_new();
+  CHECK_STR(ir_module_target(t)->name, CL_TARGET_FALLBACK);
+  CHECK_EQ_INT(ir_module_set_target(t, "sm_90"), 0);
+  CHECK_STR(ir_module_target(t)->name, "sm_90");
+  CHECK_EQ_INT(ir_module_get(t, IR_OPT_SM), 90);
+  CHECK_EQ_INT(ir_module_set_target(t, "sm_90a"), 0);
+  CHECK_STR(ir_module_target(t)->name, "sm_90a");
+  CHECK_EQ_INT(ir_module_set_target(t, "sm_91"), -1);
+  CHECK_CONTAINS(ir_diag(t), "unknown target 'sm_91' (known: sm_80, sm_86, sm_89, sm_90, sm_90a,");
+  CHECK_STR(ir_module_target(t)->name, "sm_90a"); /* unchanged */
+  ir_diag_clear(t);
+  ir_module_set(t, IR_OPT_SM, 89);
+  CHECK_STR(ir_module_target(t)->name, "sm_89");
+  ir_module_set(t, IR_OPT_SM, 75);
+  CHECK_CONTAINS(ir_diag(t), "no plain target has compute capability 7.5");
+  CHECK_STR(ir_module_target(t)->name, "sm_89");
+  ir_module_free(t);
+}
+
+/* Each op is checked once: the builder checks it as it is appended, and the
+   verifier then checks structure and only the ops the builder did not
+   (interned constants, iv, else, end); after a change of target, or ops
+   appended raw, it checks them all again. */
+static void test_checked_once(void) {
+  IrModule *t = ir_module_new();
+  ir_module_set_target(t, "sm_90a");
+  IrFunc *g = ir_func_new(t, "g", IR_FUNC_KERNEL, IR_T_VOID);
+  IrRef sp = ir_param(g, ir_type_parse(t, "ptr<i32, shared, 16>"));
+  IrRef x = ir_param(g, IR_T_I32);
+  IrRef acc = x;
+  for (int i = 0; i < 100; i++) acc = ir_op3(g, IR_OP_MUL, 0, acc, x, 0, 0, 0, 0);
+  IrRef iv = ir_for_begin(g, ir_const_int(g, IR_T_I32, 0), x, ir_const_int(g, IR_T_I32, 1), 0);
+  IrRef in = iv;
+  for (int i = 0; i < 100; i++) in = ir_op3(g, IR_OP_ADD, 0, in, acc, 0, 0, 0, 0);
+  ir_op3(g, IR_OP_STORE, 0, sp, in, 0, 0, 0, 0);
+  ir_region_end(g);
+  IrRef frag[2] = {acc, acc};
+  IrType pair = ir_type_struct(t, (IrType[]){IR_T_I32, IR_T_I32}, 2);
+  IrRef st = ir_op(g, IR_OP_PACK, pair, frag, 2, NULL, 0);
+  ir_op3(g, IR_OP_STMATRIX, 0, sp, st, 0, 2, 0, 0);
+  CHECK_EQ_INT(ir_diag_count(t), 0);
+  int ops = ir_inst_count(g);
+  uint64_t before = t->rule_checks;
+  CHECK_EQ_INT(ir_verify(t), 0);
+  uint64_t again = t->rule_checks - before;
+  CHECK_AT(again <= 8, "the verifier checked %llu of %d ops again", (unsigned long long)again, ops);
+  /* another target: every op is checked for it (stmatrix needs sm_90) */
+  ir_module_set_target(t, "sm_89");
+  before = t->rule_checks;
+  CHECK_EQ_INT(ir_verify(t), 1);
+  CHECK_CONTAINS(ir_diag(t), "stmatrix needs STMATRIX, which sm_89 lacks");
+  CHECK((int)(t->rule_checks - before) >= ops);
+  ir_diag_clear(t);
+  ir_module_set_target(t, "sm_90");
+  CHECK_EQ_INT(ir_verify(t), 0); /* checked in full, and found valid: once is enough again */
+  before = t->rule_checks;
+  CHECK_EQ_INT(ir_verify(t), 0);
+  CHECK((int)(t->rule_checks - before) <= 8);
+  ir_module_free(t);
+}
+
 /* Every violation, not just the first; each with its op printed and location. */
 static void test_all_reported(void) {
-  setup(80);
+  setup("sm_80");
   ir_set_loc(m, "v.lua", 20, "first");
   op(IR_OP_ADD, 0, pi, pf, 0, 0, 0, 0);
   ir_set_loc(m, "v.lua", 21, "second");
@@ -553,7 +620,7 @@ static void test_all_reported(void) {
   CHECK_CONTAINS(d, "v.lua:22 (third): error: load: release accesses are scalar; <4 x f32> is a vector");
   CHECK_CONTAINS(d, " = load.release %8 : <4 x f32>\n");
   /* a clean module has none, and verifying does not change it */
-  setup(80);
+  setup("sm_80");
   op(IR_OP_ADD, 0, pi, pj, 0, 0, 0, 0);
   CHECK_EQ_INT(ir_verify(m), 0);
   CHECK_STR(ir_diag(m), "");
@@ -561,7 +628,7 @@ static void test_all_reported(void) {
 
 /* With checking on (the default), the builder refuses the same ops at the call. */
 static void test_builder_checks(void) {
-  setup(80);
+  setup("sm_80");
   ir_module_set(m, IR_OPT_CHECK, 1);
   int before = ir_inst_count(k);
   CHECK_EQ_INT(op(IR_OP_ADD, 0, pi, pf, 0, 0, 0, 0), 0);
@@ -639,6 +706,8 @@ static void test_builder_checks(void) {
 }
 
 int main(void) {
+  test_target();
+  test_checked_once();
   test_cases();
   test_all_reported();
   test_builder_checks();

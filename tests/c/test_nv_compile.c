@@ -23,8 +23,8 @@ static NvResult compile_file(const char *file, const NvOptions *o) {
 
 static void test_every_arch(void) {
   ClBuf ir = nv_test_file("saxpy.ll");
-  for (int i = 0; i < nv_arch_count(); i++) {
-    const NvArch *a = nv_arch_get(i);
+  for (int i = 0; i < cl_target_count(); i++) {
+    const ClTarget *a = cl_target_at(i);
     NvOptions o;
     nv_test_options(&o, a->name);
     ClBuf ptx = {0}, cubin = {0}, log = {0}, diag = {0};
@@ -32,7 +32,7 @@ static void test_every_arch(void) {
     char target[64];
     snprintf(target, sizeof target, "\n.target %s\n", a->name);
     CHECK_CONTAINS(cl_buf_str(&ptx), target);
-    CHECK_CONTAINS(cl_buf_str(&ptx), "\n.version " NV_PTX_ISA_WRITTEN "\n");
+    CHECK_CONTAINS(cl_buf_str(&ptx), "\n.version " CL_PTX_ISA_WRITTEN "\n");
     CHECK_CONTAINS(cl_buf_str(&ptx), ".visible .entry saxpy(");
     CHECK_EQ_INT(nv_ptx_to_cubin(ptx.data, ptx.len, &o, &cubin, &log, &diag), 0);
     CHECK(nv_test_has_kernel(&cubin, "saxpy"));

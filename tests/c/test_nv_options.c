@@ -1,4 +1,4 @@
-/* test_nv_options: the arch table, option defaults and checks, the CUTELUA_*
+/* test_nv_options: setting the arch, option defaults and checks, the CUTELUA_*
  * environment variables, the keep list, canonical options (the cache key's
  * view of them). */
 #include <stdio.h>
@@ -9,45 +9,19 @@
 #include "nv_compile.h"
 #include "nv_testdata.h"
 
-static void test_arch_table(void) {
-  static const char *const required[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120a"};
-  for (size_t i = 0; i < sizeof required / sizeof *required; i++) CHECK(nv_arch_find(required[i]) >= 0);
-  for (int i = 0; i < nv_arch_count(); i++) {
-    const NvArch *a = nv_arch_get(i);
-    char want[64];
-    CHECK_EQ_INT(nv_arch_find(a->name), i);
-    snprintf(want, sizeof want, "-arch=compute_%s", a->name + 3);
-    CHECK_STR(a->nvvm_arch, want);
-    snprintf(want, sizeof want, "-arch=%s", a->name);
-    CHECK_STR(a->link_arch, want);
-    CHECK_EQ_INT(a->arch_specific, a->name[strlen(a->name) - 1] == 'a');
-    CHECK_EQ_INT(atoi(a->name + 3), a->cc);
-    CHECK_CONTAINS(nv_arch_list(), a->name);
-  }
-  CHECK(nv_arch_get(-1) == NULL);
-  CHECK(nv_arch_get(nv_arch_count()) == NULL);
-  CHECK_EQ_INT(nv_arch_find("sm_91"), -1);
-  CHECK_EQ_INT(nv_arch_find("compute_90a"), -1);
-  CHECK_EQ_INT(nv_arch_find(NULL), -1);
-
-  /* compute capability -> target */
-  static const struct {
-    int cc;
-    const char *arch;
-  } fits[] = {{80, "sm_80"}, {86, "sm_86"}, {87, "sm_86"}, {89, "sm_89"},  {90, "sm_90a"},  {100, "sm_100a"},
-              {103, "sm_103a"}, {110, "-"},  {120, "sm_120a"}, {121, "sm_120"}, {75, "-"}, {70, "-"}};
-  for (size_t i = 0; i < sizeof fits / sizeof *fits; i++) {
-    int got = nv_arch_for_cc(fits[i].cc);
-    CHECK_STR(got >= 0 ? nv_arch_get(got)->name : "-", fits[i].arch);
-  }
-
+static void test_set_arch(void) {
+  /* the table itself is src/target's (test_target.c); options hold a row of it */
   NvOptions o;
   nv_options_default(&o);
   int before = o.arch;
   CHECK_EQ_INT(nv_options_set_arch(&o, "sm_200"), -1);
   CHECK_EQ_INT(o.arch, before);
   CHECK_EQ_INT(nv_options_set_arch(&o, "sm_86"), 0);
-  CHECK_STR(nv_arch_get(o.arch)->name, "sm_86");
+  CHECK_STR(cl_target_at(o.arch)->name, "sm_86");
+  CHECK_EQ_INT(nv_options_set_arch(&o, "sm_90"), 0);
+  CHECK_STR(cl_target_at(o.arch)->name, "sm_90");
+  CHECK_EQ_INT(nv_options_set_arch(&o, "sm_90a"), 0);
+  CHECK_STR(cl_target_at(o.arch)->name, "sm_90a");
 }
 
 static void test_defaults(void) {
@@ -56,10 +30,10 @@ static void test_defaults(void) {
   char why[256] = "";
   int gpu = nv_arch_detect(why, sizeof why);
   if (gpu >= 0) {
-    printf("note: GPU found, default arch %s\n", nv_arch_get(o.arch)->name);
+    printf("note: GPU found, default arch %s\n", cl_target_at(o.arch)->name);
     CHECK_EQ_INT(o.arch, gpu);
   } else {
-    CHECK_STR(nv_arch_get(o.arch)->name, NV_ARCH_FALLBACK);
+    CHECK_STR(cl_target_at(o.arch)->name, CL_TARGET_FALLBACK);
     CHECK(strlen(why) > 0); /* says why there is no GPU */
   }
   CHECK_EQ_INT(o.opt_level, 3);
@@ -142,7 +116,7 @@ static void test_env(void) {
   setenv("CUTELUA_CACHE_DIR", "/tmp/cache-here", 1);
   o = d;
   CHECK_EQ_INT(nv_options_from_env(&o, &err), 0);
-  CHECK_STR(nv_arch_get(o.arch)->name, "sm_89");
+  CHECK_STR(cl_target_at(o.arch)->name, "sm_89");
   CHECK_EQ_INT(o.opt_level, 1);
   CHECK_EQ_INT(o.fast_math, 1);
   CHECK_EQ_INT(o.ftz, 0);
@@ -300,7 +274,7 @@ static void test_canonical(void) {
 }
 
 int main(void) {
-  test_arch_table();
+  test_set_arch();
   test_defaults();
   test_env();
   test_keep();

@@ -104,6 +104,12 @@ function arch.cp_async_wait_group(n)
   emit("cp.async.wait", nil, nil, nil, nil, n or 0)
 end
 
+--- wgmma.fence (sm_90a): this warpgroup's register accesses before its later wgmma.mma_async.
+function arch.warpgroup_fence()
+  need_trace("cute.arch.warpgroup_fence")
+  emit("wgmma.fence", nil)
+end
+
 --- One mma.sync of an atom: a, b, c lists of registers (i32 for packed
 -- operands, f32 accumulators); returns the list of D registers.
 function arch.mma_sync(at, a, b, c)

@@ -51,14 +51,14 @@ function M.scalar(dt)
     fmax = dt.fmax, inf_at = dt.inf_at }
 end
 
-local SPACES = { generic = true, global = true, shared = true, shared_cluster = true, ["local"] = true,
-  param = true, const = true }
+local spaces -- the IR's address spaces, by name (from C: cute.ir, read when first needed)
 
 --- A pointer type: elem (a tracer type or dtype), space ("global", "shared", ...), align (bytes).
 function M.ptr(elem, space, align)
   if dtype.is_dtype(elem) then elem = M.scalar(elem) end
   space = space or "generic"
-  if not SPACES[space] then err.raise("unknown address space %s", tostring(space)) end
+  spaces = spaces or require("cute.ir").enums.space
+  if not spaces[space] then err.raise("unknown address space %s", tostring(space)) end
   align = align or (elem.bits and math.max(1, elem.bits / 8) or 1)
   local name = string.format("ptr<%s, %s, %d>", elem.name, space, align)
   return intern { kind = "ptr", elem = elem, space = space, align = align, name = name,

@@ -19,11 +19,17 @@ local ffi = require "ffi"
 local emit, is_value, type_of = core.emit, core.is_value, core.type_of
 local common, coerce, describe = core.common_type, core.coerce, core.describe
 
-local STORAGE_ONLY = { bf16 = true, tf32 = true, e4m3 = true, e5m2 = true }
+-- The storage-only types (bf16, tf32, fp8: no arithmetic), from the IR's
+-- table (read when first needed: loading cute.ir costs a process ~1 ms).
+local storage_set
+local function storage_only(name)
+  storage_set = storage_set or require("cute.ir").enums.storage_only
+  return storage_set[name]
+end
 
 local function arith_type(a, b, opname)
   local t = common(a, b, opname)
-  if STORAGE_ONLY[t.name] then
+  if storage_only(t.name) then
     err.raise("%s on %s values: %s is a storage type; convert to f32 first (x:to(cute.f32))", opname, t.name, t.name)
   end
   if t.kind == "bool" or t.kind == "ptr" or t.kind == "vec" or t.kind == "struct" then
@@ -178,7 +184,7 @@ local function compare(op)
       err.raise("%s: neither operand is a traced value; compare Lua numbers with Lua operators", op)
     end
     local t = common(a, b, op)
-    if STORAGE_ONLY[t.name] then err.raise("%s on %s values: convert to f32 first", op, t.name) end
+    if storage_only(t.name) then err.raise("%s on %s values: convert to f32 first", op, t.name) end
     a, b = both(a, b, t)
     if t.kind == "float" then return emit("fcmp", core.bool, a, b, nil, imm("Q", FCMP[op])) end
     local tab = (t.kind == "uint" or t.kind == "bool" or t.kind == "ptr") and UCMP or ICMP
@@ -334,7 +340,7 @@ end
 local function float_arg(x, name)
   if not is_value(x) then err.raise("cute.%s: expected a float value, got %s", name, describe(x)) end
   local t = type_of(x)
-  if t.kind ~= "float" or STORAGE_ONLY[t.name] or t.name == "f16" then
+  if t.kind ~= "float" or storage_only(t.name) or t.name == "f16" then
     err.raise("cute.%s: expected an f32 or f64 value, got a %s (convert with :to(cute.f32))", name, t.name)
   end
   return x, t
@@ -351,12 +357,14 @@ local function math_fn(name, irop)
   end
 end
 
-for _, name in ipairs { "sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil" } do M[name] = math_fn(name) end
-M.exp2 = math_fn("exp2")
-M.log2 = math_fn("log2")
-M.rsqrt = math_fn("rsqrt")
-M.rcp = math_fn("rcp")
-M.erf = math_fn("erf")
+-- The math functions: the ops of the IR's MATH lowering family, by their op names.
+local MATH = {}
+do
+  local buf = ffi.new("char[1024]")
+  require("cute._c").ir.ops_in_family("MATH", buf, 1024)
+  for name in ffi.string(buf):gmatch("%S+") do MATH[#MATH + 1] = name end
+end
+for _, name in ipairs(MATH) do M[name] = math_fn(name) end
 
 function M.abs(x)
   if type(x) == "number" then return math.abs(x) end
@@ -370,7 +378,7 @@ function M.fma(a, b, c)
   local first = is_value(a) and a or (is_value(b) and b or c)
   if not is_value(first) then return a * b + c end
   local t = type_of(first)
-  if t.kind ~= "float" or STORAGE_ONLY[t.name] then err.raise("cute.fma: f16, f32 or f64 operands only") end
+  if t.kind ~= "float" or storage_only(t.name) then err.raise("cute.fma: f16, f32 or f64 operands only") end
   return emit("fma", t, coerce(a, t, "cute.fma"), coerce(b, t, "cute.fma"), coerce(c, t, "cute.fma"))
 end
 
@@ -498,7 +506,7 @@ Value.__cute_int = {
   shl = function(a, b) return Value.shl(a, b) end,
 }
 
-M._exports = { "asm", "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod", "sqrt",
-  "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "exp2", "log2", "rsqrt", "rcp", "erf" }
+M._exports = { "asm", "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod" }
+for _, name in ipairs(MATH) do M._exports[#M._exports + 1] = name end
 
 return M

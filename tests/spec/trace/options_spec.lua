@@ -72,7 +72,8 @@ describe("kernel options", function()
   it("refuses a cluster on a GPU without clusters at the call that compiles", function()
     local k = cute.kernel("opts", body, { cluster = 2, arch = "sm_80" })
     local msg = H.error_at(function() k:compile(H.f32()) end)
-    assert.matches("kernel opts: option cluster {2, 1, 1} needs sm_90 or newer; the target is sm_80", msg)
+    assert.matches("kernel opts: option cluster {2, 1, 1} needs CLUSTER, which sm_80 lacks %(sm_90, sm_90a, sm_100, "
+      .. "sm_100a, sm_103a, sm_120 and sm_120a have it%)", msg)
   end)
 
   it("refuses more arguments than the kernel has parameters", function()
