@@ -21,6 +21,7 @@
 -- mma.sync fragment figures ("Matrix fragments for mma.m16n8k16" and
 -- siblings), written as layouts.
 local L = require "cute.layout"
+local is_any_layout = L.internal.is_any_layout
 local dtype = require "cute.dtype"
 local err = require "cute._err"
 
@@ -234,7 +235,7 @@ function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
     end
   end
   local w = atom_layout_mnk or { 1, 1, 1 }
-  if L._is_any_layout(w) then w = L.shape(w) end
+  if is_any_layout(w) then w = L.shape(w) end
   if type(w) ~= "table" then w = { w, 1, 1 } end
   local wm, wn, wk = w[1] or 1, w[2] or 1, w[3] or 1
   if wk ~= 1 then err.raise("make_tiled_mma: warps along K (%d) are not supported; use {WM, WN, 1}", wk) end
@@ -403,8 +404,8 @@ function M.make_tiled_copy_tv(atom, thr_layout, val_layout)
     err.raise("make_tiled_copy_tv: %s is matched to an MMA operand: use make_tiled_copy_A/B/C(atom, tiled_mma)",
       atom.op.name)
   end
-  if not L._is_any_layout(thr_layout) then thr_layout = make_layout(thr_layout) end
-  if not L._is_any_layout(val_layout) then val_layout = make_layout(val_layout) end
+  if not is_any_layout(thr_layout) then thr_layout = make_layout(thr_layout) end
+  if not is_any_layout(val_layout) then val_layout = make_layout(val_layout) end
   local tiler, tvl = require("cute.layout_tile").make_layout_tv(thr_layout, val_layout)
   local nv = L.size(val_layout)
   if nv % atom.values ~= 0 then

@@ -49,14 +49,14 @@ local SUBMODULES = {}
 local EXPORTS = {}
 
 -- A module's exported names: those in its _exports list when it has one,
--- else every public (not _-prefixed) field.
+-- else every public field (not _-prefixed, not its `internal` table).
 local function public_names(mod)
   local out = {}
   if type(mod) == "table" and type(rawget(mod, "_exports")) == "table" then
     for _, k in ipairs(mod._exports) do out[k] = mod[k] end
   elseif type(mod) == "table" then
     for k, v in pairs(mod) do
-      if type(k) == "string" and k:sub(1, 1) ~= "_" and v ~= nil then out[k] = v end
+      if type(k) == "string" and k:sub(1, 1) ~= "_" and k ~= "internal" and v ~= nil then out[k] = v end
     end
   end
   return out

@@ -19,6 +19,7 @@ local runtime = require "cute.runtime"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
 local L = require "cute.layout"
+local is_any_layout = L.internal.is_any_layout
 local it = require "cute.int_tuple"
 
 local M = {}
@@ -34,10 +35,10 @@ M.is_device_tensor = is_device_tensor
 -- The layout of a shape and an optional layout spec: a Layout, "col" (the
 -- default), "row", or a stride tuple.
 local function layout_of(shape, spec, what)
-  if L._is_any_layout(shape) then return shape end
+  if is_any_layout(shape) then return shape end
   if type(shape) == "number" then shape = shape end
   if spec == nil or spec == "col" then return L.make_layout(shape) end
-  if L._is_any_layout(spec) then return spec end
+  if is_any_layout(spec) then return spec end
   if spec == "row" then
     if type(shape) == "number" then return L.make_layout(shape) end
     return L.make_layout(shape, it.suffix_product(shape))

@@ -26,6 +26,7 @@ local atom = require "cute.atom"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
 local L = require "cute.layout"
+local is_any_layout = L.internal.is_any_layout
 local LA = require "cute.layout_algebra"
 local it = require "cute.int_tuple"
 local arith = require "cute.arith"
@@ -126,7 +127,7 @@ end
 -- ---------------------------------------------------------------------------
 -- Partitioning by a thread-value layout
 
-local function is_composed(l) return L._is_any_layout(l) and not L.is_layout(l) end
+local function is_composed(l) return is_any_layout(l) and not L.is_layout(l) end
 
 -- The layout of thread tid's slice of l divided by tiler and composed with
 -- tv: (V, rest modes...), and its offset.
@@ -138,7 +139,7 @@ local function tv_slice(l, tiler, tv, tid)
   local z = LA.zipped_divide(l, tiler)
   local tile, rest = L.get(z, 0), L.get(z, 1)
   local c = LA.composition(tile, tv)
-  local vl, off = L.slice_and_offset(it._tup { tid, U }, c, "partition")
+  local vl, off = L.slice_and_offset(it.internal.tup { tid, U }, c, "partition")
   local modes = { vl }
   local r = L.rank(rest)
   if r == 1 and type(L.shape(rest)) ~= "table" then

@@ -16,6 +16,7 @@ local ops = require "cute.trace.ops"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
 local L = require "cute.layout"
+local is_any_layout = L.internal.is_any_layout
 local LA = require "cute.layout_algebra"
 local LT = require "cute.layout_tile"
 local it = require "cute.int_tuple"
@@ -44,7 +45,7 @@ function M.make_tensor(ptr, layout, dt)
   if is_value(ptr) and type_of(ptr).kind == "ptr" then
     local pt = type_of(ptr)
     dt = dt or pt.elem.dtype
-    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    if not is_any_layout(layout) then layout = L.make_layout(layout) end
     return new { engine = "ptr", ptr = ptr, layout = layout, dtype = dt, space = pt.space, align = pt.align }
   end
   err.raise("make_tensor: expected a pointer value, got %s", core.describe(ptr))
@@ -63,7 +64,7 @@ end
 function M.make_rmem_tensor(layout_or_shape, dt)
   local T = core.current()
   if not T then err.raise("make_rmem_tensor can only be used while tracing a kernel") end
-  local layout = L._is_any_layout(layout_or_shape) and layout_or_shape or L.make_layout(layout_or_shape)
+  local layout = is_any_layout(layout_or_shape) and layout_or_shape or L.make_layout(layout_or_shape)
   dt = dtype.get(dt)
   local n = static_cosize(layout, "make_rmem_tensor")
   local t = core.scalar(dt)
@@ -158,7 +159,7 @@ local function check_bounds(t, c)
   local bad, n = find_oob(s, c)
   if bad then
     if type(c) == "table" then
-      err.raise("coordinate %s is out of bounds of %s: %s is not in 0..%s, the extent of its mode", it._show(c),
+      err.raise("coordinate %s is out of bounds of %s: %s is not in 0..%s, the extent of its mode", it.pretty_str(c),
         tostring(t), arith.show(bad), arith.show(n - 1))
     end
     err.raise("index %s is out of bounds of %s, which has %s elements (0..%s)", arith.show(c), tostring(t),
@@ -336,7 +337,7 @@ end
 local function layout_of(x)
   if type(x) ~= "table" then return nil end
   local l = rawget(x, "layout")
-  if l and L._is_any_layout(l) and not L._is_any_layout(x) then return l end
+  if l and is_any_layout(l) and not is_any_layout(x) then return l end
   return nil
 end
 M._layout_of = layout_of
@@ -558,7 +559,7 @@ function M.make_smem_tensor(dt, layout, align)
   local T = core.current()
   if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
   dt = dtype.get(dt)
-  if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+  if not is_any_layout(layout) then layout = L.make_layout(layout) end
   local n = storage_size(layout, "a shared memory tensor")
   align = align or 128
   check_smem(T.smem_bytes + n * dt.bytes, T.dyn_smem or 0, n * dt.bytes, "a shared memory tensor")
@@ -580,7 +581,7 @@ function M.smem_allocator()
   local a = { offset = 0, T = T }
   function a.tensor(self, dt, layout, align)
     dt = dtype.get(dt)
-    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    if not is_any_layout(layout) then layout = L.make_layout(layout) end
     local n = storage_size(layout, "a shared memory tensor")
     align = align or 128
     self.offset = math.ceil(self.offset / align) * align
@@ -602,7 +603,7 @@ function M.smem_allocator()
   function a.reuse(self, dt, layout, byte_offset)
     dt = dtype.get(dt)
     byte_offset = byte_offset or 0
-    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    if not is_any_layout(layout) then layout = L.make_layout(layout) end
     local n = storage_size(layout, "a shared memory tensor")
     if not self.base or byte_offset < 0 or byte_offset + n * dt.bytes > self.offset then
       err.raise("smem:reuse: %d bytes from byte %d, but %d bytes of shared memory are carved", n * dt.bytes,
