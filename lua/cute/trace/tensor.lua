@@ -21,6 +21,7 @@ local LA = require "cute.layout_algebra"
 local LT = require "cute.layout_tile"
 local it = require "cute.int_tuple"
 local arith = require "cute.arith"
+local control = require "cute.trace.control"
 local check = require "cute.trace.check"
 local checked = check.access -- p, or a safe address in checked kernels
 
@@ -109,7 +110,6 @@ local function address(t, offset, align)
   end
   return emit("gep", pt, t.ptr, offset)
 end
-M._address = address
 
 -- Static bounds: a static coordinate (or static leaves of one) outside a
 -- static extent of the tensor's shape is an error at the user's line, for
@@ -166,7 +166,6 @@ local function check_bounds(t, c)
       arith.show(n), arith.show(n - 1))
   end
 end
-M._check_bounds = check_bounds
 
 local function coord_offset(t, c)
   check_bounds(t, c)
@@ -236,8 +235,6 @@ local function with_offset(t, off, layout)
   return new { engine = "identity", layout = layout, offset = off, space = "none" }
 end
 
-M._with_offset = with_offset
-M._coord_offset = coord_offset
 
 local function has_underscore(c) return type(c) == "table" and it.has_underscore(c) end
 
@@ -327,9 +324,10 @@ function M.local_partition(t, tile, index, proj)
 end
 
 for _, name in ipairs { "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition" } do
+  local f = name == "composition" and L.composition or LA[name]
   M[name] = function(t, ...)
-    if is_tensor(t) then return apply(t, LA[name], ...) end
-    return LA[name](t, ...)
+    if is_tensor(t) then return apply(t, f, ...) end
+    return f(t, ...)
   end
 end
 
@@ -340,7 +338,6 @@ local function layout_of(x)
   if l and is_any_layout(l) and not is_any_layout(x) then return l end
   return nil
 end
-M._layout_of = layout_of
 
 for _, name in ipairs { "size", "rank", "depth", "shape", "stride", "cosize" } do
   M[name] = function(x, ...)
@@ -403,7 +400,6 @@ local function vector_width(src, dst, n)
   while w > 1 and not (aligned(src) and aligned(dst)) do w = w / 2 end
   return math.max(1, w)
 end
-M._vector_width = vector_width
 
 -- Elements base .. base + w - 1 of a register fragment as one vector (or,
 -- given vec, written from one): when they are consecutive elements of its
@@ -429,19 +425,11 @@ local function var_vector(t, base, w, vec)
   return core.value(ref, core.vec(t.dtype, w))
 end
 
-M._var_vector = var_vector
-
 --- Copies src into dst elementwise (same size, statically known), with vector
 -- accesses of up to 16 bytes where both layouts are contiguous and aligned.
 -- pred: optional bool-valued tensor or function(i) -> bool value selecting the
 -- elements to copy (predicated elements are left alone).
-function M.copy(src, dst, pred, pred2)
-  if type(src) == "table" and not is_tensor(src) and (getmetatable(src) or {}).__name ~= nil then
-    local A = require "cute.atom"
-    if A.is_copy_atom(src) or A.is_tiled_copy(src) then
-      return require("cute.trace.atom").copy_with(src, dst, pred, pred2)
-    end
-  end
+function M.copy(src, dst, pred)
   if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
   local n = L.size(src.layout)
   if n ~= L.size(dst.layout) then
@@ -458,7 +446,6 @@ function M.copy(src, dst, pred, pred2)
     return v
   end
   if pred then
-    local control = require "cute.trace.control"
     for i = 0, n - 1 do
       local p = type(pred) == "function" and pred(i) or pred[i]
       control.if_(p, function() dst[i] = convert(src[i]) end)
@@ -537,7 +524,6 @@ local function storage_size(layout, what)
   if type(n) ~= "number" then err.raise("%s needs a static layout, got %s", what, tostring(layout)) end
   return n
 end
-M._storage_size = storage_size
 
 -- Shared memory a block may have (static plus dynamic), as the IR's
 -- verifier counts it: 227 KiB (sm_90; smaller GPUs have less, which ptxas
@@ -637,9 +623,14 @@ function M.opaque(t)
   return t
 end
 
-M._exports = { "opaque", "make_tensor", "make_rmem_tensor", "make_fragment", "make_fragment_like",
-  "make_rmem_tensor_like", "make_identity_tensor", "make_smem_tensor", "smem_allocator", "local_tile",
-  "local_partition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition", "size",
-  "rank", "depth", "shape", "stride", "cosize", "copy" }
+-- For cute.trace.atom and cute.trace.partition ------------------------------------
+
+--- What the tracer's atom modules build on; not for users (no argument checks).
+M.internal = {
+  address = address, -- address(t, offset[, align]): the pointer value of element offset of a tensor in memory
+  coord_offset = coord_offset, -- coord_offset(t, c): the element offset of coordinate c (bounds checked)
+  with_offset = with_offset, -- with_offset(t, offset, layout): the sub-tensor at an element offset
+  var_vector = var_vector, -- var_vector(t, base, w[, vec]): w elements of a fragment as one vector (read or write)
+}
 
 return M
