@@ -237,11 +237,11 @@ end
 -- Wiring between layers -------------------------------------------------------------
 --
 -- cute.tensor fills large tensors on the device with cute.lib.fill's kernel,
--- a library kernel a layer above it (the library is written against this
+-- a library kernel layers above it (the library is written against this
 -- namespace); the namespace, which stands above both, plugs it in when
--- cute.tensor is loaded. (cute.gemm is wired the same way: the table above
--- gives it to cute.lib.gemm, which hands kernel-side calls down to
--- cute.trace.atom.)
+-- cute.tensor is loaded (docs/architecture.md, "Lua modules"). cute.gemm
+-- needs no plug: the table above gives it to cute.lib.gemm, which hands the
+-- calls made in kernels down to cute.trace.atom.
 local function device_fill(...) return require("cute.lib.fill").launch(...) end
 local function on_tensor(m) m.set_device_fill(device_fill) end
 do
