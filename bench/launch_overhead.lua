@@ -48,7 +48,7 @@ local function measure(name, k, args)
   local spec = k:_specialise(#args, unpack(args))
   local fn = spec.loaded[cute.current_device()].fn.fn
   local rcfg = ffi.new("RtLaunch")
-  cute.runtime._fill_launch(cfg, rcfg)
+  cute.runtime.internal.fill_launch(cfg, rcfg)
   local raw_ns = ffi.new("double[1]")
   local launcher = k(cfg)
   -- the loops name their arguments, as a program does (unpack() in the loop

@@ -10,7 +10,7 @@
 -- time (default 0.1) after a warm-up, so other load on the machine inflates
 -- it as little as possible.
 local cute = require "cute"
-local algebra = require "cute.layout_algebra"
+local memoize = require("cute.layout").internal.memoize -- turns the cache of results off and on
 
 local budget = tonumber(arg and arg[1]) or 0.1
 
@@ -31,9 +31,9 @@ local function measure(f)
 end
 
 local function bench(name, f)
-  algebra._memoize(false)
+  memoize(false)
   local computed = measure(f)
-  algebra._memoize(true)
+  memoize(true)
   local cached = measure(f)
   print(string.format("| %-62s | %8.2f | %8.2f |", name, computed, cached))
 end

@@ -59,4 +59,29 @@ function M.raise(fmt, ...)
   error(msg, M.user_level(1))
 end
 
+--- " (did you mean 'x'?)" for the name in `names` (a list) closest to the
+-- misspelt `name`, or "" when none is close (edit distance at most 2, or a
+-- third of the name's length): for messages about unknown names.
+function M.did_you_mean(name, names)
+  name = tostring(name)
+  local best, best_d = nil, math.max(2, math.floor(#name / 3))
+  for _, cand in ipairs(names) do
+    -- Levenshtein distance, two rows
+    local prev, cur = {}, {}
+    for j = 0, #cand do prev[j] = j end
+    for i = 1, #name do
+      cur[0] = i
+      local a = name:byte(i)
+      for j = 1, #cand do
+        local cost = a == cand:byte(j) and 0 or 1
+        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      end
+      prev, cur = cur, prev
+    end
+    local d = prev[#cand]
+    if d <= best_d and (not best or d < best_d) then best, best_d = cand, d end
+  end
+  return best and string.format(" (did you mean '%s'?)", best) or ""
+end
+
 return M

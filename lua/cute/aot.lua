@@ -786,7 +786,7 @@ function M.export(spec)
         cubin = kx.per_arch[ai].cubin }
     end
   end
-  local version = require("cute").version()
+  local version = ffi.string(require("cute._c").host.version())
   local cuda = cuda_version()
   local meta = { "cutelua-aot 2", "cutelua " .. version, "cuda " .. cuda, "prefix " .. prefix,
     "archs " .. table.concat(archs, " ") }
@@ -978,6 +978,5 @@ function Loaded:call(name, ...)
   end
 end
 
-M._exports = { "export" }
 
 return M

@@ -11,7 +11,9 @@
 -- Everything here is plain data (layouts, dtypes, the IR's names) usable
 -- without a GPU and outside kernels: print it, draw it (cute.print_svg_mma,
 -- cute.print_svg_copy), check it. Inside a kernel, tiled_mma:get_slice(tid)
--- and tiled_copy:get_slice(tid) partition tensors (cute.trace.atom).
+-- and tiled_copy:get_slice(tid) give a thread's slice, which partitions
+-- tensors (cute.trace.partition); cute.gemm and cute.copy use the atoms
+-- (cute.trace.atom).
 --
 -- Thread-value (TV) layouts map (thread, value) to the column-major index of
 -- an element in the atom's tile: A is M x K (index m + M k), B is N x K
@@ -21,8 +23,13 @@
 -- mma.sync fragment figures ("Matrix fragments for mma.m16n8k16" and
 -- siblings), written as layouts.
 local L = require "cute.layout"
+local LT = require "cute.layout_tile"
+local P = require "cute.layout_print"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
+local partition = require "cute.trace.partition"
+
+local is_any_layout = L.internal.is_any_layout
 
 local M = {}
 
@@ -91,7 +98,6 @@ end
 for _, a in ipairs { "e4m3", "e5m2" } do
   for _, b in ipairs { "e4m3", "e5m2" } do add("m16n8k32", a, b, "f32", 89) end
 end
-M._ATOMS = ATOMS
 
 -- the IR's mma type names for cute dtypes
 local IR_TYPE = { f16 = "f16", bf16 = "bf16", tf32 = "tf32", f32 = "f32", i8 = "s8", u8 = "u8", i32 = "s32",
@@ -234,7 +240,7 @@ function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
     end
   end
   local w = atom_layout_mnk or { 1, 1, 1 }
-  if L._is_any_layout(w) then w = L.shape(w) end
+  if is_any_layout(w) then w = L.shape(w) end
   if type(w) ~= "table" then w = { w, 1, 1 } end
   local wm, wn, wk = w[1] or 1, w[2] or 1, w[3] or 1
   if wk ~= 1 then err.raise("make_tiled_mma: warps along K (%d) are not supported; use {WM, WN, 1}", wk) end
@@ -281,7 +287,11 @@ function TiledMma:tv_layout_C() return self.tv_c end
 --- The tile {M, N, K} one pass of the tiled MMA covers.
 function TiledMma:get_tile_size() return { self.tile_mnk[1], self.tile_mnk[2], self.tile_mnk[3] } end
 
-M._TiledMma, M._MmaAtom = TiledMma, MmaAtom
+--- Inside a kernel: the slice of the tiled MMA for thread tid (a value or a
+-- number), which partitions tensors and makes fragments (cute.trace.partition).
+function TiledMma:get_slice(tid) return partition.thr_mma(self, tid) end
+TiledMma.get_thr_slice = TiledMma.get_slice
+
 M.is_tiled_mma = function(x) return getmetatable(x) == TiledMma end
 M.is_mma_atom = function(x) return getmetatable(x) == MmaAtom end
 
@@ -403,9 +413,9 @@ function M.make_tiled_copy_tv(atom, thr_layout, val_layout)
     err.raise("make_tiled_copy_tv: %s is matched to an MMA operand: use make_tiled_copy_A/B/C(atom, tiled_mma)",
       atom.op.name)
   end
-  if not L._is_any_layout(thr_layout) then thr_layout = make_layout(thr_layout) end
-  if not L._is_any_layout(val_layout) then val_layout = make_layout(val_layout) end
-  local tiler, tvl = require("cute.layout_tile").make_layout_tv(thr_layout, val_layout)
+  if not is_any_layout(thr_layout) then thr_layout = make_layout(thr_layout) end
+  if not is_any_layout(val_layout) then val_layout = make_layout(val_layout) end
+  local tiler, tvl = LT.make_layout_tv(thr_layout, val_layout)
   local nv = L.size(val_layout)
   if nv % atom.values ~= 0 then
     err.raise("make_tiled_copy_tv: %d values a thread is not a multiple of the atom's %d", nv, atom.values)
@@ -442,13 +452,15 @@ function M.make_tiled_copy_A(atom, mma) return tiled_copy_mma(atom, mma, "A") en
 function M.make_tiled_copy_B(atom, mma) return tiled_copy_mma(atom, mma, "B") end
 function M.make_tiled_copy_C(atom, mma) return tiled_copy_mma(atom, mma, "C") end
 
-M._TiledCopy, M._CopyAtom = TiledCopy, CopyAtom
+--- Inside a kernel: the slice of the tiled copy for thread tid
+-- (cute.trace.partition).
+function TiledCopy:get_slice(tid) return partition.thr_copy(self, tid) end
+TiledCopy.get_thr_slice = TiledCopy.get_slice
+
 M.is_tiled_copy = function(x) return getmetatable(x) == TiledCopy end
 
 -- ---------------------------------------------------------------------------
 -- Pictures
-
-local P = require "cute.layout_print"
 
 -- One SVG holding several pictures side by side (their own svg elements).
 local function side_by_side(title, parts)
@@ -532,8 +544,5 @@ end
 
 --- Writes the SVG picture of a tiled copy to path.
 function M.print_svg_copy(t, path) return write_svg(M.svg_copy(t), path, "print_svg_copy") end
-
-M._exports = { "nvgpu", "make_mma_atom", "make_tiled_mma", "make_copy_atom", "make_tiled_copy_tv",
-  "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C", "print_svg_mma", "print_svg_copy", "mma_atoms" }
 
 return M

@@ -149,31 +149,6 @@ function compiler.option_names(t)
   return out
 end
 
---- The names in `names` (a list) closest to a misspelt `name`, as " (did you
--- mean 'x'?)", or "" when none is close (edit distance at most 2, or a third
--- of the name's length).
-function compiler._did_you_mean(name, names)
-  name = tostring(name)
-  local best, best_d = nil, math.max(2, math.floor(#name / 3))
-  for _, cand in ipairs(names) do
-    -- Levenshtein distance, two rows
-    local prev, cur = {}, {}
-    for j = 0, #cand do prev[j] = j end
-    for i = 1, #name do
-      cur[0] = i
-      local a = name:byte(i)
-      for j = 1, #cand do
-        local cost = a == cand:byte(j) and 0 or 1
-        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-      end
-      prev, cur = cur, prev
-    end
-    local d = prev[#cand]
-    if d <= best_d and (not best or d < best_d) then best, best_d = cand, d end
-  end
-  return best and string.format(" (did you mean '%s'?)", best) or ""
-end
-
 local function known_list()
   local names = {}
   for k in pairs(KNOWN) do names[#names + 1] = k end
@@ -249,7 +224,7 @@ local function apply(o, keep, t)
       for n in pairs(KNOWN) do names[#names + 1] = n end
       table.sort(names)
       err.raise("compiler.options: unknown option '%s'%s (known: %s)", tostring(k),
-        compiler._did_you_mean(k, names), known_list())
+        err.did_you_mean(k, names), known_list())
     end
   end
   if t.arch ~= nil then
@@ -317,7 +292,7 @@ end
 --- Checks the options of table t (names, types, ranges) as compiler.options
 -- does, without reading the environment or asking the GPU for its arch; the
 -- kernels' options are checked so when a kernel is made.
-function compiler._check_options(t)
+local function check_options(t)
   if getmetatable(t) == Options then return end
   if type(t) ~= "table" then err.raise("compiler.options: expected a table, got %s", type(t)) end
   local o = ffi.new("NvOptions")
@@ -896,5 +871,12 @@ function Module:__tostring()
   return string.format("cute.compiler.Module<%s %s: %d-byte cubin, %s>", self.name, self.arch, #self:cubin(),
     self.origin)
 end
+
+-- For cutelua's other modules ----------------------------------------------------
+
+--- What cute.kernel uses; not for users.
+compiler.internal = {
+  check_options = check_options, -- check_options(t): raises on a bad option table, as compiler.options would
+}
 
 return compiler

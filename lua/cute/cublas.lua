@@ -41,7 +41,7 @@ function M.gemm(spec)
   g.batch = spec.batch or 1
   g.stride_a, g.stride_b, g.stride_c = spec.stride_a or 0, spec.stride_b or 0, spec.stride_c or 0
   g.stream = spec.stream and spec.stream.handle or nil
-  runtime._check(rt.cublas_gemm(g), "cublas gemm")
+  runtime.internal.check(rt.cublas_gemm(g), "cublas gemm")
 end
 
 --- Row-major C = alpha * op(A) @ op(B) + beta * C (see the module comment).

@@ -208,12 +208,8 @@ end
 
 function M.is_dtype(x) return getmetatable(x) == Dtype end
 
--- cute.f32, cute.Float32, ... as fields of this module; only these become
--- names of the cute namespace (see _exports in lua/cute/init.lua)
-M._exports = {}
-for name, t in pairs(by_name) do
-  M[name] = t
-  M._exports[#M._exports + 1] = name
-end
+-- cute.f32, cute.Float32, ... as fields of this module (lua/cute/init.lua's
+-- EXPORTS makes them names of the cute namespace)
+for name, t in pairs(by_name) do M[name] = t end
 
 return M

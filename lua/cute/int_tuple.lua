@@ -24,7 +24,6 @@ local raise = err.raise
 local M = {}
 
 local TUPLE = { __name = "IntTuple" }
-M._TUPLE = TUPLE
 
 --- The marker for "keep this mode" in slices and "skip this mode" in
 -- projections (CuTe's Underscore; C++ also spells it X).
@@ -40,7 +39,6 @@ end
 M.is_tuple = is_tuple
 
 local function tup(t) return setmetatable(t, TUPLE) end
-M._tup = tup
 
 --- True for an integer leaf (static or dynamic).
 function M.is_int(x) return not is_tuple(x) and arith.is_int(x) end
@@ -78,7 +76,6 @@ local function show(x)
   if type(x) == "number" then return arith.show(x) end
   return show_rec(x, 0, {})
 end
-M._show = show
 M.pretty_str = show
 TUPLE.__tostring = show
 
@@ -145,7 +142,7 @@ end
 
 --- Raises unless t is a valid IntTuple of the given kind (see above);
 -- `op` and `what` name the operation and the argument in the message.
-function M._check(op, t, kind, what)
+local function check_tuple(op, t, kind, what)
   check(op, t, kind or "int", what or "argument", t, 1)
   return t
 end
@@ -168,7 +165,6 @@ local function guard(op, x, what)
   if type(x) == "table" and is_tuple(x) and not shallow(x, 1) then too_deep(op, what or "argument", x) end
   return x
 end
-M._guard = guard
 
 --- A deep copy of a (validated) tuple, marked with TUPLE.
 local function copy(t)
@@ -177,7 +173,6 @@ local function copy(t)
   for i = 1, #t do r[i] = copy(t[i]) end
   return tup(r)
 end
-M._copy = copy
 
 -- Structure -----------------------------------------------------------------
 
@@ -202,10 +197,9 @@ local function product(t)
   end
   return t
 end
-M._product = product
 
 --- product(t): the product of the leaves of t.
-function M.product(t) return product(M._check("product", t, "int")) end
+function M.product(t) return product(check_tuple("product", t, "int")) end
 
 --- Mode i (0-based) of t: the element, or t itself for a leaf and i == 0.
 local function mode(t, i, op)
@@ -222,7 +216,6 @@ local function mode(t, i, op)
   if i ~= 0 then raise("%s: mode %s is out of range for %s (rank 1)", op or "get", show(i), show(t)) end
   return t
 end
-M._mode = mode
 
 --- get(t, i, j, ...): the element at the 0-based path i, j, ...
 function M.get(t, ...)
@@ -232,7 +225,7 @@ end
 
 function M.rank(t, ...) return rank(M.get(t, ...)) end
 function M.depth(t, ...) return depth(guard("depth", M.get(t, ...))) end
-function M.size(t, ...) return product(M._check("size", M.get(t, ...), "int")) end
+function M.size(t, ...) return product(check_tuple("size", M.get(t, ...), "int")) end
 
 local function flatten_into(t, out)
   if is_tuple(t) then
@@ -242,7 +235,6 @@ local function flatten_into(t, out)
   end
   return out
 end
-M._flatten_into = flatten_into
 
 --- The leaves of t as a flat tuple (a leaf stays a leaf, as in C++).
 function M.flatten(t)
@@ -281,7 +273,6 @@ local function congruent(a, b)
   end
   return true
 end
-M._congruent = congruent
 function M.congruent(a, b) return congruent(guard("congruent", a), guard("congruent", b)) end
 
 --- a is weakly congruent to b: a's nesting is a coarsening of b's (a leaf of
@@ -309,7 +300,6 @@ local function equal(a, b)
   end
   return true
 end
-M._equal = equal
 
 local function is_static(t)
   if type(t) == "number" then return true end
@@ -321,7 +311,6 @@ local function is_static(t)
   end
   return false
 end
-M._is_static = is_static
 function M.is_static(t) return is_static(guard("is_static", t)) end
 
 local function has_underscore(t)
@@ -333,7 +322,6 @@ local function has_underscore(t)
   end
   return false
 end
-M._has_underscore = has_underscore
 function M.has_underscore(t) return has_underscore(guard("has_underscore", t)) end
 
 -- Products and divisions ------------------------------------------------------
@@ -377,13 +365,11 @@ local function suffix_product(a, init)
   return init
 end
 
-M._prefix_product, M._suffix_product = prefix_product, suffix_product
-
 -- the public form: a and init validated (init may hold ScaledBases, as strides do)
 local function products(op, f, a, init)
-  M._check(op, a, "int", "argument")
+  check_tuple(op, a, "int", "argument")
   if init == nil then return f(a, 1) end
-  return f(a, M._check(op, init, "stride", "init"))
+  return f(a, check_tuple(op, init, "stride", "init"))
 end
 function M.prefix_product(a, init) return products("prefix_product", prefix_product, a, init) end
 function M.suffix_product(a, init) return products("suffix_product", suffix_product, a, init) end
@@ -412,10 +398,9 @@ local function compact_order(shape, order, op)
   end
   return M.unflatten(tup(d), shape)
 end
-M._compact_order = compact_order
 function M.compact_order(shape, order)
-  M._check("compact_order", shape, "shape", "shape")
-  M._check("compact_order", order, "int", "order")
+  check_tuple("compact_order", shape, "shape", "shape")
+  check_tuple("compact_order", order, "int", "order")
   return compact_order(shape, order, "compact_order")
 end
 
@@ -452,11 +437,10 @@ local function shape_div(a, b, op)
   raise("%s: neither of %s and %s divides the other", op, show(a), show(b))
 end
 function M.shape_div(a, b)
-  M._check("shape_div", a, "int", "dividend")
-  M._check("shape_div", b, "shape", "divisor")
+  check_tuple("shape_div", a, "int", "dividend")
+  check_tuple("shape_div", b, "shape", "divisor")
   return shape_div(a, b, "shape_div")
 end
-M._shape_div_op = shape_div
 
 --- ceil_div(a, b): ceil(a/b) per mode (a tuple a is divided from the left,
 -- as shape_div does, rounding up).
@@ -477,12 +461,11 @@ local function ceil_div(a, b)
   if is_tuple(b) then return ceil_div(a, product(b)) end
   return arith.ceil_div(a, b)
 end
-M._ceil_div = ceil_div
 
 -- a an integer tuple, b a tuple of positive integers (a divisor)
 local function check_quotient(op, a, b)
-  M._check(op, a, "int", "dividend")
-  M._check(op, b, "shape", "divisor")
+  check_tuple(op, a, "int", "dividend")
+  check_tuple(op, b, "shape", "divisor")
 end
 
 function M.ceil_div(a, b)
@@ -519,8 +502,7 @@ local function product_each(t)
   for i = 1, #t do r[i] = product(t[i]) end
   return tup(r)
 end
-M._product_each = product_each
-function M.product_each(t) return product_each(M._check("product_each", t, "int")) end
+function M.product_each(t) return product_each(check_tuple("product_each", t, "int")) end
 
 local function elem_cmp(a, b, strict, op)
   if is_tuple(a) then
@@ -539,8 +521,8 @@ end
 
 --- a < b in every element (a may have fewer top-level modes than b).
 local function compare(op, a, b, strict)
-  M._check(op, a, "int", "left operand")
-  M._check(op, b, "int", "right operand")
+  check_tuple(op, a, "int", "left operand")
+  check_tuple(op, b, "int", "right operand")
   return elem_cmp(a, b, strict, op)
 end
 function M.elem_less(a, b) return compare("elem_less", a, b, true) end
@@ -559,7 +541,6 @@ local function opname(op)
   if type(op) == "string" then return op end
   return "calling " .. tostring(op)
 end
-M._opname = opname
 
 local function crd2idx(c, s, d, op, strict)
   if is_tuple(c) then
@@ -598,24 +579,22 @@ local function crd2idx(c, s, d, op, strict)
   end
   return mul(c, d)
 end
-M._crd2idx_op = crd2idx
 
 -- shape and (optional) stride of crd2idx/idx2crd: valid and congruent
 local function check_shape_stride(op, shape, stride)
-  M._check(op, shape, "shape", "shape")
+  check_tuple(op, shape, "shape", "shape")
   if stride ~= nil then
-    M._check(op, stride, "stride", "stride")
+    check_tuple(op, stride, "stride", "stride")
     if not congruent(shape, stride) then
       raise("%s: shape %s and stride %s are not congruent", op, show(shape), show(stride))
     end
   end
 end
-M._check_shape_stride = check_shape_stride
 
 --- crd2idx(coord, shape[, stride]): stride defaults to compact column-major.
 function M.crd2idx(coord, shape, stride)
   check_shape_stride("crd2idx", shape, stride)
-  M._check("crd2idx", coord, "coord", "coordinate")
+  check_tuple("crd2idx", coord, "coord", "coordinate")
   if stride == nil then stride = prefix_product(shape, 1) end
   return crd2idx(coord, shape, stride, "crd2idx", false)
 end
@@ -700,7 +679,7 @@ end
 -- layout (below 1 + its largest offset): the coordinate c with L(c) == idx
 -- of a compact layout; without, the formula applies to any idx >= 0, as
 -- C++ idx2crd(idx, shape, stride).
-function M._idx2crd_strided(idx, s, d, op, bounded)
+local function idx2crd_checked(idx, s, d, op, bounded)
   check_offset(op, idx, s, d, bounded)
   return idx2crd_strided(idx, s, d, op)
 end
@@ -735,9 +714,8 @@ function M.idx2crd(idx, shape, stride)
     check_index("idx2crd", idx, shape)
     return idx2crd_nat(idx, shape, "idx2crd")
   end
-  return M._idx2crd_strided(idx, shape, stride, "idx2crd")
+  return idx2crd_checked(idx, shape, stride, "idx2crd")
 end
-M._idx2crd_nat = idx2crd_nat
 
 -- Mode access and restructuring ----------------------------------------------
 
@@ -749,7 +727,6 @@ local function modes_of(t) -- the top-level modes as a fresh Lua array
   end
   return { t }
 end
-M._modes_of = modes_of
 
 local function check_range(op, t, b, e)
   local r = rank(t)
@@ -757,7 +734,6 @@ local function check_range(op, t, b, e)
     raise("%s: modes [%s,%s) are out of range for %s (rank %d)", op, show(b), show(e), show(t), r)
   end
 end
-M._check_range = check_range
 
 --- The tuple of the modes [b, e) of t.
 function M.take(t, b, e)
@@ -847,6 +823,30 @@ local function dice(proj, t)
 end
 function M.dice(proj, t) return dice(guard("dice", proj, "projection"), t) end
 
-M._rank_of, M._depth_of = rank, depth
+-- For cutelua's other modules -------------------------------------------------
+
+--- What the layout modules and the tracer build on: the operations above
+-- without their argument checks (for arguments already checked), the checks
+-- themselves, and the tuple marker. Not for users: nothing here validates
+-- its arguments, and it may change.
+M.internal = {
+  TUPLE = TUPLE, -- the metatable of the tuples the algebra returns
+  tup = tup, -- marks a Lua array as a tuple (it prints in CuTe notation)
+  copy = copy, -- a deep copy, marked
+  show = show, -- CuTe notation, bounded (= pretty_str)
+  opname = opname, -- an operation's name for messages (a layout being called: "calling L")
+  -- check(op, t, kind, what): raises unless t is a valid tuple of that kind (see above); returns t
+  check = check_tuple,
+  guard = guard, -- guard(op, x, what): raises unless x nests finitely, at most MAX_DEPTH deep; returns x
+  rank = rank, depth = depth, product = product, product_each = product_each,
+  mode = mode, -- mode(t, i, op): mode i (0-based), an error naming op when out of range
+  modes_of = modes_of, -- the top-level modes as a fresh Lua array
+  flatten_into = flatten_into, -- flatten_into(t, out): appends t's leaves to the array out
+  congruent = congruent, equal = equal, is_static = is_static,
+  prefix_product = prefix_product, suffix_product = suffix_product,
+  compact_order = compact_order, -- compact_order(shape, order, op)
+  crd2idx = crd2idx, -- crd2idx(c, s, d, op, strict): strict: c must lie in s (a tuple coordinate's entries do)
+  idx2crd = idx2crd_checked, -- idx2crd(idx, s, d, op, bounded): (idx div d) mod s per leaf, idx checked
+}
 
 return M

@@ -156,10 +156,10 @@ local function check_options(opts, kname)
       for n in pairs(ktrace.compiler_option_names()) do if not KERNEL_OPTIONS[n] then names[#names + 1] = n end end
       table.sort(names)
       err.raise("cute.kernel %s: unknown option '%s'%s (known: %s)", kname, tostring(key),
-        require("cute.compiler")._did_you_mean(key, names), table.concat(names, ", "))
+        err.did_you_mean(key, names), table.concat(names, ", "))
     end
   end
-  if copts then require("cute.compiler")._check_options(copts) end
+  if copts then require("cute.compiler").internal.check_options(copts) end
 end
 M._check_options = check_options
 
@@ -320,7 +320,7 @@ function Kernel:launch(cfg, ...)
   -- helpers below), and the launch would fall back to the interpreter.
   spec.pack(spec.storage, ...)
   local fn = loaded_fn(self, spec)
-  runtime._fill_launch(cfg, launch_cfg)
+  runtime.internal.fill_launch(cfg, launch_cfg)
   if spec.dyn_smem > 0 then
     if cfg.smem and cfg.smem < spec.dyn_smem then
       err.raise("launch of %s: smem = %d is less than the %d bytes of shared memory the kernel allocates", self.name,
@@ -334,7 +334,7 @@ function Kernel:launch(cfg, ...)
   end
   if cb then b_clear(cb, cfg) end
   local rc = rt.launch(fn, launch_cfg, spec.argv)
-  if rc ~= 0 then runtime._check(rc) end
+  if rc ~= 0 then runtime.internal.check(rc) end
   if cb then check_result(self, spec, cfg, cb) end
 end
 
@@ -365,7 +365,6 @@ function M.launch_bounds(max_threads, min_blocks)
   T.max_threads, T.min_blocks = max_threads, min_blocks
 end
 
-M._exports = { "constexpr", "static", "launch_bounds", "set_checked" }
 
 -- cute.kernel(...) is M.kernel; the module stays reachable as cute.kernel.*
 return setmetatable(M, { __call = function(_, ...) return M.kernel(...) end })

@@ -1,13 +1,16 @@
---- cute.layout: CuTe's Layout (shape:stride) and ComposedLayout types, their
--- construction, queries, mode access, coalesce/filter and slicing.
+--- cute.layout: CuTe's Layout (shape:stride) and ComposedLayout types: their
+-- construction, queries, mode access, coalesce/filter, slicing, and the
+-- operations their methods are: composition, complement and the inverses.
 --
 -- A Layout maps a coordinate to an offset: L(c) = sum of c_leaf * d_leaf over
 -- the leaves of its shape, with an integer coordinate split column-major
 -- (cute.int_tuple.crd2idx). Invariants: shape and stride are congruent
 -- IntTuples, every static extent is >= 1, and a Layout is never modified
--- once built (results share sub-tables freely). The algebra on layouts
--- (composition, complement, divides, products, ...) is cute.layout_algebra;
--- its functions are reachable from this module too.
+-- once built (results share sub-tables freely). The divides and products,
+-- built on composition and complement, are cute.layout_algebra; tiling and
+-- partitioning, cute.layout_tile. This module requires neither: the layout
+-- modules import one way (int_tuple -> layout -> layout_algebra ->
+-- layout_tile), and every method of the two types is defined here.
 --
 -- A ComposedLayout is inner(offset + outer(c)) with `outer` a Layout and
 -- `inner` any function of an offset (a Swizzle, or a Layout): CuTe's
@@ -17,10 +20,14 @@
 -- both, as CuTe's do. Mode indices are 0-based.
 local arith = require "cute.arith"
 local it = require "cute.int_tuple"
+local swizzle = require "cute.swizzle"
 local err = require "cute._err"
 
-local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it._product
-local flatten_into, modes_of = it._flatten_into, it._modes_of
+local iti = it.internal
+local is_tuple, tup, show, product = it.is_tuple, iti.tup, iti.show, iti.product
+local flatten_into, modes_of, copy, check_tuple, guard = iti.flatten_into, iti.modes_of, iti.copy, iti.check, iti.guard
+local crd2idx_op, idx2crd_op, prefix_product = iti.crd2idx, iti.idx2crd, iti.prefix_product
+local mode, congruent = iti.mode, iti.congruent
 local U = it._
 local raise = err.raise
 local type, getmetatable, setmetatable, floor = type, getmetatable, setmetatable, math.floor
@@ -31,26 +38,25 @@ local M = {}
 local Layout = { __name = "Layout" }
 local methods = {}
 Layout.__index = methods
-M._Layout = Layout
 
 local Composed = { __name = "ComposedLayout" }
 local composed_methods = {}
 Composed.__index = composed_methods
-M._ComposedLayout = Composed
 
 local function new(shape, stride) return setmetatable({ shape = shape, stride = stride }, Layout) end
-M._new = new -- internal: shape and stride already valid
 
 local function is_layout(x) return getmetatable(x) == Layout end
 local function is_composed(x) return getmetatable(x) == Composed end
-M.is_layout, M._is_composed = is_layout, is_composed
-function M._is_any_layout(x)
+M.is_layout = is_layout
+--- is_composed_layout(x): x is a ComposedLayout (inner o offset o outer).
+M.is_composed_layout = is_composed
+local function is_any_layout(x)
   local mt = getmetatable(x)
   return mt == Layout or mt == Composed
 end
 
 Layout.__tostring = function(l) return show(l.shape) .. ":" .. show(l.stride) end
-Layout.__eq = function(a, b) return it._equal(a.shape, b.shape) and it._equal(a.stride, b.stride) end
+Layout.__eq = function(a, b) return iti.equal(a.shape, b.shape) and iti.equal(a.stride, b.stride) end
 
 --- Raises unless x is a Layout (or, with allow_composed, a ComposedLayout).
 local function check_layout(op, x, what, allow_composed)
@@ -58,7 +64,6 @@ local function check_layout(op, x, what, allow_composed)
   if mt == Layout or (allow_composed and mt == Composed) then return x end
   raise("%s: %s must be a layout, got %s", op, what or "argument", type(x) == "table" and show(x) or type(x))
 end
-M._check_layout = check_layout
 
 -- Evaluation -----------------------------------------------------------------
 -- Integer coordinates on a static layout take a fast path over the flattened
@@ -85,7 +90,7 @@ local function prepare(l)
   return fast
 end
 
-local opname = it._opname
+local opname = iti.opname
 
 local slice_and_offset
 
@@ -110,12 +115,10 @@ local function eval(l, c, op)
     end
     return acc + last
   end
-  local r = it._crd2idx_op(c, l.shape, l.stride, op, false)
-  if l._basis then r = it._copy(arith.basis_result(r, l._basis)) end
+  local r = crd2idx_op(c, l.shape, l.stride, op, false)
+  if l._basis then r = copy(arith.basis_result(r, l._basis)) end
   return r
 end
-M._eval = eval
-M._prepare = prepare
 
 --- L(c), L(i, j, ...): the offset of a coordinate (an integer, a
 -- hierarchical or partial coordinate); with _ in it, the slice (a layout).
@@ -147,30 +150,30 @@ function M.make_layout(shape, stride, ...)
     end
     return new(tup(ss), tup(ds))
   end
-  it._check("make_layout", shape, "shape", "shape")
-  shape = it._copy(shape)
+  check_tuple("make_layout", shape, "shape", "shape")
+  shape = copy(shape)
   if stride == nil or stride == M.LayoutLeft then
-    return new(shape, it._prefix_product(shape, 1))
+    return new(shape, prefix_product(shape, 1))
   elseif stride == M.LayoutRight then
-    return new(shape, it._suffix_product(shape, 1))
+    return new(shape, iti.suffix_product(shape, 1))
   end
-  it._check("make_layout", stride, "stride", "stride")
-  if not it._congruent(shape, stride) then
+  check_tuple("make_layout", stride, "stride", "stride")
+  if not congruent(shape, stride) then
     raise("make_layout: shape %s and stride %s are not congruent", show(shape), show(stride))
   end
-  return new(shape, it._copy(stride))
+  return new(shape, copy(stride))
 end
 
 --- A layout with compact strides visiting the modes in increasing `order`
 -- (congruent with shape); no order: column-major.
 function M.make_ordered_layout(shape, order)
-  it._check("make_ordered_layout", shape, "shape", "shape")
-  if order == nil then return new(it._copy(shape), it._prefix_product(shape, 1)) end
-  it._check("make_ordered_layout", order, "int", "order")
-  if not it._congruent(shape, order) then
+  check_tuple("make_ordered_layout", shape, "shape", "shape")
+  if order == nil then return new(copy(shape), prefix_product(shape, 1)) end
+  check_tuple("make_ordered_layout", order, "int", "order")
+  if not congruent(shape, order) then
     raise("make_ordered_layout: shape %s and order %s are not congruent", show(shape), show(order))
   end
-  return new(it._copy(shape), it._compact_order(shape, order, "make_ordered_layout"))
+  return new(copy(shape), iti.compact_order(shape, order, "make_ordered_layout"))
 end
 
 -- the ScaledBasis strides of an identity layout: leaf k of a nested mode m
@@ -191,14 +194,14 @@ end
 --- The layout mapping each coordinate of `shape` to itself: strides are
 -- ScaledBases (1@0, 1@1, ...), so L(i) is the natural coordinate of i.
 function M.make_identity_layout(shape)
-  it._check("make_identity_layout", shape, "shape", "shape")
-  shape = it._copy(shape)
+  check_tuple("make_identity_layout", shape, "shape", "shape")
+  shape = copy(shape)
   if not is_tuple(shape) then return new(shape, 1) end
   return new(shape, basis_like(shape, {}))
 end
 --- make_basis_like(shape): the ScaledBasis strides of make_identity_layout(shape).
 function M.make_basis_like(shape)
-  it._check("make_basis_like", shape, "shape", "shape")
+  check_tuple("make_basis_like", shape, "shape", "shape")
   if not is_tuple(shape) then return 1 end
   return basis_like(shape, {})
 end
@@ -209,7 +212,7 @@ local function sub_layout(l, op, ...) -- the layout at a 0-based mode path
   local s, d = l.shape, l.stride
   for k = 1, select("#", ...) do
     local i = select(k, ...)
-    s, d = it._mode(s, i, op), it._mode(d, i, op)
+    s, d = mode(s, i, op), mode(d, i, op)
   end
   return s, d
 end
@@ -232,13 +235,13 @@ end
 
 function M.rank(x, ...)
   x = target(x, "rank")
-  if is_layout(x) then return it._rank_of((sub_layout(x, "rank", ...))) end
+  if is_layout(x) then return iti.rank((sub_layout(x, "rank", ...))) end
   return it.rank(x, ...)
 end
 
 function M.depth(x, ...)
   x = target(x, "depth")
-  if is_layout(x) then return it._depth_of((sub_layout(x, "depth", ...))) end
+  if is_layout(x) then return iti.depth((sub_layout(x, "depth", ...))) end
   return it.depth(x, ...)
 end
 
@@ -267,7 +270,7 @@ function M.cosize(x, ...)
   check_layout("cosize", x)
   if select("#", ...) > 0 then x = new(sub_layout(x, "cosize", ...)) end
   local n = product(x.shape)
-  local last = it._crd2idx_op(arith.sub(n, 1), x.shape, x.stride, "cosize", false)
+  local last = crd2idx_op(arith.sub(n, 1), x.shape, x.stride, "cosize", false)
   if arith.is_basis(last) or (type(last) == "table" and not arith.dyn(last)) then
     raise("cosize: %s has ScaledBasis strides (its codomain is a coordinate)", tostring(x))
   end
@@ -275,7 +278,7 @@ function M.cosize(x, ...)
 end
 
 function M.is_static(x)
-  if is_layout(x) then return it._is_static(x.shape) and it._is_static(x.stride) end
+  if is_layout(x) then return iti.is_static(x.shape) and iti.is_static(x.stride) end
   return it.is_static(x)
 end
 
@@ -349,7 +352,6 @@ local function coalesce_modes(shape, stride)
   end
   return rs, rd, n
 end
-M._coalesce_modes = coalesce_modes
 
 local function coalesce_whole(shape, stride)
   local rs, rd, n = coalesce_modes(shape, stride)
@@ -383,7 +385,7 @@ end
 -- mode k as profile[k] says (an integer: the whole mode; a tuple: recurse).
 function M.coalesce(l, profile)
   check_layout("coalesce", l)
-  it._guard("coalesce", profile, "profile")
+  guard("coalesce", profile, "profile")
   if profile == nil then return new(coalesce_whole(l.shape, l.stride)) end
   return new(by_profile(l.shape, l.stride, profile, "coalesce", coalesce_whole))
 end
@@ -410,7 +412,7 @@ local function filter_whole(shape, stride) return coalesce_whole(zero_extents(sh
 -- move; 1:0 if none does. With a profile, by mode as coalesce.
 function M.filter(l, profile)
   check_layout("filter", l)
-  it._guard("filter", profile, "profile")
+  guard("filter", profile, "profile")
   if profile == nil then return new(filter_whole(l.shape, l.stride)) end
   return new(by_profile(l.shape, l.stride, profile, "filter", filter_whole))
 end
@@ -428,7 +430,7 @@ local function slice_rec(c, s, d, out_s, out_d, op)
     for i = 1, #c do off = add(off, slice_rec(c[i], s[i], d[i], out_s, out_d, op)) end
     return off
   end
-  return it._crd2idx_op(c, s, d, op, true)
+  return crd2idx_op(c, s, d, op, true)
 end
 
 --- slice_and_offset(coord, L): the layout of the modes where coord has _
@@ -445,7 +447,7 @@ slice_and_offset = function(c, l, op)
   local ss, ds = {}, {}
   local off = slice_rec(c, l.shape, l.stride, ss, ds, op)
   if rawget(l, "_basis") == nil then prepare(l) end
-  if l._basis then off = it._copy(arith.basis_result(off, l._basis)) end
+  if l._basis then off = copy(arith.basis_result(off, l._basis)) end
   if #ss == 0 then return UNIT, off end
   return new(tup(ss), tup(ds)), off
 end
@@ -464,51 +466,9 @@ end
 
 --- idx2crd(idx, shape[, stride]) or idx2crd(idx, L) (= idx2crd(idx, shape(L), stride(L))).
 function M.idx2crd(idx, s, d)
-  if is_layout(s) then return it._idx2crd_strided(idx, s.shape, s.stride, "idx2crd") end
+  if is_layout(s) then return idx2crd_op(idx, s.shape, s.stride, "idx2crd") end
   return it.idx2crd(idx, s, d)
 end
-
--- Methods -------------------------------------------------------------------------
-
-function methods.size(l, ...) return M.size(l, ...) end
-function methods.rank(l, ...) return M.rank(l, ...) end
-function methods.depth(l, ...) return M.depth(l, ...) end
-function methods.cosize(l, ...) return M.cosize(l, ...) end
-function methods.coalesce(l, p) return M.coalesce(l, p) end
-function methods.filter(l, p) return M.filter(l, p) end
-function methods.flatten(l) return M.flatten(l) end
-function methods.get(l, ...) return M.get(l, ...) end
-
---- L:get_hier_coord(i): the coordinate c with L(c) == i for a compact L.
-function methods.get_hier_coord(l, i) return it._idx2crd_strided(i, l.shape, l.stride, "get_hier_coord", true) end
-
---- L:get_flat_coord(i): get_hier_coord with each top-level mode's coordinate
--- made a 1-D index into that mode.
-function methods.get_flat_coord(l, i)
-  local c = it._idx2crd_strided(i, l.shape, l.stride, "get_flat_coord", true)
-  if not is_tuple(l.shape) then return c end
-  local r = {}
-  for k = 1, #l.shape do
-    r[k] = it._crd2idx_op(c[k], l.shape[k], it._prefix_product(l.shape[k], 1), "get_flat_coord")
-  end
-  return tup(r)
-end
-
---- L:get_1d_coord(i): get_hier_coord as a column-major index into L's shape.
-function methods.get_1d_coord(l, i)
-  local c = it._idx2crd_strided(i, l.shape, l.stride, "get_1d_coord", true)
-  return it._crd2idx_op(c, l.shape, it._prefix_product(l.shape, 1), "get_1d_coord")
-end
-
--- Everything else (compose, with_shape, ...) comes from the algebra module,
--- loaded on first use of such a method.
-setmetatable(methods, {
-  __index = function(_, k)
-    if type(k) ~= "string" or k:byte(1) == 95 then return nil end -- internal fields (_fast, ...) are never methods
-    require "cute.layout_algebra"
-    return rawget(methods, k)
-  end,
-})
 
 -- ComposedLayout ----------------------------------------------------------------
 
@@ -537,28 +497,456 @@ Composed.__eq = function(a, b)
   return a.inner == b.inner and arith.equal(a.offset, b.offset) == true and a.outer == b.outer
 end
 
+UNIT = new(1, 0)
+
+-- Composition, complement and inverses ---------------------------------------------
+-- (the operations the methods below are; the divides and products built on
+-- them are cute.layout_algebra)
+
+-- x, which must be static; the message (what, ...) is only built on failure
+local function static_int(x, op, what, ...)
+  if arith.is_basis(x) then
+    raise("%s: %s must be an integer, got the ScaledBasis %s", op, string.format(what, ...), show(x))
+  elseif type(x) ~= "number" then
+    raise("%s: %s must be static, got the dynamic value %s", op, string.format(what, ...), show(x))
+  end
+  return x
+end
+
+local function rewrap(c, outer) -- a ComposedLayout with a new outer layout
+  return M.make_composed_layout(c.inner, c.offset, outer)
+end
+
+-- Memoisation -----------------------------------------------------------------
+-- The public operations cache their results on static operands: layouts are
+-- immutable, so the same operands give the same value, and a GEMM trace
+-- repeats the same partitioning for every tensor. The cache hangs off the
+-- first operand (weak keys: it dies with the layout) and is keyed by a
+-- string naming the operation and the other operands (numbers, _, and
+-- layouts by a per-object id). Dynamic operands are never cached: their
+-- values belong to one trace.
+local memo = setmetatable({}, { __mode = "k" })
+local next_id = 0
+local memo_on = true
+local MEMO_MAX = 64 -- entries per first operand; a full cache starts over
+
+--- Turns the cache off (false) or on (true); for benchmarks and tests.
+local function memoize(on)
+  memo_on = on and true or false
+  memo = setmetatable({}, { __mode = "k" })
+end
+
+local function static_layout(l) -- _fast: every leaf a number (see Evaluation above)
+  local fast = rawget(l, "_fast")
+  if fast == nil then fast = prepare(l) end
+  return fast
+end
+
+-- (nil: the operands are too large or too deep to be worth a key; the
+-- operation itself then validates them)
+local KEY_NODES = 256
+
+local function key_into(x, buf)
+  if #buf > KEY_NODES then return false end
+  if type(x) == "number" then
+    buf[#buf + 1] = x
+  elseif x == nil then
+    buf[#buf + 1] = "~"
+  elseif x == U then
+    buf[#buf + 1] = "_"
+  elseif is_layout(x) then
+    if not static_layout(x) then return false end
+    local id = rawget(x, "_id")
+    if not id then
+      next_id = next_id + 1
+      id = next_id
+      x._id = id
+    end
+    buf[#buf + 1] = "L" .. id
+  elseif is_tuple(x) then
+    buf[#buf + 1] = "("
+    for i = 1, #x do
+      if not key_into(x[i], buf) then return false end
+      buf[#buf + 1] = ","
+    end
+    buf[#buf + 1] = ")"
+  else
+    return false
+  end
+  return true
+end
+
+-- f(a, b, c) through the cache when a is a static layout and b, c are keyable
+local function cached(name, f, a, b, c)
+  if not memo_on or not is_layout(a) or not static_layout(a) then return f(a, b, c) end
+  local buf = { name }
+  if not (key_into(b, buf) and key_into(c, buf)) then return f(a, b, c) end
+  local key = table.concat(buf, "|")
+  local m = memo[a]
+  if m == nil or m.n >= MEMO_MAX then
+    m = { n = 0 }
+    memo[a] = m
+  end
+  local r = m[key]
+  if r == nil then
+    r = { f(a, b, c) }
+    m[key] = r
+    m.n = m.n + 1
+  end
+  return unpack(r)
+end
+
+
+-- One integral mode (bs:bd) of B composed with A, given as the flat arrays of
+-- coalesce(A). Returns the result's shape and stride: B's extent split over
+-- A's modes ((2,2) in ((2,2),3):((24,2),8)), or kept whole.
+local function compose_mode(as, ad, n, bs, bd, op, A, B)
+  if is_tuple(bs) then
+    local rs, rd = {}, {}
+    for i = 1, #bs do rs[i], rd[i] = compose_mode(as, ad, n, bs[i], bd[i], op, A, B) end
+    return tup(rs), tup(rd)
+  end
+  if bd == 0 then return bs, 0 end
+  if n == 1 then return bs, mul(bd, ad[1]) end
+  if arith.is_basis(bd) then
+    raise("%s: B = %s has ScaledBasis strides; composing with them is not supported", op, tostring(B))
+  end
+  if type(bd) ~= "number" then
+    raise("%s: the stride %s of B must be static to split it over the modes of A (A = %s, B = %s)",
+      op, show(bd), tostring(A), tostring(B))
+  end
+  local sign = bd < 0 and -1 or 1
+  local rest_s, rest_d = bs, bd * sign
+  local rs, rd, k = {}, {}, 0
+  for i = 1, n - 1 do
+    local cs = as[i]
+    if rest_s == 1 then
+      -- all of B is placed; keep dividing the stride as CuTe does, so a
+      -- size-1 result carries the same stride
+      if type(cs) ~= "number" then break end
+      rest_d = -floor(-rest_d / cs)
+    else
+      if type(cs) ~= "number" then
+        raise("%s: the extent %s of A (mode %d after coalescing) must be static to compose with %s (A = %s, B = %s)",
+          op, show(cs), i - 1, show(bs) .. ":" .. show(bd), tostring(A), tostring(B))
+      end
+      local next_s, next_d
+      if cs % rest_d == 0 then
+        next_s, next_d = cs / rest_d, 1
+      elseif rest_d % cs == 0 then
+        next_s, next_d = 1, rest_d / cs
+      else
+        raise("%s: shape %s is not divisible by the stride %s (A = %s, B = %s)",
+          op, show(tup(as)), show(bd), tostring(A), tostring(B))
+      end
+      if next_s ~= 1 then
+        if type(rest_s) ~= "number" then
+          raise("%s: the extent %s of B must be static to split it over the modes of A (A = %s, B = %s)",
+            op, show(rest_s), tostring(A), tostring(B))
+        end
+        local new_s = next_s < rest_s and next_s or rest_s
+        if rest_s % new_s ~= 0 then
+          raise("%s: shape %s is not divisible by %s (A = %s, B = %s)",
+            op, show(tup(as)), show(bs), tostring(A), tostring(B))
+        end
+        k = k + 1
+        rs[k], rd[k] = new_s, mul(rest_d * sign, ad[i])
+        rest_s = rest_s / new_s
+      end
+      rest_d = next_d
+    end
+  end
+  if rest_s ~= 1 or k == 0 then
+    k = k + 1
+    rs[k], rd[k] = rest_s, mul(rest_d * sign, ad[n])
+  end
+  if k == 1 then return rs[1], rd[1] end
+  return tup(rs), tup(rd)
+end
+
+-- A o B for layouts: R(i) == A(B(i)), R's shape refining B's
+local function compose_layouts(a, b, op)
+  local as, ad, n = coalesce_modes(a.shape, a.stride)
+  if n == 0 then as, ad, n = { 1 }, { 0 }, 1 end
+  return new(compose_mode(as, ad, n, b.shape, b.stride, op, a, b))
+end
+
+local function tiler_layout(t, op)
+  if type(t) == "number" then
+    if not (t >= 1 and t < arith.LIMIT) or t ~= floor(t) then
+      raise("%s: tiler %s is not a positive integer below 2^53", op, show(t))
+    end
+    return new(t, 1)
+  end
+  if arith.dyn(t) then return new(t, 1) end
+  return nil
+end
+
+local function bad_tiler(op, t)
+  raise("%s: tiler %s must be a layout, an integer, _ or a tuple of those", op, show(t))
+end
+
+-- Raises unless t is a tiler: a layout, a positive integer below 2^53 (or a
+-- dynamic one), _, or a non-empty tuple of tilers, nested at most
+-- cute.int_tuple.MAX_DEPTH deep.
+local function check_tiler(op, t, root, depth)
+  if t == U or is_layout(t) or arith.dyn(t) then return end
+  if type(t) == "number" then
+    if t >= 1 and t < arith.LIMIT and t == floor(t) then return end
+    if rawequal(t, root) then raise("%s: tiler %s is not a positive integer below 2^53", op, show(t)) end
+    raise("%s: tiler %s is invalid: %s is not a positive integer below 2^53", op, show(root), show(t))
+  end
+  if not is_tuple(t) then
+    if rawequal(t, root) then bad_tiler(op, t) end
+    raise("%s: tiler %s is invalid: %s is not a layout, an integer, _ or a tuple of those", op, show(root), show(t))
+  end
+  if depth == 1 then guard(op, t, "tiler") end
+  local n = #t
+  if n == 0 then raise("%s: tiler %s contains an empty tuple", op, show(root)) end
+  local keys = 0
+  for _ in pairs(t) do keys = keys + 1 end
+  if keys ~= n then raise("%s: tiler %s is not a proper tuple (holes or non-integer keys)", op, show(root)) end
+  for i = 1, n do check_tiler(op, t[i], root, depth + 1) end
+end
+
+local function compose(a, t, op)
+  if t == U then return a end
+  if is_layout(t) then return compose_layouts(a, t, op) end
+  local tl = tiler_layout(t, op)
+  if tl then return compose_layouts(a, tl, op) end
+  if is_tuple(t) then
+    local r = iti.rank(a.shape)
+    if #t > r then raise("%s: tiler %s has more modes than the layout %s", op, show(t), tostring(a)) end
+    -- by mode; as in C++ CuTe, modes of A that the tiler does not reach are dropped
+    local ss, ds = {}, {}
+    for i = 1, #t do
+      local m = compose(new(mode(a.shape, i - 1), mode(a.stride, i - 1)), t[i], op)
+      ss[i], ds[i] = m.shape, m.stride
+    end
+    return new(tup(ss), tup(ds))
+  end
+  bad_tiler(op, t)
+end
+
+local function compose_pub(a, b) return compose(a, b, "composition") end
+
+--- composition(A, B): the layout R with R(c) == A(B(c)); B a tiler. A may be
+-- a ComposedLayout (B composes with its outer layout) or a Swizzle (the
+-- result is the ComposedLayout A o 0 o B).
+function M.composition(a, b)
+  if swizzle.is_swizzle(a) then
+    check_layout("composition", b, "B (after a swizzle)")
+    return M.make_composed_layout(a, 0, b)
+  end
+  if is_composed(a) then return rewrap(a, M.composition(a.outer, b)) end
+  check_layout("composition", a, "A")
+  check_tiler("composition", b, b, 1)
+  return cached("composition", compose_pub, a, b)
+end
+
+
+
+local function complement(l, cotarget, op)
+  local s1, d1 = l.shape, l.stride
+  if type(s1) == "number" and type(d1) == "number" and d1 > 0 and s1 > 1 then
+    -- one mode s:d (the tile of most divides): the holes below d, then the rest
+    local rest = arith.ceil_div(cotarget, s1 * d1)
+    if d1 == 1 then return rest == 1 and UNIT or new(rest, s1) end
+    if rest == 1 then return new(d1, 1) end
+    return new(tup { d1, rest }, tup { 1, s1 * d1 })
+  end
+  local fs, fd = flatten_into(l.shape, {}), flatten_into(l.stride, {})
+  local ms, md, idx = {}, {}, {}
+  for i = 1, #fs do
+    local s, d = fs[i], fd[i]
+    if d ~= 0 and s ~= 1 then
+      if type(s) ~= "number" then
+        static_int(s, op, "the extent %s of %s (complement orders modes by stride)", show(s), tostring(l))
+      end
+      if type(d) ~= "number" then
+        static_int(d, op, "the stride %s of %s (complement orders modes by stride)", show(d), tostring(l))
+      end
+      if d < 0 then raise("%s: complement of %s, which has the negative stride %s", op, tostring(l), show(d)) end
+      idx[#idx + 1] = #idx + 1
+      ms[#idx], md[#idx] = s, d
+    end
+  end
+  -- sort by (stride, extent); insertion sort: few modes, and table.sort's
+  -- Lua comparator would keep this path out of the JIT
+  for i = 2, #idx do
+    local v = idx[i]
+    local j = i - 1
+    while j >= 1 and (md[idx[j]] > md[v] or (md[idx[j]] == md[v] and ms[idx[j]] > ms[v])) do
+      idx[j + 1] = idx[j]
+      j = j - 1
+    end
+    idx[j + 1] = v
+  end
+  local rs, rd, cur = {}, {}, 1
+  for _, i in ipairs(idx) do
+    local d = md[i]
+    if d < cur then
+      raise("%s: %s is not injective (its modes overlap), so it has no complement", op, tostring(l))
+    end
+    if d % cur ~= 0 then
+      raise("%s: the stride %s of %s is not a multiple of %s (the extent of the smaller modes), "
+        .. "so it has no complement", op, show(d), tostring(l), show(cur))
+    end
+    rs[#rs + 1], rd[#rd + 1] = d / cur, cur
+    cur = ms[i] * d
+  end
+  rs[#rs + 1], rd[#rd + 1] = arith.ceil_div(cotarget, cur), cur
+  return M.coalesce(new(tup(rs), tup(rd)))
+end
+
+local function complement_pub(l, c) return complement(l, c, "complement") end
+
+--- complement(L[, cotarget]): the layout C, sorted by stride, such that
+-- (L, C) is injective and its image covers [0, cotarget) (default 1: only
+-- the holes of L are filled). Stride-0 and size-1 modes of L are ignored.
+function M.complement(l, cotarget)
+  check_layout("complement", l)
+  if cotarget == nil then
+    cotarget = 1
+  else
+    check_tuple("complement", cotarget, "shape", "cotarget")
+    cotarget = product(cotarget)
+  end
+  return cached("complement", complement_pub, l, cotarget)
+end
+
+-- Inverses ------------------------------------------------------------------
+
+local function require_static(l, op)
+  if not M.is_static(l) then
+    raise("%s: %s must be static (every extent and stride a Lua integer)", op, tostring(l))
+  end
+end
+
+local function right_inverse(l, op)
+  require_static(l, op)
+  local rs, rd, n = coalesce_modes(l.shape, l.stride)
+  local pos, p = {}, 1
+  for i = 1, n do
+    if rd[i] < 0 then raise("%s: %s has the negative stride %s (not supported)", op, tostring(l), show(rd[i])) end
+    pos[i] = p
+    p = p * rs[i]
+  end
+  -- follow the chain of strides 1, s*d, ... (stride-0 modes never join it)
+  local out_s, out_d, used = {}, {}, {}
+  local nxt = 1
+  while true do
+    local found
+    for i = 1, n do
+      if not used[i] and rd[i] == nxt then
+        found = i
+        break
+      end
+    end
+    if not found then break end
+    used[found] = true
+    out_s[#out_s + 1], out_d[#out_d + 1] = rs[found], pos[found]
+    nxt = rs[found] * rd[found]
+  end
+  if #out_s == 0 then return UNIT end
+  return M.coalesce(new(tup(out_s), tup(out_d)))
+end
+
+local function right_inverse_pub(l) return right_inverse(l, "right_inverse") end
+
+function M.right_inverse(l)
+  check_layout("right_inverse", l)
+  return cached("right_inverse", right_inverse_pub, l)
+end
+
+--- left_inverse(L): the layout R with R(L(i)) == i for every i < size(L)
+-- (L injective); its values off the image of L are unspecified.
+local function left_inverse(l)
+  require_static(l, "left_inverse")
+  local c = complement(l, 1, "left_inverse")
+  return right_inverse(new(tup { l.shape, c.shape }, tup { l.stride, c.stride }), "left_inverse")
+end
+
+function M.left_inverse(l)
+  check_layout("left_inverse", l)
+  return cached("left_inverse", left_inverse, l)
+end
+
+-- Methods -------------------------------------------------------------------------
+
+function methods.size(l, ...) return M.size(l, ...) end
+function methods.rank(l, ...) return M.rank(l, ...) end
+function methods.depth(l, ...) return M.depth(l, ...) end
+function methods.cosize(l, ...) return M.cosize(l, ...) end
+function methods.coalesce(l, p) return M.coalesce(l, p) end
+function methods.filter(l, p) return M.filter(l, p) end
+function methods.flatten(l) return M.flatten(l) end
+function methods.get(l, ...) return M.get(l, ...) end
+
+--- L:get_hier_coord(i): the coordinate c with L(c) == i for a compact L.
+function methods.get_hier_coord(l, i) return idx2crd_op(i, l.shape, l.stride, "get_hier_coord", true) end
+
+--- L:get_flat_coord(i): get_hier_coord with each top-level mode's coordinate
+-- made a 1-D index into that mode.
+function methods.get_flat_coord(l, i)
+  local c = idx2crd_op(i, l.shape, l.stride, "get_flat_coord", true)
+  if not is_tuple(l.shape) then return c end
+  local r = {}
+  for k = 1, #l.shape do
+    r[k] = crd2idx_op(c[k], l.shape[k], prefix_product(l.shape[k], 1), "get_flat_coord")
+  end
+  return tup(r)
+end
+
+--- L:get_1d_coord(i): get_hier_coord as a column-major index into L's shape.
+function methods.get_1d_coord(l, i)
+  local c = idx2crd_op(i, l.shape, l.stride, "get_1d_coord", true)
+  return crd2idx_op(c, l.shape, prefix_product(l.shape, 1), "get_1d_coord")
+end
+
+--- L:compose(B, ...): composition(L, B), or with several tilers, composition
+-- with the by-mode tiler (B, ...).
+function methods.compose(l, b, ...)
+  if select("#", ...) > 0 then b = { b, ... } end
+  return M.composition(l, b)
+end
+
+--- L:with_shape(shape): L reshaped, composition(L, make_layout(shape)).
+function methods.with_shape(l, shape) return M.composition(l, M.make_layout(shape)) end
+
+function methods.complement(l, c) return M.complement(l, c) end
+function methods.right_inverse(l) return M.right_inverse(l) end
+function methods.left_inverse(l) return M.left_inverse(l) end
+function methods.slice(l, c) return M.slice_(l, c) end
+
 function composed_methods.size(l, ...) return M.size(l, ...) end
 function composed_methods.rank(l, ...) return M.rank(l, ...) end
 function composed_methods.depth(l, ...) return M.depth(l, ...) end
-setmetatable(composed_methods, {
-  __index = function(_, k)
-    if type(k) ~= "string" or k:byte(1) == 95 then return nil end
-    require "cute.layout_algebra"
-    return rawget(composed_methods, k)
-  end,
-})
+composed_methods.compose = methods.compose
+composed_methods.with_shape = methods.with_shape
+composed_methods.slice = methods.slice
 
-UNIT = new(1, 0)
-M._UNIT = UNIT
+-- For cutelua's other modules -----------------------------------------------------
 
--- The algebra's functions are reachable as cute.layout.<name> too.
-setmetatable(M, {
-  __index = function(t, k)
-    local v = rawget(require "cute.layout_algebra", k)
-    if v == nil then v = rawget(require "cute.layout_tile", k) end
-    if v ~= nil then rawset(t, k, v) end
-    return v
-  end,
-})
+--- What cute.layout_algebra, cute.layout_tile and the tracer build on: the
+-- constructor and checks, and the operations above with the name of the
+-- user's operation (`op`) for their messages. Not for users: nothing here
+-- validates its arguments, and it may change.
+M.internal = {
+  new = new, -- new(shape, stride): a Layout of a valid, congruent shape and stride (not copied)
+  UNIT = UNIT, -- the layout 1:0
+  is_any_layout = is_any_layout, -- a Layout or a ComposedLayout
+  check_layout = check_layout, -- check_layout(op, x, what[, allow_composed]): raises unless x is a layout; returns x
+  static_int = static_int, -- static_int(x, op, what, ...): raises unless x is a static integer; returns x
+  cached = cached, -- cached(name, f, a, b, c): f(a, b, c) through the cache of results on static operands
+  memoize = memoize, -- memoize(on): turns that cache off (false) or on (true); for benchmarks and tests
+  compose_layouts = compose_layouts, -- compose_layouts(A, B, op): A o B for two layouts
+  tiler_layout = tiler_layout, -- tiler_layout(t, op): the layout of an integer tiler (n:1), else nil
+  bad_tiler = bad_tiler, -- bad_tiler(op, t): raises: t is not a tiler
+  check_tiler = function(op, t) return check_tiler(op, t, t, 1) end, -- raises unless t is a tiler
+  complement = complement, -- complement(L, cotarget, op), cotarget an integer
+  right_inverse = right_inverse, -- right_inverse(L, op)
+  require_static = require_static, -- require_static(L, op): raises unless L is static
+}
 
 return M

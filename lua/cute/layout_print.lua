@@ -29,7 +29,7 @@ local it = require "cute.int_tuple"
 local L = require "cute.layout"
 local err = require "cute._err"
 
-local show = it._show
+local show = it.pretty_str
 
 local M = {}
 
@@ -65,7 +65,7 @@ end
 
 -- the grid dimensions of a rank-1 or rank-2 layout
 local function dims(l, op)
-  if not L.is_layout(l) and not L._is_composed(l) then
+  if not L.is_layout(l) and not L.is_composed_layout(l) then
     err.raise("%s: expected a layout, got %s", op, type(l) == "table" and show(l) or type(l))
   end
   local r = L.rank(l)

@@ -1,9 +1,9 @@
 --- cute.layout_tile: tiling and partitioning with layouts: tile_to_shape,
 -- local_tile, local_partition and make_layout_tv (thread-value layouts).
 --
--- These are compositions of the algebra in cute.layout_algebra (divides,
--- products, inverses) that a kernel uses to give each CTA its tile and each
--- thread its elements. On a ComposedLayout (a swizzled shared-memory
+-- These are compositions of the algebra in cute.layout and
+-- cute.layout_algebra (divides, products, inverses) that a kernel uses to
+-- give each CTA its tile and each thread its elements. On a ComposedLayout (a swizzled shared-memory
 -- layout) they work on the outer layout and keep the swizzle, with any
 -- offset kept inside it. Results on static operands are cached as the
 -- algebra's are. Mode indices are 0-based; cute.X (= cute._) in a
@@ -13,14 +13,14 @@ local L = require "cute.layout"
 local A = require "cute.layout_algebra"
 local err = require "cute._err"
 
-local is_tuple, tup, show, product = it.is_tuple, it._tup, it._show, it._product
-local new, is_composed = L._new, L._is_composed
-local check_layout = L._check_layout
+local iti, Li, Ai = it.internal, L.internal, A.internal
+local is_tuple, tup, show, product, rank_of = it.is_tuple, iti.tup, iti.show, iti.product, iti.rank
+local new, is_composed, check_layout = Li.new, L.is_composed_layout, Li.check_layout
 local U = it._
 local raise = err.raise
-local cached, divide, zipped, block_rake = A._cached, A._divide, A._zipped, A._block_rake
-local right_inverse, pad, static_int = A._right_inverse, A._pad, A._static_int
-local compose_layouts = A._compose_layouts
+local cached, right_inverse, compose_layouts = Li.cached, Li.right_inverse, Li.compose_layouts
+local static_int = Li.static_int
+local divide, zipped, block_rake, pad = Ai.divide, Ai.zipped, Ai.block_rake, Ai.pad
 
 local M = {}
 
@@ -35,18 +35,18 @@ function M.tile_to_shape(block, shape, order)
   local op = "tile_to_shape"
   if is_composed(block) then return rewrap(block, M.tile_to_shape(block.outer, shape, order)) end
   check_layout(op, block, "the block")
-  it._check(op, shape, "shape", "target shape")
+  iti.check(op, shape, "shape", "target shape")
   return cached(op, tile_to_shape, block, shape, order)
 end
 
 tile_to_shape = function(block, shape, order)
   local op = "tile_to_shape"
-  local R = it._rank_of(shape)
-  if it._rank_of(block.shape) > R then
+  local R = rank_of(shape)
+  if rank_of(block.shape) > R then
     raise("%s: the block %s has more modes than the target shape %s", op, tostring(block), show(shape))
   end
   local padded = pad(block, R)
-  local bshape, tshape = it._product_each(padded.shape), it._product_each(is_tuple(shape) and shape or tup { shape })
+  local bshape, tshape = iti.product_each(padded.shape), iti.product_each(is_tuple(shape) and shape or tup { shape })
   local reps = {}
   for k = 1, R do
     local b, t = bshape[k], tshape[k]
@@ -78,7 +78,7 @@ local function zd_part(l, tiler) return zipped(divide(l, tiler, "local_partition
 local function zipped_divide_any(l, tiler, op)
   if is_composed(l) then return rewrap(l, zipped_divide_any(l.outer, tiler, op)) end
   check_layout(op, l, "the layout")
-  A._check_tiler(op, tiler)
+  Li.check_tiler(op, tiler)
   return cached(op, op == "local_tile" and zd_tile or zd_part, l, tiler)
 end
 
@@ -93,7 +93,7 @@ function M.local_tile(l, tiler, coord, proj)
   end
   local z = zipped_divide_any(l, tiler, op)
   local outer = is_composed(z) and z.outer or z
-  local r0 = it._rank_of(outer.shape[1])
+  local r0 = rank_of(outer.shape[1])
   return L.slice_and_offset(tup { underscores(r0), coord }, z, op)
 end
 
@@ -109,10 +109,10 @@ function M.local_partition(l, tile, index, proj)
     raise("%s: index %s is out of range for the thread layout %s (size %s)", op, show(index), tostring(tile), show(n))
   end
   local coord = tile:get_flat_coord(index)
-  local tiler = it._product_each(tile.shape)
+  local tiler = iti.product_each(tile.shape)
   local z = zipped_divide_any(l, tiler, op)
   local outer = is_composed(z) and z.outer or z
-  local r1 = it._rank_of(outer.shape[2])
+  local r1 = rank_of(outer.shape[2])
   return L.slice_and_offset(tup { coord, underscores(r1) }, z, op)
 end
 
@@ -132,7 +132,7 @@ end
 make_layout_tv = function(thr, val)
   local op = "make_layout_tv"
   local mn = block_rake(thr, val, op, true)
-  local tiler = it._product_each(mn.shape)
+  local tiler = iti.product_each(mn.shape)
   local inv = right_inverse(mn, op)
   local nt, nv = product(thr.shape), product(val.shape)
   if product(inv.shape) ~= nt * nv then

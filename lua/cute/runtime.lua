@@ -26,7 +26,6 @@ local function check(rc, what)
     err.raise("%s", last_error())
   end
 end
-M._check = check
 
 -- ---------------------------------------------------------------------------
 -- Devices
@@ -327,7 +326,7 @@ local function integer_dim(v, what)
 end
 
 --- Fills an RtLaunch from {grid=, block=, smem=, cluster=, stream=}.
-function M._fill_launch(cfg, out)
+local function fill_launch(cfg, out)
   if type(cfg) ~= "table" then err.raise("launch: expected a configuration table {grid=, block=, ...}") end
   local gx, gy, gz = dims(cfg.grid, "grid", 1)
   local bx, by, bz = dims(cfg.block, "block", nil)
@@ -388,7 +387,7 @@ local launch_cfg = ffi.new("RtLaunch")
 -- Arguments: tensors or buffers (their device address), typed scalars
 -- (cute.i32(n), cute.f32(x)), FFI values (structs by value, 64-bit integers).
 function Kernel:launch(cfg, ...)
-  M._fill_launch(cfg, launch_cfg)
+  fill_launch(cfg, launch_cfg)
   local n = select("#", ...)
   local args = ffi.new("void *[?]", n + 1)
   local anchors = {}
@@ -403,7 +402,7 @@ end
 
 --- Checks a configuration without launching; returns true or false and the reason.
 function Kernel:check_launch(cfg)
-  M._fill_launch(cfg, launch_cfg)
+  fill_launch(cfg, launch_cfg)
   if rt.launch_check(self.fn, launch_cfg) == 0 then return true end
   return false, last_error()
 end
@@ -472,5 +471,13 @@ function M.tma_descriptor(spec)
   ffi.copy(desc, aligned, 128)
   return desc
 end
+
+-- For cutelua's other modules ----------------------------------------------------
+
+--- What cute.kernel (the launch path) and cute.cublas use; not for users.
+M.internal = {
+  check = check, -- check(rc, what): raises the runtime's last error when rc is not 0
+  fill_launch = fill_launch, -- fill_launch(cfg, out): the RtLaunch out from {grid=, block=, smem=, cluster=, stream=}
+}
 
 return M

@@ -25,7 +25,6 @@ local M = {}
 
 local Swizzle = { __name = "Swizzle" }
 Swizzle.__index = Swizzle
-M._Swizzle = Swizzle
 
 local TWO31, TWO32 = 2 ^ 31, 2 ^ 32
 

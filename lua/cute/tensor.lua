@@ -19,6 +19,7 @@ local runtime = require "cute.runtime"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
 local L = require "cute.layout"
+local is_any_layout = L.internal.is_any_layout
 local it = require "cute.int_tuple"
 
 local M = {}
@@ -34,10 +35,10 @@ M.is_device_tensor = is_device_tensor
 -- The layout of a shape and an optional layout spec: a Layout, "col" (the
 -- default), "row", or a stride tuple.
 local function layout_of(shape, spec, what)
-  if L._is_any_layout(shape) then return shape end
+  if is_any_layout(shape) then return shape end
   if type(shape) == "number" then shape = shape end
   if spec == nil or spec == "col" then return L.make_layout(shape) end
-  if L._is_any_layout(spec) then return spec end
+  if is_any_layout(spec) then return spec end
   if spec == "row" then
     if type(shape) == "number" then return L.make_layout(shape) end
     return L.make_layout(shape, it.suffix_product(shape))
@@ -390,7 +391,21 @@ end
 -- layouts that are not a permutation of their span, and bool stay on the host.
 local DEVICE_FILL_MIN = 65536
 
+-- The device fill: a kernel of cute.lib, a layer above this module, which
+-- the `cute` namespace plugs in (set_device_fill) when this module loads.
+local fill_launch = nil
+
+--- Installs fn(t, mode, a, b, seed) as the fill of large tensors on the
+-- device (cute.lib.fill.launch; `require "cute"` installs it, and without it
+-- every fill runs on the host). Returns the function it replaces.
+function M.set_device_fill(fn)
+  local old = fill_launch
+  fill_launch = fn
+  return old
+end
+
 local function device_fill(t)
+  if not fill_launch then return false end
   local n = L.size(t.layout)
   return n >= DEVICE_FILL_MIN and t.dtype.name ~= "bool" and L.cosize(t.layout) == n and is_dense(t.layout)
 end
@@ -404,7 +419,7 @@ end
 function methods:iota(start, step)
   start, step = start or 0, step or 1
   if device_fill(self) then
-    require("cute.lib.fill").launch(flat_view(self), "iota", start, step)
+    fill_launch(flat_view(self), "iota", start, step)
     return self
   end
   upload(self, L.size(self.layout), function(i) return start + i * step end)
@@ -423,7 +438,7 @@ local function random_fill(t, normal, a, b, seed)
   local dt = t.dtype
   seed = next_seed(seed)
   if device_fill(t) then
-    require("cute.lib.fill").launch(flat_view(t), normal and "normal" or "uniform", a, b, seed)
+    fill_launch(flat_view(t), normal and "normal" or "uniform", a, b, seed)
     return t
   end
   if is_identity(t.layout) then
@@ -483,8 +498,6 @@ function methods:read_file(path)
   self.buffer:copy_from_host(s, #s, self.offset)
   return self
 end
-
-M._exports = { "empty_like", "from_ptr", "fake_tensor" }
 
 -- cute.tensor(dt, shape, spec) is M.tensor; the module stays reachable as cute.tensor.*
 return setmetatable(M, { __call = function(_, ...) return M.tensor(...) end })

@@ -26,6 +26,8 @@
 -- size (M.pick), or are given.
 local cute = require "cute"
 local err = require "cute._err"
+local atoms = require "cute.atom"
+local trace_atom = require "cute.trace.atom"
 
 local M = {}
 
@@ -542,19 +544,27 @@ function M.plan(A, B, C, opts)
     grid = { grid_x, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C }, opts
 end
 
---- C = alpha * A @ B + beta * C on device tensors: A (M x K), B (K x N), C
--- (M x N), each optionally batched (a third mode L), any strides with one
--- unit stride each. C is made (f32, or i32 for 8-bit integers; row-major)
--- when not given. opts: alpha (1), beta (0; C is then not read), config (a
--- table overriding M.pick's: bm, bn, bk, stages, wm, wn), stream.
--- Returns C.
-function M.gemm(A, B, C, opts)
+-- C = alpha * A @ B + beta * C on device tensors (M.gemm)
+local function host_gemm(A, B, C, opts)
   local p
   p, opts = M.plan(A, B, C, opts)
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
   local a = p.args
   p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(a[1], a[2], a[3], a[4], a[5])
   return p.C
+end
+
+--- cute.gemm. On the host, C = alpha * A @ B + beta * C on device tensors:
+-- gemm(A, B[, C, opts]), A (M x K), B (K x N), C (M x N), each optionally
+-- batched (a third mode L), any strides with one unit stride each. C is made
+-- (f32, or i32 for 8-bit integers; row-major) when not given. opts: alpha
+-- (1), beta (0; C is then not read), config (a table overriding M.pick's:
+-- bm, bn, bk, stages, wm, wn), stream. Returns C. Inside a kernel,
+-- gemm(tiled_mma or mma_atom, D, A, B, C) on register fragments
+-- (cute.trace.atom.gemm).
+function M.gemm(A, ...)
+  if atoms.is_tiled_mma(A) or atoms.is_mma_atom(A) then return trace_atom.gemm(A, ...) end
+  return host_gemm(A, ...)
 end
 
 return M

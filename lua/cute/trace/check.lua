@@ -22,6 +22,7 @@
 -- Bytes 256..511 are the scratch area that redirected global accesses use.
 local core = require "cute.trace.core"
 local ops = require "cute.trace.ops"
+local control = require "cute.trace.control"
 local dtype = require "cute.dtype"
 
 local M = {}
@@ -77,18 +78,17 @@ local function root_of(T, ref)
 end
 
 local function i32c(v) return core.const(core.i32, v) end
+local function sreg(name) return emit("sreg", core.i32, nil, nil, nil, imm("G", name)) end
 
 -- Writes the record (first failure only) and counts the failure.
 local function record(C, site, off, lim)
-  local control = require "cute.trace.control"
-  local sync = require "cute.trace.sync"
   local e = C.err
   local function word(i) return emit("gep", core.ptr(core.i32, "global", 4), e, i32c(i)) end
   local old = emit("atom.cas", core.i32, e, i32c(0), i32c(1), imm("O", "relaxed"), imm("S", "gpu"))
   emit("atom", core.i32, word(1), i32c(1), nil, imm("A", "add"), imm("O", "relaxed"), imm("S", "gpu"))
   control.if_(emit("icmp", core.bool, old, i32c(0), nil, imm("P", "eq")), function()
-    local b, t = sync.block_idx(), sync.thread_idx()
-    local vals = { i32c(site), b.x, b.y, b.z, t.x, t.y, t.z }
+    local vals = { i32c(site), sreg("ctaid.x"), sreg("ctaid.y"), sreg("ctaid.z"), sreg("tid.x"), sreg("tid.y"),
+      sreg("tid.z") }
     if off then
       local function lo(x) return ops.to(x, dtype.i32) end
       local function hi(x) return ops.to(emit("lshr", core.i64, x, core.const(core.i64, 32)), dtype.i32) end
@@ -144,7 +144,6 @@ function M.access(p, bytes, what, src_bytes)
     end
   end
   local site = new_site(C, { what = what, bytes = bytes, name = name })
-  local control = require "cute.trace.control"
   control.if_(ops.not_(ok), function()
     local o64 = shared and ops.to(off, dtype.i64) or off
     local l64 = shared and ops.to(lim, dtype.i64) or lim
@@ -166,7 +165,6 @@ function M.assert_fail(cond, msg)
   local T = core.current()
   local C = T.check
   local site = new_site(C, { what = "assert", msg = msg })
-  local control = require "cute.trace.control"
   C.busy = true
   control.if_(ops.not_(cond), function() record(C, site) end)
   C.busy = false

@@ -101,7 +101,7 @@ function M.range(a, b, c, d, e)
     for key in pairs(opts) do
       if key ~= "unroll" then
         err.raise("cute.range: unknown option '%s'%s (the options are: unroll)", tostring(key),
-          require("cute.compiler")._did_you_mean(key, { "unroll" }))
+          err.did_you_mean(key, { "unroll" }))
       end
     end
     if unroll ~= nil and type(unroll) ~= "boolean" and not (type(unroll) == "number" and unroll == math.floor(unroll)
@@ -274,7 +274,5 @@ function M.var(dt, init)
   if init ~= nil then v:set(init) end
   return v
 end
-
-M._exports = { "range", "if_", "while_", "break_", "continue_", "return_", "var" }
 
 return M

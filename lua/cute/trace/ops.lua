@@ -506,7 +506,4 @@ Value.__cute_int = {
   shl = function(a, b) return Value.shl(a, b) end,
 }
 
-M._exports = { "asm", "and_", "or_", "not_", "to", "bitcast", "min", "max", "where", "abs", "fma", "fmod" }
-for _, name in ipairs(MATH) do M._exports[#M._exports + 1] = name end
-
 return M

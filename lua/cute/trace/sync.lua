@@ -12,6 +12,7 @@ local core = require "cute.trace.core"
 local ops = require "cute.trace.ops"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
+local control = require "cute.trace.control"
 local check = require "cute.trace.check"
 
 local M = {}
@@ -284,7 +285,6 @@ function M.assert_(cond, msg)
   end
   if T.check then return check.assert_fail(cond, msg) end
   local where = err.where() or "?"
-  local control = require "cute.trace.control"
   control.if_(ops.not_(cond), function()
     M.printf("cutelua device assertion failed at %s: %s (block (%d,%d,%d), thread (%d,%d,%d))\n", where,
       msg or "assertion", M.block_idx().x, M.block_idx().y, M.block_idx().z, M.thread_idx().x, M.thread_idx().y,
@@ -303,12 +303,5 @@ for name, f in pairs(M) do
     end
   end
 end
-
-M._exports = { "thread_idx", "block_idx", "block_dim", "grid_dim", "cluster_idx", "cluster_dim",
-  "block_idx_in_cluster", "cluster_shape", "block_rank_in_cluster", "lane_idx", "warp_idx", "smid", "clock",
-  "clock64", "globaltimer", "sync_threads", "barrier", "sync_warp", "fence", "shuffle", "shuffle_up",
-  "shuffle_down", "shuffle_xor", "vote_all", "vote_any", "vote_uni", "ballot", "warp_reduce", "warp_reduce_shuffle",
-  "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor", "atomic_exch", "atomic_inc",
-  "atomic_dec", "atomic_cas", "printf", "assert_" }
 
 return M

@@ -16,10 +16,12 @@ local ops = require "cute.trace.ops"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
 local L = require "cute.layout"
+local is_any_layout = L.internal.is_any_layout
 local LA = require "cute.layout_algebra"
 local LT = require "cute.layout_tile"
 local it = require "cute.int_tuple"
 local arith = require "cute.arith"
+local control = require "cute.trace.control"
 local check = require "cute.trace.check"
 local checked = check.access -- p, or a safe address in checked kernels
 
@@ -44,7 +46,7 @@ function M.make_tensor(ptr, layout, dt)
   if is_value(ptr) and type_of(ptr).kind == "ptr" then
     local pt = type_of(ptr)
     dt = dt or pt.elem.dtype
-    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    if not is_any_layout(layout) then layout = L.make_layout(layout) end
     return new { engine = "ptr", ptr = ptr, layout = layout, dtype = dt, space = pt.space, align = pt.align }
   end
   err.raise("make_tensor: expected a pointer value, got %s", core.describe(ptr))
@@ -63,7 +65,7 @@ end
 function M.make_rmem_tensor(layout_or_shape, dt)
   local T = core.current()
   if not T then err.raise("make_rmem_tensor can only be used while tracing a kernel") end
-  local layout = L._is_any_layout(layout_or_shape) and layout_or_shape or L.make_layout(layout_or_shape)
+  local layout = is_any_layout(layout_or_shape) and layout_or_shape or L.make_layout(layout_or_shape)
   dt = dtype.get(dt)
   local n = static_cosize(layout, "make_rmem_tensor")
   local t = core.scalar(dt)
@@ -108,7 +110,6 @@ local function address(t, offset, align)
   end
   return emit("gep", pt, t.ptr, offset)
 end
-M._address = address
 
 -- Static bounds: a static coordinate (or static leaves of one) outside a
 -- static extent of the tensor's shape is an error at the user's line, for
@@ -158,14 +159,13 @@ local function check_bounds(t, c)
   local bad, n = find_oob(s, c)
   if bad then
     if type(c) == "table" then
-      err.raise("coordinate %s is out of bounds of %s: %s is not in 0..%s, the extent of its mode", it._show(c),
+      err.raise("coordinate %s is out of bounds of %s: %s is not in 0..%s, the extent of its mode", it.pretty_str(c),
         tostring(t), arith.show(bad), arith.show(n - 1))
     end
     err.raise("index %s is out of bounds of %s, which has %s elements (0..%s)", arith.show(c), tostring(t),
       arith.show(n), arith.show(n - 1))
   end
 end
-M._check_bounds = check_bounds
 
 local function coord_offset(t, c)
   check_bounds(t, c)
@@ -235,8 +235,6 @@ local function with_offset(t, off, layout)
   return new { engine = "identity", layout = layout, offset = off, space = "none" }
 end
 
-M._with_offset = with_offset
-M._coord_offset = coord_offset
 
 local function has_underscore(c) return type(c) == "table" and it.has_underscore(c) end
 
@@ -326,9 +324,10 @@ function M.local_partition(t, tile, index, proj)
 end
 
 for _, name in ipairs { "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition" } do
+  local f = name == "composition" and L.composition or LA[name]
   M[name] = function(t, ...)
-    if is_tensor(t) then return apply(t, LA[name], ...) end
-    return LA[name](t, ...)
+    if is_tensor(t) then return apply(t, f, ...) end
+    return f(t, ...)
   end
 end
 
@@ -336,10 +335,9 @@ end
 local function layout_of(x)
   if type(x) ~= "table" then return nil end
   local l = rawget(x, "layout")
-  if l and L._is_any_layout(l) and not L._is_any_layout(x) then return l end
+  if l and is_any_layout(l) and not is_any_layout(x) then return l end
   return nil
 end
-M._layout_of = layout_of
 
 for _, name in ipairs { "size", "rank", "depth", "shape", "stride", "cosize" } do
   M[name] = function(x, ...)
@@ -402,7 +400,6 @@ local function vector_width(src, dst, n)
   while w > 1 and not (aligned(src) and aligned(dst)) do w = w / 2 end
   return math.max(1, w)
 end
-M._vector_width = vector_width
 
 -- Elements base .. base + w - 1 of a register fragment as one vector (or,
 -- given vec, written from one): when they are consecutive elements of its
@@ -428,19 +425,11 @@ local function var_vector(t, base, w, vec)
   return core.value(ref, core.vec(t.dtype, w))
 end
 
-M._var_vector = var_vector
-
 --- Copies src into dst elementwise (same size, statically known), with vector
 -- accesses of up to 16 bytes where both layouts are contiguous and aligned.
 -- pred: optional bool-valued tensor or function(i) -> bool value selecting the
 -- elements to copy (predicated elements are left alone).
-function M.copy(src, dst, pred, pred2)
-  if type(src) == "table" and not is_tensor(src) and (getmetatable(src) or {}).__name ~= nil then
-    local A = require "cute.atom"
-    if A.is_copy_atom(src) or A.is_tiled_copy(src) then
-      return require("cute.trace.atom").copy_with(src, dst, pred, pred2)
-    end
-  end
+function M.copy(src, dst, pred)
   if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
   local n = L.size(src.layout)
   if n ~= L.size(dst.layout) then
@@ -457,7 +446,6 @@ function M.copy(src, dst, pred, pred2)
     return v
   end
   if pred then
-    local control = require "cute.trace.control"
     for i = 0, n - 1 do
       local p = type(pred) == "function" and pred(i) or pred[i]
       control.if_(p, function() dst[i] = convert(src[i]) end)
@@ -536,7 +524,6 @@ local function storage_size(layout, what)
   if type(n) ~= "number" then err.raise("%s needs a static layout, got %s", what, tostring(layout)) end
   return n
 end
-M._storage_size = storage_size
 
 -- Shared memory a block may have (static plus dynamic), as the IR's
 -- verifier counts it: 227 KiB (sm_90; smaller GPUs have less, which ptxas
@@ -558,7 +545,7 @@ function M.make_smem_tensor(dt, layout, align)
   local T = core.current()
   if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
   dt = dtype.get(dt)
-  if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+  if not is_any_layout(layout) then layout = L.make_layout(layout) end
   local n = storage_size(layout, "a shared memory tensor")
   align = align or 128
   check_smem(T.smem_bytes + n * dt.bytes, T.dyn_smem or 0, n * dt.bytes, "a shared memory tensor")
@@ -580,7 +567,7 @@ function M.smem_allocator()
   local a = { offset = 0, T = T }
   function a.tensor(self, dt, layout, align)
     dt = dtype.get(dt)
-    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    if not is_any_layout(layout) then layout = L.make_layout(layout) end
     local n = storage_size(layout, "a shared memory tensor")
     align = align or 128
     self.offset = math.ceil(self.offset / align) * align
@@ -602,7 +589,7 @@ function M.smem_allocator()
   function a.reuse(self, dt, layout, byte_offset)
     dt = dtype.get(dt)
     byte_offset = byte_offset or 0
-    if not L._is_any_layout(layout) then layout = L.make_layout(layout) end
+    if not is_any_layout(layout) then layout = L.make_layout(layout) end
     local n = storage_size(layout, "a shared memory tensor")
     if not self.base or byte_offset < 0 or byte_offset + n * dt.bytes > self.offset then
       err.raise("smem:reuse: %d bytes from byte %d, but %d bytes of shared memory are carved", n * dt.bytes,
@@ -636,9 +623,14 @@ function M.opaque(t)
   return t
 end
 
-M._exports = { "opaque", "make_tensor", "make_rmem_tensor", "make_fragment", "make_fragment_like",
-  "make_rmem_tensor_like", "make_identity_tensor", "make_smem_tensor", "smem_allocator", "local_tile",
-  "local_partition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition", "size",
-  "rank", "depth", "shape", "stride", "cosize", "copy" }
+-- For cute.trace.atom and cute.trace.partition ------------------------------------
+
+--- What the tracer's atom modules build on; not for users (no argument checks).
+M.internal = {
+  address = address, -- address(t, offset[, align]): the pointer value of element offset of a tensor in memory
+  coord_offset = coord_offset, -- coord_offset(t, c): the element offset of coordinate c (bounds checked)
+  with_offset = with_offset, -- with_offset(t, offset, layout): the sub-tensor at an element offset
+  var_vector = var_vector, -- var_vector(t, base, w[, vec]): w elements of a fragment as one vector (read or write)
+}
 
 return M

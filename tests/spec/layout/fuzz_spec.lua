@@ -78,7 +78,7 @@ end
 local function valid_tuple(t, leaf, depth)
   depth = depth or 0
   if depth > cute.int_tuple.MAX_DEPTH then return false end
-  if type(t) == "table" and (getmetatable(t) == nil or getmetatable(t) == cute.int_tuple._TUPLE) then
+  if type(t) == "table" and (getmetatable(t) == nil or getmetatable(t) == cute.int_tuple.internal.TUPLE) then
     if #t == 0 then return false end
     for i = 1, #t do
       if not valid_tuple(t[i], leaf, depth + 1) then return false end
@@ -106,7 +106,7 @@ local function check_result(r, numeric, call, seen, depth)
       error(call .. " returned a layout with an invalid stride: " .. tostring(r), 0)
     end
   elseif type(r) == "table" and not seen[r] and (getmetatable(r) == nil
-    or getmetatable(r) == cute.int_tuple._TUPLE) then
+    or getmetatable(r) == cute.int_tuple.internal.TUPLE) then
     seen[r] = true
     for i = 1, #r do check_result(r[i], numeric, call, seen, depth + 1) end
   end
@@ -254,7 +254,7 @@ end
 -- a copy of tuple t with one random leaf replaced by a bad value
 local function spoil_leaf(t, depth)
   depth = depth or 0
-  if type(t) ~= "table" or getmetatable(t) ~= nil and getmetatable(t) ~= cute.int_tuple._TUPLE or depth > 8 then
+  if type(t) ~= "table" or getmetatable(t) ~= nil and getmetatable(t) ~= cute.int_tuple.internal.TUPLE or depth > 8 then
     return bad_value()
   end
   local r = {}

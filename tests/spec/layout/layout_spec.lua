@@ -21,7 +21,7 @@ describe("cute.layout", function()
     -- cute.local_tile and cute.composition also take tensors (cute.trace.tensor);
     -- on layouts they are the layout functions
     local l = cute.make_layout({ 8, 8 })
-    local l1, o1 = cute.layout.local_tile(l, { 2, 4 }, { 1, 1 })
+    local l1, o1 = cute.layout_tile.local_tile(l, { 2, 4 }, { 1, 1 })
     local l2, o2 = cute.local_tile(l, { 2, 4 }, { 1, 1 })
     assert.equal(tostring(l1), tostring(l2))
     assert.equal(o1, o2)

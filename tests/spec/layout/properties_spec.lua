@@ -300,7 +300,7 @@ describe("layout algebra properties", function()
   end)
 
   it("gives the same results with and without the cache", function()
-    local algebra = require "cute.layout_algebra"
+    local memoize = require("cute.layout").internal.memoize -- the cache of results, off and on
     local function outcome(f, ...) -- the result or the error, as text
       local ok, r = pcall(f, ...)
       return ok and tostring(r) or r
@@ -315,9 +315,9 @@ describe("layout algebra properties", function()
       return out
     end
     local on = run()
-    algebra._memoize(false)
+    memoize(false)
     local off = run()
-    algebra._memoize(true)
+    memoize(true)
     assert.same(off, on)
     assert.same(on, run())
   end)
