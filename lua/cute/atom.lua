@@ -133,12 +133,18 @@ end
 M.nvgpu = { warp = {}, cpasync = {} }
 local warp, cpasync = M.nvgpu.warp, M.nvgpu.cpasync
 -- The Hopper atoms live in their own modules, loaded on first use:
--- cute.nvgpu.warpgroup (wgmma).
+-- cute.nvgpu.warpgroup (wgmma) and the TMA ops among cute.nvgpu.cpasync.
 setmetatable(M.nvgpu, { __index = function(t, k)
   if k ~= "warpgroup" then return nil end
   local wg = require "cute.nvgpu.warpgroup"
   rawset(t, k, wg)
   return wg
+end })
+setmetatable(cpasync, { __index = function(t, k)
+  if type(k) ~= "string" or k:byte(1) == 95 then return nil end
+  local v = rawget(require "cute.nvgpu.tma", k)
+  if v ~= nil then rawset(t, k, v) end
+  return v
 end })
 
 --- mma.sync with f16 or bf16 inputs: ab_dtype (f16, bf16), acc_dtype (f32,

@@ -294,5 +294,8 @@ describe("warpgroup MMA atoms", function()
 
   it("are reachable as cute.nvgpu.warpgroup", function()
     assert.equal(wg, cute.nvgpu.warpgroup)
+    assert.equal(require("cute.nvgpu.tma").CopyBulkTensorTileG2SOp, cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp)
+    assert.is_function(cute.nvgpu.cpasync.CopyG2SOp)
+    assert.is_nil(cute.nvgpu.cpasync.NoSuchOp)
   end)
 end)
