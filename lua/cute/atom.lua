@@ -138,6 +138,20 @@ end
 
 M.nvgpu = { warp = {}, cpasync = {} }
 local warp, cpasync = M.nvgpu.warp, M.nvgpu.cpasync
+-- The Hopper atoms live in their own modules, loaded on first use:
+-- cute.nvgpu.warpgroup (wgmma) and the TMA ops among cute.nvgpu.cpasync.
+setmetatable(M.nvgpu, { __index = function(t, k)
+  if k ~= "warpgroup" then return nil end
+  local wg = require "cute.nvgpu.warpgroup"
+  rawset(t, k, wg)
+  return wg
+end })
+setmetatable(cpasync, { __index = function(t, k)
+  if type(k) ~= "string" or k:byte(1) == 95 then return nil end
+  local v = rawget(require "cute.nvgpu.tma", k)
+  if v ~= nil then rawset(t, k, v) end
+  return v
+end })
 
 --- mma.sync with f16 or bf16 inputs: ab_dtype (f16, bf16), acc_dtype (f32,
 -- or f16 for f16 inputs), shape_mnk {16, 8, 16} or {16, 8, 8}.
@@ -162,14 +176,17 @@ end
 local MmaAtom = { __name = "MmaAtom" }
 MmaAtom.__index = MmaAtom
 MmaAtom.__tostring = function(a)
-  return string.format("MmaAtom(%s %s x %s -> %s, sm_%d)", a.ir.shape, a.a_dtype.name, a.b_dtype.name,
-    a.c_dtype.name, a.sm)
+  return string.format("MmaAtom(%s %s x %s -> %s, %s)", a.ir.shape, a.a_dtype.name, a.b_dtype.name,
+    a.c_dtype.name, a.arch or ("sm_" .. a.sm))
 end
 
 --- An MMA atom from an op (cute.nvgpu.warp.Mma*Op(...)); an error lists the
 -- atoms that exist when the combination is not one.
 function M.make_mma_atom(op)
-  if getmetatable(op) ~= MmaOp then
+  -- ops of other modules (cute.nvgpu.warpgroup) build their own atoms
+  local mt = getmetatable(op)
+  if type(mt) == "table" and rawget(mt, "__make_mma_atom") then return mt.__make_mma_atom(op) end
+  if mt ~= MmaOp then
     err.raise("make_mma_atom: expected an MMA op (cute.nvgpu.warp.MmaF16BF16Op(...) and siblings), got %s",
       tostring(op))
   end
@@ -224,18 +241,21 @@ end
 local TiledMma = { __name = "TiledMma" }
 TiledMma.__index = TiledMma
 TiledMma.__tostring = function(t)
-  return string.format("TiledMma(%s, warps %dx%dx%d, tile %dx%dx%d, %d threads)", tostring(t.atom), t.warps[1],
+  return string.format("TiledMma(%s, %s %dx%dx%d, tile %dx%dx%d, %d threads)", tostring(t.atom),
+    t.atom.threads == 128 and "warpgroups" or "warps", t.warps[1],
     t.warps[2], t.warps[3], t.tile_mnk[1], t.tile_mnk[2], t.tile_mnk[3], t.size)
 end
 
---- A tiled MMA: the atom repeated over atom_layout_mnk warps ({WM, WN, 1},
+--- A tiled MMA: the atom repeated over atom_layout_mnk warps (warpgroups of 128
+-- threads for a cute.nvgpu.warpgroup atom) ({WM, WN, 1},
 -- default {1, 1, 1}; warp w is (w % WM, w // WM)), covering a tile of
 -- permutation_mnk ({TM, TN, TK}, multiples of the warps' tile; default the
 -- warps' tile): each thread then holds TM / (atom M * WM) x TN / (atom N * WN)
 -- atoms of C and TK / atom K steps of A and B.
 function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
   if getmetatable(atom) ~= MmaAtom then
-    if getmetatable(atom) == MmaOp then atom = M.make_mma_atom(atom) else
+    local mt = getmetatable(atom)
+    if mt == MmaOp or (type(mt) == "table" and rawget(mt, "__make_mma_atom")) then atom = M.make_mma_atom(atom) else
       err.raise("make_tiled_mma: expected an MMA atom, got %s", tostring(atom))
     end
   end
@@ -251,7 +271,7 @@ function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
     err.raise("make_tiled_mma: the tile %dx%dx%d must be a multiple of the warps' %dx%dx%d", tm, tn, tk, am * wm,
       an * wn, ak)
   end
-  local t = setmetatable({ atom = atom, warps = { wm, wn, 1 }, tile_mnk = { tm, tn, tk }, size = 32 * wm * wn,
+  local t = setmetatable({ atom = atom, warps = { wm, wn, 1 }, tile_mnk = { tm, tn, tk }, size = atom.threads * wm * wn,
     rep = { tm / (am * wm), tn / (an * wn), tk / ak } }, TiledMma)
   -- The warps' tile (one atom a warp): what partition_A/B/C divide tensors
   -- by; a thread's values there are the atom's, in register order.
