@@ -183,9 +183,9 @@ end
 --- An MMA atom from an op (cute.nvgpu.warp.Mma*Op(...)); an error lists the
 -- atoms that exist when the combination is not one.
 function M.make_mma_atom(op)
-  -- ops of other modules (cute.nvgpu.warpgroup) build their own atoms
+  -- ops of other modules (cute.nvgpu.warpgroup) give their atoms' fields
   local mt = getmetatable(op)
-  if type(mt) == "table" and rawget(mt, "__make_mma_atom") then return mt.__make_mma_atom(op) end
+  if type(mt) == "table" and rawget(mt, "__make_mma_atom") then return setmetatable(mt.__make_mma_atom(op), MmaAtom) end
   if mt ~= MmaOp then
     err.raise("make_mma_atom: expected an MMA op (cute.nvgpu.warp.MmaF16BF16Op(...) and siblings), got %s",
       tostring(op))

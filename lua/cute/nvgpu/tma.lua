@@ -100,7 +100,7 @@ local function is_int(x) return type(x) == "number" and x == floor(x) end
 -- elements), the TMA dimension order (dim d is mode order[d], 1-based
 -- here), dims and byte strides in that order, and the base alignment.
 local function global_view(t, what)
-  if type(t) ~= "table" or not t.dtype or not L._is_any_layout(t.layout) then
+  if type(t) ~= "table" or not t.dtype or not L.internal.is_any_layout(t.layout) then
     err.raise("%s: expected a global tensor (cute.tensor or cute.fake_tensor), got %s", what, tostring(t))
   end
   local dt = t.dtype
@@ -284,18 +284,18 @@ function M.make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_mult
   local tile = {}
   for j = 1, R do
     local t = cta_tiler[j] or 1
-    if type(t) == "table" and L._is_any_layout(t) then t = L.size(t) end
+    if type(t) == "table" and L.internal.is_any_layout(t) then t = L.size(t) end
     if not is_int(t) or t < 1 then
       err.raise("%s: cta_tiler %s: extents must be positive static integers", what, show_list(cta_tiler))
     end
     tile[j] = t
   end
   -- the shared-memory layout: swizzle, offset, outer layout over the tiler's modes
-  if not L._is_any_layout(smem_layout) then
+  if not L.internal.is_any_layout(smem_layout) then
     err.raise("%s: expected a shared-memory layout, got %s", what, tostring(smem_layout))
   end
   local sw, soff, outer = nil, 0, smem_layout
-  if L._is_composed(smem_layout) then
+  if L.is_composed_layout(smem_layout) then
     if not swizzle.is_swizzle(smem_layout.inner) then
       err.raise("%s: %s is composed with %s, not a swizzle", what, tostring(smem_layout),
         tostring(smem_layout.inner))
@@ -563,12 +563,12 @@ function M.tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor)
   local stage_stride = nil
   if smem_tensor ~= nil then
     local lay = smem_tensor
-    if not L._is_any_layout(lay) and type(lay) == "table" then lay = rawget(lay, "layout") end
-    if not L._is_any_layout(lay) then
+    if not L.internal.is_any_layout(lay) and type(lay) == "table" then lay = rawget(lay, "layout") end
+    if not L.internal.is_any_layout(lay) then
       err.raise("%s: smem_tensor must be a shared-memory layout or a tensor with one, got %s", what,
         tostring(smem_tensor))
     end
-    local outer = L._is_composed(lay) and lay.outer or lay
+    local outer = L.is_composed_layout(lay) and lay.outer or lay
     local r = L.rank(outer)
     local nt = atom.tiler_rank
     if r ~= nt and r ~= nt + 1 then
@@ -576,9 +576,9 @@ function M.tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor)
         tostring(lay), r, nt)
     end
     local ref = atom.smem_layout
-    local ref_outer = L._is_composed(ref) and ref.outer or ref
-    local same = (L._is_composed(lay) and lay.inner or nil) == (L._is_composed(ref) and ref.inner or nil)
-      and (L._is_composed(lay) and lay.offset or 0) == (L._is_composed(ref) and ref.offset or 0)
+    local ref_outer = L.is_composed_layout(ref) and ref.outer or ref
+    local same = (L.is_composed_layout(lay) and lay.inner or nil) == (L.is_composed_layout(ref) and ref.inner or nil)
+      and (L.is_composed_layout(lay) and lay.offset or 0) == (L.is_composed_layout(ref) and ref.offset or 0)
     for j = 1, nt do
       if not same then break end
       local n = r == 1 and L.size(outer) or L.size(outer, j - 1)
@@ -600,8 +600,9 @@ function M.tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor)
     end
   end
   if gmem_tensor ~= nil then
-    local glay = L._is_any_layout(gmem_tensor) and gmem_tensor or (type(gmem_tensor) == "table" and gmem_tensor.layout)
-    if not L._is_any_layout(glay) or tostring(L.shape(glay)) ~= tostring(L.shape(atom.gmem.layout)) then
+    local glay = L.internal.is_any_layout(gmem_tensor) and gmem_tensor
+      or (type(gmem_tensor) == "table" and gmem_tensor.layout)
+    if not L.internal.is_any_layout(glay) or tostring(L.shape(glay)) ~= tostring(L.shape(atom.gmem.layout)) then
       err.raise("%s: gmem_tensor %s does not have the shape the atom was made for (%s)", what, tostring(gmem_tensor),
         tostring(atom.gmem.layout))
     end

@@ -242,13 +242,13 @@ function M.a_rs_layout(bits) return make_layout(A_RS[bits][1], A_RS[bits][2]) en
 -- whole (rows x k) operand (thread stride 0), as CuTe's ABLayout.
 function M.smem_operand_layout(rows, k) return make_layout({ 128, { rows, k } }, { 0, { 1, rows } }) end
 
+-- The fields of the atom; cute.atom.make_mma_atom makes them an MmaAtom.
 local function make_atom(op)
-  local atom_mod = require "cute.atom"
   local n, k = op.shape_mnk[2], op.shape_mnk[3]
   local shape = string.format("m64n%dk%d", n, k)
   local ir_name = { i8 = "s8", u8 = "u8", i32 = "s32" }
   local function irn(d) return ir_name[d.name] or d.name end
-  local a = setmetatable({
+  local a = {
     kind = "mma", wgmma = true, shape_mnk = { 64, n, k }, a_dtype = op.a, b_dtype = op.b, c_dtype = op.acc,
     sm = 90, arch = "sm_90a", threads = 128, op = op,
     a_src = op.a_src, a_major = op.a_major, b_major = op.b_major,
@@ -256,7 +256,7 @@ local function make_atom(op)
     tv_a = op.a_src == RMEM and M.a_rs_layout(op.a.bits) or M.smem_operand_layout(64, k),
     tv_b = M.smem_operand_layout(n, k),
     tv_c = M.c_layout(n),
-  }, atom_mod._MmaAtom)
+  }
   a.values = { a = L.size(a.tv_a, 1), b = L.size(a.tv_b, 1), c = L.size(a.tv_c, 1) }
   -- 32-bit registers a thread gives: A (RS) 4, A and B from shared memory
   -- none (a 64-bit descriptor each), C n/2 (f32, s32) or n/4 (f16 pairs)
@@ -330,7 +330,7 @@ end
 -- stages last.
 function M.tile_to_mma_shape(atom, shape, major)
   local what = "warpgroup.tile_to_mma_shape"
-  if not L._is_any_layout(atom) then err.raise("%s: expected a layout atom, got %s", what, tostring(atom)) end
+  if not L.internal.is_any_layout(atom) then err.raise("%s: expected a layout atom, got %s", what, tostring(atom)) end
   major = pick(M.OperandMajorMode, major, what .. ": major")
   if type(shape) ~= "table" or (#shape ~= 2 and #shape ~= 3) then
     err.raise("%s: the shape is {MN, K} or {MN, K, stages}, got %s", what, shape_text(shape))
@@ -338,7 +338,7 @@ function M.tile_to_mma_shape(atom, shape, major)
   local order
   if #shape == 2 then order = major == K_MAJOR and { 1, 2 } or { 2, 1 }
   else order = major == K_MAJOR and { 1, 2, 3 } or { 2, 1, 3 } end
-  return L.tile_to_shape(atom, shape, order)
+  return require("cute.layout_tile").tile_to_shape(atom, shape, order)
 end
 
 local function smem_layout_operand(which, major, tiler_mnk, dt, stages)
@@ -472,10 +472,11 @@ end
 function M.make_smem_desc(layout, dt, major, opts)
   local what = "warpgroup.make_smem_desc"
   local lay = layout
-  if type(layout) == "table" and not L._is_any_layout(layout) and L._is_any_layout(rawget(layout, "layout")) then
+  local is_layout = L.internal.is_any_layout
+  if type(layout) == "table" and not is_layout(layout) and is_layout(rawget(layout, "layout")) then
     lay = layout.layout
   end
-  if not L._is_any_layout(lay) then
+  if not L.internal.is_any_layout(lay) then
     err.raise("%s: expected a layout (or a tensor) over (MN, K), got %s", what, tostring(layout))
   end
   if dt == nil then err.raise("%s: the dtype is missing", what) end
@@ -487,7 +488,7 @@ function M.make_smem_desc(layout, dt, major, opts)
   if opts ~= nil and type(opts) ~= "table" then err.raise("%s: opts must be a table such as {mn = 64}", what) end
   -- the swizzle, the offset and the outer layout
   local sw, offset, outer = nil, 0, lay
-  if L._is_composed(lay) then
+  if L.is_composed_layout(lay) then
     if not swizzle.is_swizzle(lay.inner) then
       err.raise("%s: %s is composed with %s, not a swizzle", what, tostring(lay), tostring(lay.inner))
     end
