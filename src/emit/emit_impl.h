@@ -219,4 +219,11 @@ int em_sv_extract(Em *e, IrRef v);
 void em_op(Em *e, IrRef v);
 int em_mem_op(Em *e, IrRef v);
 
+/* The Hopper parts' lowerings (each returns 0 for an op it does not lower):
+   the warpgroup MMA (emit_wgmma.c), the bulk tensor engine and bulk copies
+   (emit_tma.c), mbarriers, fences, clusters, DSMEM, setmaxnreg (emit_sync90.c). */
+int em_wgmma_op(Em *e, IrRef v);
+int em_tma_op(Em *e, IrRef v);
+int em_sync90_op(Em *e, IrRef v);
+
 #endif

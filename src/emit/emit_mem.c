@@ -5,9 +5,9 @@
  * (intrinsics where LLVM 7 knows them), barriers, fences, shuffles, votes,
  * reductions, mma.sync, ldmatrix/stmatrix and cp.async.
  *
- * Hopper ops (wgmma, TMA, mbarrier, ...) land here: most are an EmAsm with
- * their operands, like emit_mma and emit_cpasync; the fixed ones need only the
- * ASM0 row in ir_ops.h. */
+ * The Hopper ops have a file per part: emit_wgmma.c, emit_tma.c, emit_sync90.c
+ * (most are an EmAsm with their operands, like emit_mma and emit_cpasync; the
+ * fixed ones need only an ASM0 row in ir_ops.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -766,7 +766,7 @@ int em_mem_op(Em *e, IrRef v) {
     case IR_LOW_CPASYNC: emit_cpasync(e, v); break;
     case IR_LOW_ASM0: emit_asm0(e, v); break;
     case IR_LOW_CPWAIT: emit_cpwait(e, v); break;
-    default: return 0;
+    default: return em_wgmma_op(e, v) || em_tma_op(e, v) || em_sync90_op(e, v);
   }
   return 1;
 }

@@ -148,12 +148,12 @@ X(CPCOMMIT,  "cp.async.commit", 0, 0,   "",       NONE,     NONE,      SIDE,    
 X(CPWAIT,    "cp.async.wait",   0, 0,   "n",      NONE,     CPWAIT,    SIDE,                      CP_ASYNC, CPWAIT,   "",  "wait until at most n groups are pending; imm: n") \
 /* --- Hopper (sm_90a) ------------------------------------------------------------------------------------- */ \
 X(WGFENCE,   "wgmma.fence",     0, 0,   "",       NONE,     NONE,      SIDE|CONV,                 WGMMA,    ASM0,     "wgmma.fence.sync.aligned;", "order this warpgroup's register accesses before its later wgmma.mma_async (all four warps execute it)") \
-/* Hopper rows to come go here. Each is "a row plus its lowering":                              */ \
-/*   wgmma.commit / wgmma.wait (ASM0, CPWAIT-like), wgmma.mma (struct accumulator                */ \
-/*   of 64..128 f32, descriptors as i64 operands, like MMA), tma.load / tma.store / tma.prefetch */ \
-/*   (a param-space ptr operand from a byval param, coordinates, mbarrier ptr, multicast mask),  */ \
-/*   mbarrier.init / arrive / expect_tx / try_wait (shared ptr operands), cluster.arrive/wait,  */ \
-/*   setmaxnreg (imm), elect.one (i1 result), fence.proxy.async (ASM0), mapa (-> shared_cluster). */ \
+/* --- Hopper: the warpgroup MMA (wgmma rows) ------------------------------------------------------------------ */ \
+/* (end of the wgmma rows) */ \
+/* --- Hopper: the bulk tensor engine (TMA) and bulk copies ---------------------------------------------------- */ \
+/* (end of the TMA rows) */ \
+/* --- Hopper: mbarriers, fences, named barriers, elect, clusters, DSMEM, setmaxnreg ----------------------------- */ \
+/* (end of the sync rows) */ \
 /* --- structured control flow (builder calls: for_begin, if_begin, ... region_end) --------------------------- */ \
 X(FOR,       "for",             3, 3,   "n",      NONE,     FOR,       REGION|SIDE|INTERNAL,      NONE,     NONE,     "",  "for iv = lo; iv < hi (or > hi if step < 0); iv += step; imm: unroll (0 auto, 1 none, n, -1 full)") \
 X(IV,        "iv",              0, 0,   "",       GIVEN,    NONE,      INTERNAL,                  NONE,     NONE,     "",  "the induction variable of the enclosing for") \

@@ -809,6 +809,18 @@ static void rule_RET(Ck *c) {
   else if (n && T(c, 0) != c->f->ret) fail(c, "returning %s from @%s, which returns %s", TN(c, T(c, 0)), ir_str_get(m, c->f->name), TN(c, c->f->ret));
 }
 
+/* --- Hopper: the warpgroup MMA (wgmma) ---------------------------------------------------------------------- */
+
+/* (end of the wgmma rules) */
+
+/* --- Hopper: the bulk tensor engine (TMA) and bulk copies ----------------------------------------------------- */
+
+/* (end of the TMA rules) */
+
+/* --- Hopper: mbarriers, fences, named barriers, elect, clusters, DSMEM, setmaxnreg ------------------------------ */
+
+/* (end of the sync rules) */
+
 const IrCheckRule ir_check_rules[IR_CHK__COUNT] = {
 #define IR_RULE_ROW(id) [IR_CHK_##id] = rule_##id,
     IR_CHECK_FAMILIES(IR_RULE_ROW)

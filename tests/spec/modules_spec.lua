@@ -11,7 +11,8 @@ local LAYERS = {
   { "int_tuple" }, { "swizzle" }, { "layout" }, { "layout_algebra" }, { "layout_tile" }, { "layout_print" },
   { "dtype" }, { "compiler", "ir" }, { "runtime" }, { "tensor", "cublas", "bench" },
   { "trace.core" }, { "trace.ops" }, { "trace.control" }, { "trace.check" }, { "trace.sync" }, { "trace.tensor" },
-  { "trace.partition" }, { "nvgpu.*" }, { "atom" }, { "trace.atom" }, { "func" },
+  { "trace.partition" }, { "nvgpu.*" }, { "atom" }, { "trace.wgmma", "trace.tma", "trace.sync90" },
+  { "trace.atom" }, { "pipeline" }, { "func" },
   { "kernel_args" }, { "kernel_trace" }, { "kernel_cache", "kernel_launch" }, { "kernel" }, { "aot" },
   { "lib.*" }, -- cute.lib: kernels written against the namespace, like a user's
   { "cute" }, -- the namespace (init.lua)

@@ -43,6 +43,19 @@ end
 local arch = {}
 M.arch = arch
 
+-- The Hopper (sm_90a) instructions are the arch tables of their parts'
+-- modules, loaded at the first use of a name this table lacks.
+local PARTS = { "cute.trace.wgmma", "cute.trace.tma", "cute.trace.sync90" }
+setmetatable(arch, { __index = function(t, k)
+  for _, name in ipairs(PARTS) do
+    local f = require(name).arch[k]
+    if f ~= nil then
+      rawset(t, k, f)
+      return f
+    end
+  end
+end })
+
 local function struct_of(ty, n)
   if n == 1 then return core.scalar(ty) end
   local f = {}
