@@ -42,9 +42,15 @@ static void usage(FILE *f) {
 static void report_error(lua_State *L, int status) {
   const char *msg = lua_tostring(L, -1);
   if (msg) {
-    fprintf(stderr, "%s: %s\n", progname, msg);
     const char *tb = status == LUA_ERRRUN ? cl_host_traceback(L) : NULL;
-    if (tb) fprintf(stderr, "%s\n", tb);
+    const char *text = status == LUA_ERRRUN ? cl_host_render_error(L, msg, tb) : NULL;
+    if (text) {
+      fprintf(stderr, "%s: %s\n", progname, text);
+      lua_pop(L, 1);
+    } else {
+      fprintf(stderr, "%s: %s\n", progname, msg);
+      if (tb) fprintf(stderr, "%s\n", tb);
+    }
     fflush(stderr);
   } /* a nil error object (busted's way to say "exit 1") prints nothing */
   lua_pop(L, 1);

@@ -80,9 +80,15 @@ static void push_repl_fn(lua_State *L, const char *name) {
 
 static void print_error(lua_State *L, int status) {
   const char *msg = lua_tostring(L, -1);
-  fprintf(stderr, "%s\n", msg ? msg : "(error object is nil)");
   const char *tb = status == LUA_ERRRUN ? cl_host_traceback(L) : NULL;
-  if (tb) fprintf(stderr, "%s\n", tb);
+  const char *text = msg && status == LUA_ERRRUN ? cl_host_render_error(L, msg, tb) : NULL;
+  if (text) {
+    fprintf(stderr, "%s\n", text);
+    lua_pop(L, 1);
+  } else {
+    fprintf(stderr, "%s\n", msg ? msg : "(error object is nil)");
+    if (tb) fprintf(stderr, "%s\n", tb);
+  }
   fflush(stderr);
   lua_pop(L, 1);
 }

@@ -236,6 +236,24 @@ const char *cl_host_traceback(lua_State *L) {
   return tb;
 }
 
+const char *cl_host_render_error(lua_State *L, const char *msg, const char *tb) {
+  int top = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "cute._err");
+  if (lua_pcall(L, 1, 1, 0) != 0 || !lua_istable(L, -1)) goto fail;
+  lua_getfield(L, -1, "render");
+  if (!lua_isfunction(L, -1)) goto fail;
+  lua_pushstring(L, msg);
+  if (tb) lua_pushstring(L, tb); else lua_pushnil(L);
+  if (lua_pcall(L, 2, 1, 0) != 0 || lua_type(L, -1) != LUA_TSTRING) goto fail;
+  lua_replace(L, top + 1);
+  lua_settop(L, top + 1);
+  return lua_tostring(L, -1);
+fail:
+  lua_settop(L, top);
+  return NULL;
+}
+
 int cl_host_dobuffer(lua_State *L, const char *code, size_t len, const char *chunkname) {
   int status = luaL_loadbuffer(L, code, len, chunkname);
   if (status == 0) status = cl_host_pcall(L, 0, LUA_MULTRET);

@@ -51,6 +51,10 @@ int cl_host_push_file(struct lua_State *L, const char *path);
  * the traceback is available from cl_host_traceback until the next error. */
 int cl_host_pcall(struct lua_State *L, int nargs, int nresults);
 const char *cl_host_traceback(struct lua_State *L);
+/* The message and traceback of an error as cute._err.render writes them for a
+ * person (the source line with a caret, cutelua's frames left out), pushed on
+ * the stack; NULL, with nothing pushed, when that fails (print them as they are). */
+const char *cl_host_render_error(struct lua_State *L, const char *msg, const char *tb);
 /* Loads and runs a chunk through cl_host_pcall; mirrors luaL_dostring. */
 int cl_host_dobuffer(struct lua_State *L, const char *code, size_t len, const char *chunkname);
 

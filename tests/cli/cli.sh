@@ -43,6 +43,14 @@ expect "missing script" 1 "cannot open $T/nope.lua" "$B" "$T/nope.lua"
 expect "syntax error" 1 "syntax.lua:2: unexpected symbol near '<eof>'" "$B" "$T/syntax.lua"
 expect "runtime error" 1 "runtime.lua:2: boom" "$B" "$T/runtime.lua"
 expect "runtime traceback" 1 "runtime.lua:4: in main chunk" "$B" "$T/runtime.lua"
+# rendered after rustc: the line with a caret, cutelua's frames left out unless asked for
+expect "error caret" 1 "^2 \|   error\(\"boom\"\)$" "$B" "$T/runtime.lua"
+expect "error column" 1 "^ --> $T/runtime.lua:2:3$" "$B" "$T/runtime.lua"
+printf 'local cute = require "cute"\nlocal k = cute.kernel("k", function(x)\n  x[0] = cute.thread_id().x\nend)\nk:compile(cute.fake_tensor(cute.f32, 4))\n' > "$T/misspelt.lua"
+expect "misspelt cute name" 1 "= help: cute.thread_id does not exist \(did you mean 'cute.thread_idx'\?\)" "$B" "$T/misspelt.lua"
+out=$("$B" "$T/misspelt.lua" 2>&1)
+case "$out" in *lua/cute/*) bad "cutelua frames shown: $out" ;; *"frames of cutelua left out"*) ok ;; *) bad "no note of frames left out: $out" ;; esac
+expect "CUTELUA_TRACEBACK=full" 1 "lua/cute/kernel.lua:[0-9]+: in function" env CUTELUA_TRACEBACK=full "$B" "$T/misspelt.lua"
 expect "bad flag" 2 "unrecognized option '-Q'" "$B" -Q
 expect "missing -e argument" 2 "option '-e' needs an argument" "$B" -e
 expect "missing module" 1 "module 'no.such.mod' not found" "$B" -l no.such.mod
