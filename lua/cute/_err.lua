@@ -152,8 +152,14 @@ local function subjects(msg)
   return out
 end
 
--- Raw Lua errors whose cause is known, explained: a misspelt cute.<name>.
+-- Raw Lua errors whose cause is known, explained: a misspelt cute.<name>, a
+-- Lua for loop over a traced bound.
 local function explain(msg, line)
+  local part = msg:match("'for' (%w+) must be a number")
+  if part then
+    return string.format("a Lua `for` needs Lua numbers; when its %s is a traced value (known only on the GPU), "
+      .. "loop on the GPU: `for i in cute.range(lo, hi) do ... end`", part == "initial" and "start" or part)
+  end
   local name = msg:match("attempt to call field '([%w_]+)' %(a nil value%)")
     or msg:match("attempt to index field '([%w_]+)' %(a nil value%)")
   if name and line and line:find("cute%." .. name) then

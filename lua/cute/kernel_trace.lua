@@ -139,7 +139,18 @@ function KT.trace(k, specs, opts, copts)
   if jit_was_on then jit.off() end
   local ok, e = xpcall(function()
     local args, params = kargs.make_params(T, specs, k.names, opts.checked)
-    if internal then core.at_user_line(k.fn, unpack(args, 1, #specs)) else k.fn(unpack(args, 1, #specs)) end
+    local n
+    if internal then
+      n = select("#", core.at_user_line(k.fn, unpack(args, 1, #specs)))
+    else
+      n = select("#", k.fn(unpack(args, 1, #specs)))
+    end
+    if n > 0 then
+      local info = debug.getinfo(k.fn, "S")
+      err.raise("kernel %s (%s:%d) returns a value: a kernel's results are what it writes to its tensor arguments; "
+        .. "return nothing (or use cute.return_() to leave early on the GPU)", k.name, info.short_src,
+        info.linedefined)
+    end
     return params
   end, core.on_trace_error)
   if jit_was_on then jit.on() end

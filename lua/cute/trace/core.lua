@@ -244,9 +244,19 @@ local function use(v)
       .. "cute.var or a register fragment (cute.make_rmem_tensor)", r and r.kind or "region",
       r and r.where or "?")
   end
+  local unused = T.unused_cmps
+  if unused[v.ref] then unused[v.ref] = nil end
   return v.ref
 end
 M.use = use
+
+--- Notes a comparison (a:lt(b), ...) made in the trace: one that no op ever
+-- uses was taken apart by Lua (`if a:lt(b) then`, always true), and
+-- M.finish says so.
+function M.note_comparison(v)
+  T.unused_cmps[v.ref] = v.loc
+  return v
+end
 
 function M.ir_error(what)
   local diag = ffi.string(ir.diag(T.m)):gsub("\n+$", "")
@@ -455,7 +465,7 @@ function M.begin(m, fname, kind, ret_type, opts)
     irtypes = {}, locs = {}, loc_text = {}, last_loc = 0,
     region = 0, region_stack = { 0 }, open = { [0] = true }, region_info = {}, region_serial = 0,
     dead = false, smem_bytes = 0, smem_align = 16, dyn_smem = nil, opts = opts or {},
-    parent = T,
+    unused_cmps = {}, parent = T,
   }
   T = trace
   return trace
@@ -472,7 +482,18 @@ function M.finish()
     err.raise("the dynamic %s at %s was never closed: a Lua break, return or goto left `for ... in cute.range()`; "
       .. "use cute.break_(), cute.continue_() or cute.return_() inside dynamic loops", r.kind, r.where)
   end
+  -- the first comparison nothing used, in program order
+  local first
+  for ref in pairs(trace.unused_cmps) do
+    if not first or ref < first then first = ref end
+  end
   T = trace.parent
+  if first then
+    error(string.format("%s: the result of this comparison is never used: Lua's `if`, `and`, `or` and `not` take a "
+      .. "traced value as true whatever it will be on the GPU, so `if a:lt(b) then` always runs its branch; branch "
+      .. "on the GPU with cute.if_(a:lt(b), function() ... end), or pick a value with cute.where(a:lt(b), x, y)",
+      trace.loc_text[trace.unused_cmps[first]] or "?"), 0)
+  end
   return trace
 end
 

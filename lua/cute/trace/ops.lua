@@ -186,9 +186,9 @@ local function compare(op)
     local t = common(a, b, op)
     if storage_only(t.name) then err.raise("%s on %s values: convert to f32 first", op, t.name) end
     a, b = both(a, b, t)
-    if t.kind == "float" then return emit("fcmp", core.bool, a, b, nil, imm("Q", FCMP[op])) end
+    if t.kind == "float" then return core.note_comparison(emit("fcmp", core.bool, a, b, nil, imm("Q", FCMP[op]))) end
     local tab = (t.kind == "uint" or t.kind == "bool" or t.kind == "ptr") and UCMP or ICMP
-    return emit("icmp", core.bool, a, b, nil, imm("P", tab[op]))
+    return core.note_comparison(emit("icmp", core.bool, a, b, nil, imm("P", tab[op])))
   end
 end
 

@@ -1,0 +1,62 @@
+-- Kernel bodies that Lua would run "successfully" into a wrong kernel are
+-- refused at the user's line: a comparison Lua took as true, a value
+-- returned from a kernel, a Lua for loop over a traced bound (explained).
+local cute = require "cute"
+
+local function compile_error(body, ...)
+  local k = cute.kernel("silent", body)
+  local ok, msg = pcall(function(...) return k:with({ arch = "sm_80" }):compile(...) end, ...)
+  assert.is_false(ok, "expected the compile to fail")
+  return tostring(msg)
+end
+
+local X = cute.fake_tensor(cute.f32, 16)
+
+describe("a kernel body", function()
+  it("may not use a comparison as a Lua condition (always true)", function()
+    local line = debug.getinfo(1, "l").currentline + 3
+    local msg = compile_error(function(x, n)
+      local i = cute.thread_idx().x
+      if i:lt(n) then x[i] = 1 end
+    end, X, cute.i32(16))
+    assert.matches("silent_spec.lua:" .. line .. ": the result of this comparison is never used", msg, 1, true)
+    assert.matches("cute.if_(a:lt(b), function() ... end)", msg, 1, true)
+    -- `and`/`not` on comparisons too, the first one named
+    line = debug.getinfo(1, "l").currentline + 3
+    msg = compile_error(function(x, n)
+      local i = cute.thread_idx().x
+      local inside = i:ge(0) and i:lt(n)
+      if not inside then return end
+      x[i] = 1
+    end, X, cute.i32(16))
+    assert.matches("silent_spec.lua:" .. line .. ": the result of this comparison", msg, 1, true)
+  end)
+
+  it("may use comparisons on the GPU, whatever way", function()
+    local k = cute.kernel("cmp_ok", function(x, n)
+      local i = cute.thread_idx().x
+      cute.if_(i:lt(n), function() x[i] = 1 end)
+      x[0] = cute.where(i:eq(0), x[2], 3.0)
+      local c = i:gt(3) -- used later
+      cute.if_(c, function() x[1] = 0 end)
+    end)
+    assert.matches("setp", k:with({ arch = "sm_80" }):compile(X, cute.i32(16)):ptx())
+  end)
+
+  it("may not return a value", function()
+    local msg = compile_error(function(x)
+      x[0] = 1
+      return x
+    end, X)
+    assert.matches("kernel silent %(.*silent_spec.lua:%d+%) returns a value", msg)
+  end)
+
+  it("gets a Lua for over a traced bound explained when the error is shown", function()
+    local msg = compile_error(function(x, n)
+      for j = 0, n - 1 do x[j] = 1 end
+    end, X, cute.i32(16))
+    assert.matches("'for' limit must be a number", msg, 1, true)
+    local shown = require("cute._err").render(msg)
+    assert.matches("for i in cute.range(lo, hi) do", shown, 1, true)
+  end)
+end)
