@@ -141,7 +141,7 @@ function KT.trace(k, specs, opts, copts)
     local args, params = kargs.make_params(T, specs, k.names, opts.checked)
     local n
     if internal then
-      n = select("#", core.at_user_line(k.fn, unpack(args, 1, #specs)))
+      core.at_user_line(function(...) n = select("#", k.fn(...)) end, unpack(args, 1, #specs))
     else
       n = select("#", k.fn(unpack(args, 1, #specs)))
     end

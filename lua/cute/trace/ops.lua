@@ -134,9 +134,11 @@ local function compare_error(op)
       local info = getinfo(2, "S")
       if info and is_internal(info.source) then return rawequal(a, b) end
     end
+    -- Lua turns a > b into b < a and a >= b into b <= a: name both
+    local what = ({ ["=="] = "== (or ~=)", ["<"] = "< (or >)", ["<="] = "<= (or >=)" })[op]
+    local use = ({ ["=="] = "a:eq(b) (a:ne(b))", ["<"] = "a:lt(b) (a:gt(b))", ["<="] = "a:le(b) (a:ge(b))" })[op]
     err.raise("%s on a traced value decides at compile time, but its value is known only when the kernel runs; "
-      .. "use a:%s(b) (and cute.if_ / cute.where with the result)", op,
-      ({ ["=="] = "eq", ["<"] = "lt", ["<="] = "le" })[op])
+      .. "use %s, and cute.if_ / cute.where with the result", what, use)
   end
 end
 
@@ -145,7 +147,10 @@ VMT.__eq, VMT.__lt, VMT.__le = compare_error("=="), compare_error("<"), compare_
 VMT.__concat = function() err.raise("cannot concatenate a traced value (use cute.printf to print it on the GPU)") end
 VMT.__len = function() err.raise("# of a traced value is not defined") end
 VMT.__call = function() err.raise("a traced value is not a function") end
-VMT.__tostring = function(v) return string.format("<%s value %%%d>", type_of(v).name, v.ref) end
+-- A value known only when the kernel runs prints as "?" (as CuTe DSL prints
+-- dynamic integers): in layouts, shapes and tensors, (?):(1). Its IR name is
+-- in the dumps (k:ir()).
+VMT.__tostring = function() return "?" end
 
 -- ---------------------------------------------------------------------------
 -- Comparisons (results are bool values)

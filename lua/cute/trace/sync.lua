@@ -190,7 +190,7 @@ end
 
 -- The C format for {} placeholders by value type.
 local function auto_format(v)
-  if type(v) == "string" then return "%s" end
+  if type(v) == "string" or (type(v) ~= "number" and not is_value(v)) then return "%s" end
   local t = is_value(v) and type_of(v)
   if not t then return "%g" end
   if t.kind == "float" then return "%g" end
@@ -260,6 +260,14 @@ function M.printf(fmt, ...)
         operands[#operands + 1] = a
         out[#out + 1] = spec
       else
+        if type(a) ~= "number" and type(a) ~= "string" then
+          -- layouts, tensors, tuples, atoms: their text, made now (what is known when tracing)
+          if spec:sub(-1) ~= "s" then
+            err.raise("cute.printf: argument %d is %s, which %s cannot print; use {} or %%s (its text as traced)", k,
+              type(a) == "table" and (getmetatable(a) and getmetatable(a).__name or "a table") or type(a), spec)
+          end
+          a = tostring(a)
+        end
         out[#out + 1] = (string.format(spec, a):gsub("%%", "%%%%"))
       end
     end

@@ -170,7 +170,15 @@ end
 local function coord_offset(t, c)
   check_bounds(t, c)
   local ok, off = pcall(t.layout, c)
-  if not ok then err.raise("%s", tostring(off):gsub("^[^:]*:%d+: ", "")) end
+  if not ok then
+    local shape = L.shape(t.layout)
+    local rank = type(shape) == "table" and #shape or 1
+    if type(c) == "table" and #c ~= rank and not L.is_layout(c) then
+      err.raise("indexing %s with %d coordinates %s: it has rank %d, so give %d (or one index, 0..size-1)",
+        tostring(t), #c, it.pretty_str(c), rank, rank)
+    end
+    err.raise("%s (indexing %s)", (tostring(off):gsub("^[^:]*:%d+: ", "")), tostring(t))
+  end
   return off
 end
 

@@ -72,6 +72,14 @@ describe("tracer arithmetic", function()
       end, { H.f32() })
     end)
     assert.matches("use a:eq%(b%)", msg)
+    -- > is Lua's < with the operands swapped: the message offers gt too
+    msg = H.error_of(function()
+      H.ir(function(a)
+        if cute.thread_idx().x > 4 then a[0] = 1 end
+      end, { H.f32() })
+    end)
+    assert.matches("< (or >) on a traced value", msg, 1, true)
+    assert.matches("a:lt(b) (a:gt(b))", msg, 1, true)
   end)
 
   it("compares with methods, typed by kind", function()

@@ -60,3 +60,25 @@ describe("a kernel body", function()
     assert.matches("for i in cute.range(lo, hi) do", shown, 1, true)
   end)
 end)
+
+describe("messages in the user's terms", function()
+  it("name the tensor and its rank for an index of the wrong rank, dynamic extents as ?", function()
+    local msg = compile_error(function(x)
+      local i = cute.thread_idx().x
+      x[{ i, i }] = 1
+    end, X)
+    assert.matches("indexing tensor<global f32> o ?:1 with 2 coordinates (?,?): it has rank 1, so give 1", msg, 1,
+      true)
+    assert.is_nil(msg:find("value %", 1, true))
+  end)
+
+  it("print layouts and tensors with cute.printf's {} and %s, as traced", function()
+    local k = cute.kernel("printf_layout", function(x)
+      cute.printf("L={} x=%s\n", cute.make_layout({ 4, 8 }), x)
+    end)
+    local ll = k:with({ arch = "sm_80" }):compile(X):ll()
+    assert.matches("L=(4,8):(1,4) x=tensor<global f32> o ?:1", ll, 1, true)
+    local msg = compile_error(function(x) cute.printf("%d\n", cute.make_layout(4)) x[0] = 1 end, X)
+    assert.matches("cute.printf: argument 1 is Layout, which %d cannot print; use {} or %s", msg, 1, true)
+  end)
+end)
