@@ -442,8 +442,44 @@ function M.asm(text, constraints, operands, opts)
   if opts.sideeffect or (opts.sideeffect == nil and not rt) then flags = flags + ASM_FLAGS.sideeffect end
   if opts.convergent then flags = flags + ASM_FLAGS.convergent end
   if opts.memory then flags = flags + ASM_FLAGS.memory end
+  if operands ~= nil and type(operands) ~= "table" then
+    err.raise("cute.asm: operands are %s, expected a list of values (or Lua numbers)", type(operands))
+  end
+  -- the input constraints, after the outputs ("=r", ...): a Lua number
+  -- operand becomes a constant of its constraint's type
+  local inputs, outputs = {}, 0
+  for c in constraints:gmatch("[^,]+") do
+    c = c:gsub("%s", "")
+    if c:sub(1, 1) ~= "=" then inputs[#inputs + 1] = c else outputs = outputs + 1 end
+  end
+  if outputs == 1 and not rt then
+    err.raise("cute.asm: the constraints %q have an output: give its type, as {ret = cute.u32} (or a struct type for "
+      .. "several)", constraints)
+  elseif outputs == 0 and rt then
+    err.raise("cute.asm: ret is given but the constraints %q have no output (\"=r\", ...)", constraints)
+  end
+  local CONST_TYPE = { r = dtype.i32, l = dtype.i64, h = dtype.i16, f = dtype.f32, d = dtype.f64, n = dtype.i32 }
+  local args = {}
+  for i, a in ipairs(operands or {}) do
+    if is_value(a) then
+      args[i] = a
+    elseif type(a) == "number" then
+      local dt = CONST_TYPE[(inputs[i] or ""):gsub("^[+&]*", ""):sub(1, 1)]
+      if not dt then
+        err.raise("cute.asm: operand %d is the Lua number %s, and its constraint %q gives no type to make a constant "
+          .. "of (r l h f d n do)", i, core.show_number(a), inputs[i] or "(none)")
+      end
+      args[i] = core.const(core.scalar(dt), a, "cute.asm operand " .. i)
+    else
+      err.raise("cute.asm: operand %d is %s, expected a traced value or a Lua number", i,
+        type(a) == "table" and tostring(a) or type(a))
+    end
+  end
+  if operands and #args ~= select("#", unpack(operands)) then
+    err.raise("cute.asm: the operand list has holes (nil at %d)", #args + 1)
+  end
   local ir = core.ir()
-  return core.emitn("asm", rt, operands or {}, { ir.str(T.m, text), ir.str(T.m, constraints), flags })
+  return core.emitn("asm", rt, args, { ir.str(T.m, text), ir.str(T.m, constraints), flags })
 end
 
 -- ---------------------------------------------------------------------------
