@@ -278,7 +278,8 @@ int cl_repl_run(cutelua *cl, int tty) {
   repl_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 
   /* In the REPL, `cute` is a global. A failure here is reported, not fatal. */
-  if (cl_host_dobuffer(L, "cute = require 'cute'", 21, "=(repl)")) {
+  static const char setup[] = "cute = require 'cute'; help = require('cutelua.repl').help";
+  if (cl_host_dobuffer(L, setup, sizeof setup - 1, "=(repl)")) {
     fprintf(stderr, "warning: ");
     print_error(L, LUA_ERRRUN);
   }

@@ -22,6 +22,14 @@ local EXPR_PREFIX = "local function __values(...) return ... end return __values
 
 function M.compile(src, chunkname)
   chunkname = chunkname or "=stdin"
+  -- ?x: help on x
+  local topic = src:match("^%s*%?%s*(.-)%s*$")
+  if topic then
+    if topic == "" then return loadstring("help()", chunkname) end
+    local fn, err = loadstring(string.format("help(%s, %q)", topic, topic), chunkname)
+    if fn then return fn end
+    return nil, err
+  end
   local expr = src:match("^%s*=(.*)$")
   if expr then src = expr end
   local fn, experr = loadstring(EXPR_PREFIX .. src .. "\n)", chunkname)
@@ -75,6 +83,7 @@ local function key_less(a, b)
 end
 
 local pretty_value
+local names_of -- (below)
 
 local function pretty_table(t, opts, depth, seen, indent)
   if seen[t] then return "<cycle>" end
@@ -102,12 +111,28 @@ local function pretty_table(t, opts, depth, seen, indent)
   return "{\n" .. indent .. "  " .. table.concat(items, ",\n" .. indent .. "  ") .. "\n" .. indent .. "}"
 end
 
+-- The name under which a loaded module is in package.loaded (nil if none).
+local function module_name(v)
+  for name, m in pairs(package.loaded) do
+    if rawequal(m, v) and type(name) == "string" and (name == "cute" or name:sub(1, 5) == "cute.") then return name end
+  end
+end
+
 function pretty_value(v, opts, depth, seen, indent)
   local t = type(v)
   if t == "string" then return quote(v) end
   if t == "number" then return format_number(v) end
   if t == "table" then
     if has_tostring(v) then return tostring(v) end
+    -- a module prints as a summary, not as its hundreds of functions
+    local mod = module_name(v)
+    if mod then
+      local names = 0
+      for _, k in ipairs(names_of(v)) do
+        if k:sub(1, 1) ~= "_" then names = names + 1 end
+      end
+      return string.format("<module %s: %d names; help(%s) lists them>", mod, names, mod)
+    end
     return pretty_table(v, opts, depth, seen, indent)
   end
   return tostring(v)
@@ -130,6 +155,7 @@ end
 --- The text the REPL prints for the values a chunk returned; nil when there are none.
 function M.format_results(n, ...)
   if n == 0 then return nil end
+  rawset(_G, "_", (...)) -- the last result, as `_`
   local parts = {}
   for i = 1, n do parts[i] = M.pretty((select(i, ...)), { raw_strings = true }) end
   return table.concat(parts, "\t")
@@ -138,7 +164,7 @@ end
 -- Names a value offers for completion: its own keys, those of its metatable's
 -- __index tables, and whatever a metatable's __complete function lists (the
 -- lazily loaded `cute` namespace uses that to name modules not loaded yet).
-local function names_of(v, methods_only)
+function names_of(v, methods_only)
   local out, seen = {}, {}
   local function add(k, val)
     if is_identifier(k) and not seen[k] and (not methods_only or type(val) == "function") then
@@ -210,10 +236,191 @@ function M.complete(word, env)
   return uniq
 end
 
+-- Help ----------------------------------------------------------------------------
+
+-- The lines of a chunk's source: a file bundled into the binary ("@lua/cute/x.lua"),
+-- else the file itself (development mode, the user's own files); nil if unreadable.
+local source_cache = {}
+local function source_lines(source)
+  if source_cache[source] ~= nil then return source_cache[source] or nil end
+  local text
+  if source:sub(1, 1) == "@" then
+    local path = source:sub(2)
+    local ok, c = pcall(require, "cute._c")
+    if ok then
+      local ffi = require "ffi"
+      local len = ffi.new("size_t[1]")
+      local p = c.host.bundled_file(path, len)
+      if p ~= nil then text = ffi.string(p, len[0]) end
+    end
+    if not text then
+      local f = io.open(path, "r")
+      if f then
+        text = f:read("*a")
+        f:close()
+      end
+    end
+  end
+  local lines = false
+  if text then
+    lines = {}
+    for l in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  end
+  source_cache[source] = lines
+  return lines or nil
+end
+
+-- The comment block right above line n (its "--" markers removed).
+local function comment_above(lines, n)
+  local out = {}
+  local i = n - 1
+  while i >= 1 and lines[i]:match("^%s*%-%-") do
+    table.insert(out, 1, (lines[i]:gsub("^%s*%-%-%-?%s?", "")))
+    i = i - 1
+  end
+  return out
+end
+
+-- The names a table offers, sorted, private (_) ones left out.
+local function public_names(v)
+  local names = {}
+  for _, k in ipairs(names_of(v)) do
+    if k:sub(1, 1) ~= "_" then names[#names + 1] = k end
+  end
+  table.sort(names)
+  return names
+end
+
+local function wrap(words, width, indent)
+  local lines, cur = {}, indent
+  for _, w in ipairs(words) do
+    if #cur + #w + 2 > width and cur ~= indent then
+      lines[#lines + 1] = cur
+      cur = indent
+    end
+    cur = cur == indent and (cur .. w) or (cur .. "  " .. w)
+  end
+  if cur ~= indent then lines[#lines + 1] = cur end
+  return table.concat(lines, "\n")
+end
+
+-- The doc comment of cute.<short> found by name in the modules that define
+-- it (for functions made by wrappers, whose own definition says nothing):
+-- the definition line and the comment, or nil.
+local function doc_by_name(short)
+  local ok, cute = pcall(require, "cute")
+  local mt = ok and getmetatable(cute)
+  local ex = mt and mt.exports
+  if not ex then return nil end
+  local mods = {}
+  if ex.where[short] then mods[1] = ex.where[short] end
+  for _, entry in ipairs(ex.modules) do
+    for _, n in ipairs(entry[2]) do
+      if n == short and entry[1] ~= mods[1] then mods[#mods + 1] = entry[1] end
+    end
+  end
+  local esc = short:gsub("%p", "%%%0")
+  for _, mod in ipairs(mods) do
+    local file = "lua/cute/" .. mod:gsub("%.", "/") .. ".lua"
+    local lines = source_lines("@" .. file)
+    for i, l in ipairs(lines or {}) do
+      if l:match("^function [%w_.:]*[.:]" .. esc .. "%(") or l:match("^local function " .. esc .. "%(")
+        or l:match("^function " .. esc .. "%(") then
+        local doc = comment_above(lines, i)
+        if #doc > 0 then return l, doc, file .. ":" .. i end
+      end
+    end
+  end
+end
+
+--- The help text for a value (what `help(x)` and `?x` print): a function's
+-- definition line and the doc comment above it with where it is defined; a
+-- module's or object's description and its public names; else its type.
+function M.doc(v, name)
+  name = name or "this value"
+  local t = type(v)
+  if t == "function" then
+    local info = debug.getinfo(v, "S")
+    if info.what == "C" then return name .. ": a built-in (C) function; no documentation" end
+    local lines = source_lines(info.source)
+    local where = info.short_src .. ":" .. info.linedefined
+    if not lines or not lines[info.linedefined] then return name .. ": a Lua function, defined at " .. where end
+    local out = { (lines[info.linedefined]:gsub("^%s+", "")) }
+    local doc = comment_above(lines, info.linedefined)
+    local short = name:match("^cute%.([%w_]+)$")
+    if #doc == 0 and short then
+      local def, d, at = doc_by_name(short)
+      if def then out[1], doc, where = def, d, at end
+    end
+    if #doc > 0 then
+      out[#out + 1] = ""
+      for _, l in ipairs(doc) do out[#out + 1] = "  " .. l end
+    else
+      out[#out + 1] = "  (no doc comment)"
+    end
+    out[#out + 1] = ""
+    out[#out + 1] = "  defined at " .. where
+    return table.concat(out, "\n")
+  end
+  if t == "table" or t == "userdata" or t == "cdata" then
+    local out = {}
+    local ok, s = pcall(tostring, v)
+    local mt = (t == "table" or t == "userdata") and getmetatable(v)
+    if type(mt) == "table" and mt.__name then
+      out[#out + 1] = string.format("%s: a %s, %s", name, mt.__name, ok and s or "?")
+    elseif ok and has_tostring(v) then
+      out[#out + 1] = string.format("%s: %s", name, s)
+    else
+      out[#out + 1] = string.format("%s: a %s", name, t)
+    end
+    -- a module: the comment that opens its file
+    if t == "table" then
+      for _, f in pairs(v) do
+        if type(f) == "function" then
+          local info = debug.getinfo(f, "S")
+          local lines = info.what ~= "C" and source_lines(info.source)
+          if lines and lines[1] and lines[1]:match("^%-%-") then
+            local head = comment_above(lines, (function()
+              local i = 1
+              while lines[i] and lines[i]:match("^%-%-") do i = i + 1 end
+              return i
+            end)())
+            local mine = name:match("([%w_]+)$")
+            if head[1] and mine and head[1]:find(mine, 1, true) then
+              for _, l in ipairs(head) do out[#out + 1] = "  " .. l end
+            end
+          end
+          break
+        end
+      end
+    end
+    local names = (t == "table" or t == "userdata") and public_names(v) or {}
+    if #names > 0 then
+      out[#out + 1] = ""
+      out[#out + 1] = string.format("  %d names (help(%s.name) for one):", #names, name)
+      out[#out + 1] = wrap(names, 88, "    ")
+    end
+    return table.concat(out, "\n")
+  end
+  return string.format("%s: a %s (%s)", name, t, M.pretty(v))
+end
+
+--- help(x): prints M.doc(x); help() says how to get help.
+function M.help(...)
+  if select("#", ...) == 0 then
+    print("help(x) or ?x shows the documentation of x: help(cute.make_layout), ?cute.composition,\n"
+      .. "help(cute) lists the cute namespace, help(cute.nvgpu.warpgroup) a module. Tab completes names;\n"
+      .. "_ is the last result. Documentation: docs/*.md in the source tree.")
+    return
+  end
+  local v, name = ...
+  print(M.doc(v, name))
+end
+
 --- The banner shown when the REPL starts on a terminal.
 function M.banner(version, luajit)
   return string.format("cutelua %s (%s) -- `cute` is loaded; Tab completes, Ctrl-C interrupts, Ctrl-D exits.",
-    version, luajit)
+    version, luajit) .. " help() for help."
 end
 
 return M

@@ -53,6 +53,7 @@ static const CLHostApi host_api = {
     .now_ns = host_now_ns,
     .cuda_home = cl_dl_cuda_home,
     .build_id = host_build_id,
+    .bundled_file = cl_host_bundled_file,
 };
 
 const void *cl_host_api(void) { return &host_api; }

@@ -71,6 +71,13 @@ int cl_host_push_file(lua_State *L, const char *path) {
   return 1;
 }
 
+const char *cl_host_bundled_file(const char *path, size_t *len) {
+  const ClBundleFile *f = path ? find_by_path(path) : NULL;
+  if (!f) return NULL;
+  if (len) *len = f->len;
+  return (const char *)f->data;
+}
+
 int cl_host_build_id(const char *dir, uint64_t *id, ClBuf *err) {
   if (!dir || !*dir) {
     *id = cl_build_id;

@@ -46,6 +46,8 @@ int cl_host_setup(struct lua_State *L, ClBuf *err);
 /* Pushes the text of a bundled file (from the source tree in development mode).
  * Returns 1, or 0 (nothing pushed) when there is no such file. */
 int cl_host_push_file(struct lua_State *L, const char *path);
+/* The bundled text of a file by its path in the source tree, and its length; NULL when not bundled. */
+const char *cl_host_bundled_file(const char *path, size_t *len);
 /* lua_pcall with the traceback handler. On error the message is on the stack
  * (nil for a nil error object, which busted uses to mean "exit 1 quietly") and
  * the traceback is available from cl_host_traceback until the next error. */

@@ -25,6 +25,10 @@ check "error then continue" 1 'after' "error('oops')${nl}print('after')$nl"
 check "error names the line" 1 'stdin:1: oops' "error('oops')$nl"
 check "syntax error continues" 1 'next' "x = = 1${nl}print('next')$nl"
 check "cute is a global" 0 '^table$' "type(cute)$nl"
+check "?x shows the doc" 0 'make_layout\(shape\[, stride\]\): stride a congruent tuple' "?cute.make_layout$nl"
+check "help(x) too" 0 'composition\(A, B\): the layout R' "help(cute.composition)$nl"
+check "_ is the last result" 0 '^14$' "3 + 4${nl}_ * 2$nl"
+check "a module prints as a summary" 0 '^<module cute: [0-9]+ names; help\(cute\) lists them>$' "cute$nl"
 check "unfinished input" 1 'unexpected end of input' "for i = 1, 2 do$nl"
 out=$(printf 'print(1)\n' | CUTELUA_HISTORY= "$B" 2>&1)
 if printf '%s' "$out" | grep -q '^>'; then fail=$((fail + 1)); echo "FAIL prompts printed: $out" >&2; else pass=$((pass + 1)); fi
