@@ -337,6 +337,15 @@ end
 -- definition line and the doc comment above it with where it is defined; a
 -- module's or object's description and its public names; else its type.
 function M.doc(v, name)
+  if name == nil and type(v) == "function" then
+    -- help(f) without its text: f's name in the cute namespace, if it is there
+    local cute = package.loaded.cute
+    if type(cute) == "table" then
+      for k, f in pairs(cute) do
+        if rawequal(f, v) and type(k) == "string" then name = "cute." .. k end
+      end
+    end
+  end
   name = name or "this value"
   local t = type(v)
   if t == "function" then
