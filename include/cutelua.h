@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cutelua_version.h" /* CUTELUA_VERSION_MAJOR, ..._STRING, ..._NUMBER */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -12,8 +12,16 @@ local M = {}
 
 local ok, capi = pcall(require, "cute._capi")
 if not ok then
-  error("cute._c: this Lua state was not set up by cutelua (no cute._capi table); "
-    .. "run it with the cutelua command or open it with cutelua_open()/cutelua_attach()", 0)
+  -- a Lua host that found cutelua's modules as files: libcutelua as the C
+  -- module cute.capi (installed as lib/lua/5.1/cute/capi.so) sets it up
+  local ok2, c2 = pcall(require, "cute.capi")
+  if ok2 and type(c2) == "table" then
+    capi = c2
+  else
+    error("cute._c: this Lua state was not set up by cutelua (no cute._capi table, and no C module cute.capi: "
+      .. tostring(c2):gsub("\n.*", "") .. "); run it with the cutelua command, open it with "
+      .. "cutelua_open()/cutelua_attach(), or install cutelua so that require \"cute.capi\" finds libcutelua", 0)
+  end
 end
 
 setmetatable(M, {
