@@ -217,7 +217,12 @@ function M.complete(word, env)
     local base = resolve(prefix, env)
     if base == nil then return candidates end
     for _, k in ipairs(names_of(base, sep == ":")) do
-      if k:sub(1, #partial) == partial then candidates[#candidates + 1] = prefix .. sep .. k end
+      -- private names (_x, a module's internal table) only when asked for
+      local private = k:sub(1, 1) == "_" or k == "internal"
+      if k:sub(1, #partial) == partial and (not private or partial == k:sub(1, #partial) and #partial > 0
+        and (partial:sub(1, 1) == "_" or partial:sub(1, 3) == "int")) then
+        candidates[#candidates + 1] = prefix .. sep .. k
+      end
     end
   else
     if word:find("[^%w_]") then return candidates end
@@ -285,7 +290,7 @@ end
 local function public_names(v)
   local names = {}
   for _, k in ipairs(names_of(v)) do
-    if k:sub(1, 1) ~= "_" then names[#names + 1] = k end
+    if k:sub(1, 1) ~= "_" and k ~= "internal" then names[#names + 1] = k end
   end
   table.sort(names)
   return names

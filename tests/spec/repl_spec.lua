@@ -174,3 +174,20 @@ describe("repl help", function()
     rawset(_G, "_", nil)
   end)
 end)
+
+describe("repl completion of cutelua's names", function()
+  local cute = require "cute"
+  local env = { cute = cute }
+
+  it("completes cute.lib's modules without loading them", function()
+    assert.same({ "cute.lib.reduce", "cute.lib.rowwise" }, repl.complete("cute.lib.r", env))
+  end)
+
+  it("hides private names and internal tables unless they are typed", function()
+    local _ = cute.layout.make_layout
+    for _, c in ipairs(repl.complete("cute.layout.", env)) do
+      assert.is_nil(c:find("%._") or c:find("%.internal$"), c)
+    end
+    assert.same({ "cute.layout.internal" }, repl.complete("cute.layout.int", env))
+  end)
+end)
