@@ -357,6 +357,13 @@ local function math_fn(name, irop)
     local v, t = float_arg(x, name)
     -- an explicit {fast = true} is a request (an error on f64, which has no
     -- approximations); the kernel option fast_math applies to f32 only
+    if opts ~= nil and type(opts) ~= "table" then
+      err.raise("cute.%s(x, opts): opts is %s, expected a table such as {fast = true}", name, type(opts))
+    end
+    if opts and opts.fast and t ~= core.f32 then
+      err.raise("cute.%s: {fast = true} is for f32 values (PTX approximates f32 only); this value is %s: leave fast "
+        .. "out, or convert with :to(cute.f32)", name, t.name)
+    end
     local fast = (opts and opts.fast) or (t == core.f32 and core.current() and core.current().opts.fast_math)
     return emit(irop or name, t, v, nil, nil, fast and imm("F", "fast") or 0)
   end
