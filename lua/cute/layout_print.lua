@@ -9,6 +9,8 @@
 --   print_svg_tv(tv, tile_mn, path) the T<thread>V<value> grid of a
 --                                   thread-value layout, as CuTe's
 --                                   print_latex_tv draws it (svg_tv)
+--   print_latex(L, path)            the same pictures as LaTeX (TikZ,
+--   print_latex_tv(tv, tile, path)  a standalone document: latex_layout, latex_tv)
 --
 -- Mode 0 of a layout runs down the rows and mode 1 across the columns
 -- (a rank-1 layout is one row); cell (i, j) shows L(i, j), each mode indexed
@@ -216,7 +218,8 @@ local function svg_grid(title, rows, cols, cells, colour_of)
   local hw, hh = math.floor(cw / 2), math.floor(ch / 2)
   local x0 = 14 + 7 * #tostring(rows - 1)
   local y0 = 44
-  local width = x0 + cols * cw + 10
+  -- wide enough for the caption too (7 px a character of 12 px monospace)
+  local width = math.max(x0 + cols * cw + 10, x0 + 7 * #title + 10)
   local height = y0 + rows * ch + 10
   local o = {}
   o[#o + 1] = '<?xml version="1.0" encoding="UTF-8"?>'
@@ -283,6 +286,70 @@ end
 function M.print_svg(l, path, opts)
   path, opts = path_opts(path, opts, "print_svg")
   return write(svg_layout(l, opts, "print_svg"), path, "print_svg")
+end
+
+-- LaTeX (TikZ) -----------------------------------------------------------------
+
+local function tex_escape(s)
+  return (s:gsub("[\\{}$&#_%%^~]", function(c)
+    if c == "\\" then return "\\textbackslash{}" end
+    if c == "^" then return "\\^{}" end
+    if c == "~" then return "\\~{}" end
+    return "\\" .. c
+  end))
+end
+
+-- A standalone LaTeX document: a TikZ grid, cell (i, j) at column j, row i
+-- (downwards), filled with the colour of its key, row and column indices
+-- outside, the caption above. Compiles with pdflatex (standalone, tikz).
+local function tex_grid(title, rows, cols, cells, colour_index)
+  local o = {}
+  o[#o + 1] = "% " .. title:gsub("\n", " ")
+  o[#o + 1] = "\\documentclass[tikz,border=2mm]{standalone}"
+  o[#o + 1] = "\\begin{document}"
+  o[#o + 1] = "\\begin{tikzpicture}[x=1cm,y=-0.6cm,every node/.style={font=\\ttfamily\\footnotesize}]"
+  for k, hex in ipairs(PALETTE) do o[#o + 1] = string.format("\\definecolor{c%d}{HTML}{%s}", k, hex:sub(2)) end
+  o[#o + 1] = string.format("\\node[anchor=south west] at (-0.5,-1.2) {%s};", tex_escape(title))
+  for j = 0, cols - 1 do o[#o + 1] = string.format("\\node at (%d,-0.8) {%d};", j, j) end
+  for i = 0, rows - 1 do o[#o + 1] = string.format("\\node[anchor=east] at (-0.55,%d) {%d};", i, i) end
+  for i = 0, rows - 1 do
+    for j = 0, cols - 1 do
+      local c = cells[i][j]
+      o[#o + 1] = string.format("\\filldraw[fill=%s,draw=black] (%g,%g) rectangle (%g,%g); \\node at (%d,%d) {%s};",
+        c and ("c" .. colour_index(c)) or "white", j - 0.5, i - 0.5, j + 0.5, i + 0.5, j, i,
+        c and tex_escape(c.text) or "")
+    end
+  end
+  o[#o + 1] = "\\end{tikzpicture}"
+  o[#o + 1] = "\\end{document}"
+  return table.concat(o, "\n") .. "\n"
+end
+
+--- The LaTeX (TikZ, standalone document) picture of a rank-1 or rank-2
+-- layout, as CuTe's print_latex draws it: the offset in each cell, coloured by offset.
+function M.latex_layout(l, opts)
+  local rows, cols, cells = layout_cells(l, "latex_layout", opts)
+  return tex_grid(tostring(l), rows, cols, cells, function(c) return c.key % 8 + 1 end)
+end
+
+--- Writes latex_layout(l) to `path` (stdout without one); returns the path.
+function M.print_latex(l, path, opts)
+  path, opts = path_opts(path, opts, "print_latex")
+  local rows, cols, cells = layout_cells(l, "print_latex", opts)
+  return write(tex_grid(tostring(l), rows, cols, cells, function(c) return c.key % 8 + 1 end), path, "print_latex")
+end
+
+--- The LaTeX picture of a thread-value layout over tile_mn: T<thread>V<value>
+-- in each cell, coloured by thread (CuTe's print_latex_tv).
+function M.latex_tv(tv, tile_mn, opts)
+  local rows, cols, cells = tv_cells(tv, tile_mn, "latex_tv", opts)
+  return tex_grid(tostring(tv) .. " over " .. show(tile_mn), rows, cols, cells, function(c) return c.key % 16 + 1 end)
+end
+
+--- Writes latex_tv(tv, tile_mn) to `path` (stdout without one); returns the path.
+function M.print_latex_tv(tv, tile_mn, path, opts)
+  path, opts = path_opts(path, opts, "print_latex_tv")
+  return write(M.latex_tv(tv, tile_mn, opts), path, "print_latex_tv")
 end
 
 local function svg_tv(tv, tile_mn, opts, op)

@@ -200,4 +200,35 @@ describe("layout printing", function()
       os.remove(p)
     end
   end)
+
+  it("makes the SVG wide enough for its caption", function()
+    -- a 2 x 2 grid under a long caption
+    local l = cute.composition(cute.Swizzle(1, 0, 1), cute.make_layout({ 2, 2 }, { 1, 2 }))
+    local text = cute.svg_layout(l)
+    local width = tonumber(text:match('<svg[^>]* width="(%d+)"'))
+    assert.is_true(width >= 7 * #tostring(l), width .. " px for " .. #tostring(l) .. " characters")
+  end)
+
+  it("draws layouts and thread-value layouts as LaTeX (TikZ), cell by cell", function()
+    local l = cute.make_layout({ 3, 4 }, { 4, 1 })
+    local tex = cute.latex_layout(l)
+    assert.matches("^%% %(3,4%):%(4,1%)\n\\documentclass%[tikz", tex)
+    assert.matches("\\end{tikzpicture}\n\\end{document}\n$", tex)
+    local n = 0
+    for x, y, text in tex:gmatch("\\node at %((%d+),(%d+)%) {([^}]*)};") do
+      n = n + 1
+      assert.equal(tostring(l(tonumber(y), tonumber(x))), text)
+    end
+    assert.equal(12, n)
+    -- TeX's special characters in captions are escaped
+    local sw = cute.latex_layout(cute.composition(cute.Swizzle(1, 0, 1), cute.make_layout({ 2, 2 })))
+    assert.is_nil(sw:match("\n\\node%[anchor=south west%][^\n]*[^\\][_^]"))
+    local thr, val = cute.make_layout({ 4, 2 }, { 2, 1 }), cute.make_layout({ 2, 2 })
+    local tiler, tv = cute.make_layout_tv(thr, val)
+    local tvtex = cute.latex_tv(tv, tiler)
+    assert.equal(tiler[1] * tiler[2], select(2, tvtex:gsub("\\filldraw", "")))
+    assert.matches("{T0V0}", tvtex, 1, true)
+    -- the cell limit applies
+    assert.has_error(function() cute.latex_layout(cute.make_layout({ 512, 512 })) end)
+  end)
 end)
