@@ -51,7 +51,7 @@ end
 -- (checked at launch; the verifier checks launch bounds).
 local function mark_warpgroup()
   local T = core.current()
-  T.warpgroup = true
+  if not T.warpgroup then T.warpgroup = core.loc_text(core.update_loc()) end -- the first one's "file:line"
 end
 
 local function struct_of(ty, n)
