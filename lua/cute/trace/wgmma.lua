@@ -95,6 +95,9 @@ local function acc_reg(at) return at.c_dtype.name == "f32" and core.f32 or core.
 -- up to 128).
 local function fence_regs(regs)
   local out = {}
+  for i, r in ipairs(regs) do
+    if not is_value(r) then regs[i] = core.coerce(r, core.f32, "cute.arch.warpgroup_fence_operand") end
+  end
   for first = 1, #regs, 128 do
     local last = math.min(#regs, first + 127)
     if last == first then
@@ -113,39 +116,67 @@ local function fence_regs(regs)
   return out
 end
 
+-- The chunks (first, count) that n consecutive elements are read and
+-- written in: vectors of a power of two up to 64 elements (what a
+-- fragment's var.loadv / var.storev take), largest first.
+local function chunks(n)
+  local out, at, s = {}, 0, 64
+  while at < n do
+    while s > n - at do s = s / 2 end
+    out[#out + 1] = { at, s }
+    at = at + s
+  end
+  return out
+end
+
 -- n consecutive elements of a register fragment from element `first` as
 -- 32-bit registers: one each for f32/i32 (f32 or i32 values), else the
 -- elements' bits packed in i32 words (16-bit pairs, 8-bit quads, tf32).
 local function frag_words(frag, first, n, what)
   local dt = frag.dtype
-  local v = tensor_internal.var_vector(frag, first, n)
-  if not v then err.raise("%s: the fragment's values of one atom must be consecutive registers", what) end
+  local plain = dt.name == "f32" or dt.name == "i32" or dt.name == "u32"
   local out = {}
-  if dt.name == "f32" or dt.name == "i32" or dt.name == "u32" then
-    for i = 1, n do out[i] = emit("extract", core.scalar(dt), v, nil, nil, i - 1) end
-    return out
+  for _, ch in ipairs(chunks(n)) do
+    local v = tensor_internal.var_vector(frag, first + ch[1], ch[2])
+    if not v then err.raise("%s: the fragment's values of one atom must be consecutive registers", what) end
+    if plain then
+      for i = 1, ch[2] do out[#out + 1] = emit("extract", core.scalar(dt), v, nil, nil, i - 1) end
+    else
+      local words = ch[2] * dt.bits / 32
+      if words ~= math.floor(words) or words < 1 then
+        err.raise("%s: %d %s values are not whole 32-bit registers", what, n, dt.name)
+      end
+      if words == 1 then
+        out[#out + 1] = emit("bitcast", core.i32, v)
+      else
+        local w = emit("bitcast", core.vec(dtype.i32, words), v)
+        for i = 1, words do out[#out + 1] = emit("extract", core.i32, w, nil, nil, i - 1) end
+      end
+    end
   end
-  local words = n * dt.bits / 32
-  if words ~= math.floor(words) then err.raise("%s: %d %s values are not whole 32-bit registers", what, n, dt.name) end
-  if words == 1 then return { emit("bitcast", core.i32, v) } end
-  local w = emit("bitcast", core.vec(dtype.i32, words), v)
-  for i = 1, words do out[i] = emit("extract", core.i32, w, nil, nil, i - 1) end
   return out
 end
 
 -- Writes 32-bit registers back to n consecutive elements of a fragment.
 local function frag_store_words(frag, first, n, regs, what)
   local dt = frag.dtype
-  local packed
-  if dt.name == "f32" or dt.name == "i32" or dt.name == "u32" then
-    packed = core.emitn("pack", core.vec(dt, n), regs)
-  elseif #regs == 1 then
-    packed = emit("bitcast", core.vec(dt, n), regs[1])
-  else
-    packed = emit("bitcast", core.vec(dt, n), core.emitn("pack", core.vec(dtype.i32, #regs), regs))
-  end
-  if not tensor_internal.var_vector(frag, first, n, packed) then
-    err.raise("%s: the fragment's values of one atom must be consecutive registers", what)
+  local plain = dt.name == "f32" or dt.name == "i32" or dt.name == "u32"
+  local per = plain and 1 or 32 / dt.bits -- elements a register
+  for _, ch in ipairs(chunks(n)) do
+    local r0, nr = ch[1] / per, ch[2] / per
+    local part = {}
+    for i = 1, nr do part[i] = regs[r0 + i] end
+    local packed
+    if plain then
+      packed = core.emitn("pack", core.vec(dt, ch[2]), part)
+    elseif nr == 1 then
+      packed = emit("bitcast", core.vec(dt, ch[2]), part[1])
+    else
+      packed = emit("bitcast", core.vec(dt, ch[2]), core.emitn("pack", core.vec(dtype.i32, nr), part))
+    end
+    if not tensor_internal.var_vector(frag, first + ch[1], ch[2], packed) then
+      err.raise("%s: the fragment's values of one atom must be consecutive registers", what)
+    end
   end
 end
 
@@ -164,16 +195,16 @@ function arch.warpgroup_fence_operand(x)
     end
     local n = L.size(x.layout)
     local per = x.dtype.bits >= 32 and 1 or (32 / x.dtype.bits)
-    -- as many consecutive elements at a time as give whole registers
-    local chunk = n
-    while chunk > 1 and not tensor_internal.var_vector(x, 0, chunk) do chunk = chunk / 2 end
-    if chunk < per or chunk ~= math.floor(chunk) or n % chunk ~= 0 then
+    local consecutive = n % per == 0
+    for i = 0, n - 1 do
+      if consecutive and x.layout(i) ~= x.layout(0) + i then consecutive = false end
+    end
+    if not consecutive then
+      -- not whole consecutive registers: value by value (f32 / i32 fragments)
       for i = 0, n - 1 do x[i] = fence_regs({ x[i] })[1] end
       return x
     end
-    for first = 0, n - 1, chunk do
-      frag_store_words(x, first, chunk, fence_regs(frag_words(x, first, chunk, what)), what)
-    end
+    frag_store_words(x, 0, n, fence_regs(frag_words(x, 0, n, what)), what)
     return x
   end
   if is_value(x) then return fence_regs({ x })[1] end
