@@ -48,6 +48,9 @@ local CASES = {
   { ab = "i8", accumulate = true, n = 64 }, { ab = "f16", negate = true }, { ab = "e4m3", negate = true, n = 16 },
   { ab = "bf16", wgs = 2, n = 128 }, { ab = "bf16", wgs = 2, n = 256, accumulate = true, kblocks = 4 },
   { ab = "f16", wgs = 2, rs = true, a_major = "K", b_major = "MN", n = 64 },
+  -- several atoms a thread (the tiled MMA's tile larger than its warpgroups')
+  { ab = "bf16", rep_m = 2, rep_n = 2, n = 32 }, { ab = "f16", wgs = 2, rep_n = 2, n = 64, b_major = "MN" },
+  { ab = "e4m3", rs = true, rep_m = 2, n = 16 },
 }
 
 local function rand_values(name, count)
@@ -60,7 +63,7 @@ end
 
 -- Runs a case on the GPU; nil when every element is exact, else the first mismatch.
 local function run(c)
-  local M, N, KK = c.m, c.n, c.k
+  local M, N, KK = c.m, c.ntile, c.k
   local A = cute.tensor(K.gdt(c.ab), { M, KK })
   local B = cute.tensor(K.gdt(c.b), { N, KK })
   local C = cute.tensor(cute[c.acc], { M, N })

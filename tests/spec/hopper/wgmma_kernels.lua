@@ -21,7 +21,9 @@ K.gdt = gdt
 -- and b_major ("K" or "MN"), sw_a and sw_b (0 none, 1 32B, 2 64B, 3 128B;
 -- default the widest that fits), rs (A from registers), wgs (warpgroups
 -- along M), kblocks (wgmma K steps), accumulate (D = C + A B; else the
--- accumulator holds junk and the first k-block has scale-d = 0).
+-- accumulator holds junk and the first k-block has scale-d = 0), rep_m and
+-- rep_n (atoms a thread holds along M and N: the tiled MMA's tile is M = 64
+-- wgs rep_m by ntile = n rep_n).
 function K.case(c)
   c = setmetatable({}, { __index = c })
   c.b = c.b or c.ab
@@ -32,7 +34,8 @@ function K.case(c)
   local bits = (c.ab == "tf32") and 32 or (c.ab == "f16" or c.ab == "bf16") and 16 or 8
   c.bits = bits
   c.kinst = 256 / bits
-  c.m, c.k = 64 * c.wgs, c.kinst * c.kblocks
+  c.rep_m, c.rep_n = c.rep_m or 1, c.rep_n or 1
+  c.m, c.ntile, c.k = 64 * c.wgs * c.rep_m, c.n * c.rep_n, c.kinst * c.kblocks
   return c
 end
 
@@ -40,7 +43,7 @@ function K.name(c)
   return string.format("%s%s->%s n%d A%s%s B%s%s%s wg%d k%d%s", c.ab, c.b ~= c.ab and ("x" .. c.b) or "", c.acc,
     c.n, c.rs and "(rs)" or c.a_major, c.sw_a and ("/" .. SW_KIND[c.sw_a]) or "", c.b_major,
     c.sw_b and ("/" .. SW_KIND[c.sw_b]) or "", c.accumulate and " +C" or "", c.wgs, c.kblocks,
-    c.negate and " -A" or "")
+    c.negate and " -A" or "") .. ((c.rep_m > 1 or c.rep_n > 1) and (" rep" .. c.rep_m .. "x" .. c.rep_n) or "")
 end
 
 local function op_of(c)
@@ -73,12 +76,12 @@ K.smem_layout = smem_layout
 --- The kernel of a case: (gA M x K, gB N x K, gC M x N in, gD M x N out),
 -- all column-major.
 function K.kernel(c, opts)
-  local mma = cute.make_tiled_mma(cute.make_mma_atom(op_of(c)), { c.wgs, 1, 1 })
+  local mma = cute.make_tiled_mma(cute.make_mma_atom(op_of(c)), { c.wgs, 1, 1 }, { c.m, c.ntile, c.kinst })
   local ta, tb = gdt(c.ab), gdt(c.b)
   local la = smem_layout(ta, c.a_major, c.m, c.k, c.sw_a)
-  local lb = smem_layout(tb, c.b_major, c.n, c.k, c.sw_b)
+  local lb = smem_layout(tb, c.b_major, c.ntile, c.k, c.sw_b)
   local nthr = 128 * c.wgs
-  local M, N, KK = c.m, c.n, c.k
+  local M, N, KK = c.m, c.ntile, c.k
   local o = { arch = "sm_90a", max_threads = nthr, cache = false }
   for key, v in pairs(opts or {}) do o[key] = v end
   return cute.kernel("wgmma_" .. K.name(c):gsub("[^%w]", "_"), function(gA, gB, gC, gD)
@@ -122,8 +125,8 @@ end
 
 --- Arguments for compiling a case without a GPU.
 function K.fake_args(c)
-  return cute.fake_tensor(gdt(c.ab), { c.m, c.k }), cute.fake_tensor(gdt(c.b), { c.n, c.k }),
-    cute.fake_tensor(cute[c.acc], { c.m, c.n }), cute.fake_tensor(cute[c.acc], { c.m, c.n })
+  return cute.fake_tensor(gdt(c.ab), { c.m, c.k }), cute.fake_tensor(gdt(c.b), { c.ntile, c.k }),
+    cute.fake_tensor(cute[c.acc], { c.m, c.ntile }), cute.fake_tensor(cute[c.acc], { c.m, c.ntile })
 end
 
 return K

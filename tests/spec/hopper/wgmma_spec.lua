@@ -59,6 +59,8 @@ local CASES = {
   { ab = "u8", rs = true, n = 32 },
   { ab = "bf16", wgs = 2, n = 256, accumulate = true },
   { ab = "f16", negate = true, n = 64 },
+  { ab = "bf16", rep_m = 2, rep_n = 2, n = 32 },
+  { ab = "f16", rs = true, wgs = 2, rep_n = 2, n = 16 },
 }
 
 describe("wgmma in kernels (CPU)", function()
@@ -68,8 +70,8 @@ describe("wgmma in kernels (CPU)", function()
       local h = K.kernel(c):compile(K.fake_args(c))
       local ptx = h:ptx()
       local lines = wgmma_lines(ptx)
-      -- one wgmma a k-block (each thread's warpgroup owns one 64-row atom)
-      assert.equal(c.kblocks, #lines)
+      -- one wgmma an atom of the thread's warpgroup: k-blocks x rep_m x rep_n
+      assert.equal(c.kblocks * c.rep_m * c.rep_n, #lines)
       local head = string.format("wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", c.n, c.kinst, ptx_type(c.acc),
         ptx_type(c.ab), ptx_type(c.b))
       local regs = c.acc == "f16" and c.n / 4 or c.n / 2
@@ -85,7 +87,8 @@ describe("wgmma in kernels (CPU)", function()
         assert.equal(tail_of(c), l:sub(-#tail_of(c)), l)
         -- scale-d: 0 on the first k-block unless accumulating into C, then 1
         local reg = l:match("setp%.ne%.b32 p, (%%r%d+), 0;")
-        assert.equal((i == 1 and not c.accumulate) and 0 or 1, mov_of(ptx, reg))
+        local first_k = i <= c.rep_m * c.rep_n
+        assert.equal((first_k and not c.accumulate) and 0 or 1, mov_of(ptx, reg))
       end
       assert.equal(1, H.count(ptx, "wgmma.fence.sync.aligned;"))
       assert.equal(1, H.count(ptx, "wgmma.commit_group.sync.aligned;"))
