@@ -26,7 +26,6 @@
 -- descriptor or four i32 registers; b: an i64 descriptor).
 local core = require "cute.trace.core"
 local ops = require "cute.trace.ops"
-local arith = require "cute.arith"
 local tensor = require "cute.trace.tensor"
 local atom = require "cute.atom"
 local wg = require "cute.nvgpu.warpgroup"
@@ -323,31 +322,30 @@ local function desc_plan(t, at, which, what)
       .. "alignment %d)", what, which, t.align, desc.swizzle, desc.align_bytes, desc.align_bytes)
   end
   -- block (0, 0)'s start: the pointer (and a swizzled layout's offset) in
-  -- the unswizzled address space, + its static offset
+  -- the unswizzled address space. A static part of the offset (a slice's:
+  -- k-block, stage) joins each block's constant advance, so that every
+  -- slice of one tensor shares the base descriptor.
   local addr = ptr_word(t.ptr)
   local e = dt.bytes
-  if composed and not arith.lit(lay.offset, 0) then
-    local off = lay.offset
-    if type(off) == "number" then
-      addr = emit("add", core.i32, addr, core.const(core.i32, off * e))
-    else
-      local o = core.coerce(off, core.i32, what)
-      addr = emit("add", core.i32, addr, emit("mul", core.i32, o, core.const(core.i32, e)))
-    end
+  local dyn, static = 0, 0
+  if composed then dyn, static = ops.split_const(lay.offset) end
+  if is_value(dyn) then
+    local o = core.coerce(dyn, core.i32, what)
+    addr = emit("add", core.i32, addr, emit("mul", core.i32, o, core.const(core.i32, e)))
   end
   local field = emit("and", core.i32, emit("lshr", core.i32, addr, core.const(core.i32, 4)),
     core.const(core.i32, 0x3FFF))
   local lo = emit("add", core.i32, field, core.const(core.i32, desc.lo))
   local hi = desc.hi >= 2 ^ 31 and (desc.hi - 2 ^ 32) or desc.hi
   local base = emit("or", core.i64, emit("cvtu", core.i64, lo, nil, nil, 0, 0), core.const(core.i64, hi * 2 ^ 32))
-  return { t = t, base = base, e = e, outer = outer, desc = desc, which = which }
+  return { t = t, base = base, e = e, outer = outer, static = static, desc = desc, which = which }
 end
 
 -- The descriptor of block (i, j) of a plan: the base + the block's byte offset / 16.
 local function desc_at(p, i, j, what)
   local off = p.outer(block_coord(p.t, i, j))
   if type(off) ~= "number" then err.raise("%s: %s's layout must be static", what, p.which) end
-  local bytes = off * p.e
+  local bytes = (off + p.static) * p.e
   if bytes % 16 ~= 0 then
     err.raise("%s: block (%d, %d) of %s starts %d bytes in: descriptors address 16-byte units", what, i, j, p.which,
       bytes)

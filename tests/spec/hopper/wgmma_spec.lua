@@ -179,6 +179,47 @@ describe("wgmma in kernels (CPU)", function()
     assert.equal(1, mov_of(ptx, lines[2]:match("setp%.ne%.b32 p, (%%r%d+), 0;")))
   end)
 
+  it("descriptor fragments slice by k-block and pipeline stage, as a CuTe DSL mainloop does", function()
+    local mma = cute.make_tiled_mma(wg.MmaF16BF16Op(cute.bf16, cute.f32, { 64, 64, 16 }))
+    -- A and B: 64 x 32 bf16, K-major (64B swizzle), 2 stages of 4096 bytes each
+    local la = wg.make_smem_layout_a("K", { 64, 64, 32 }, cute.bf16, 2)
+    local lb = wg.make_smem_layout_b("K", { 64, 64, 32 }, cute.bf16, 2)
+    local h = H.compile(function(gC, stage)
+      local sA = cute.make_smem_tensor(cute.bf16, la, 1024)
+      local sB = cute.make_smem_tensor(cute.bf16, lb, 1024)
+      local thr = mma:get_slice(cute.thread_idx().x)
+      local tCrA = thr:make_fragment_A(thr:partition_A(sA)) -- (atom, 1, 2 k-blocks, 2 stages)
+      local tCrB = thr:make_fragment_B(thr:partition_B(sB))
+      local gCt = cute.local_tile(gC, { 64, 64 }, { 0, 0 })
+      local acc = thr:make_fragment_C(thr:partition_C(gCt))
+      local _ = cute._
+      for s = 0, 1 do
+        mma:set(wg.Field.ACCUMULATE, s > 0)
+        cute.arch.warpgroup_fence()
+        for k = 0, 1 do
+          cute.gemm(mma, acc, tCrA[{ _, _, k, s }], tCrB[{ _, _, k, s }], acc)
+          mma:set(wg.Field.ACCUMULATE, true)
+        end
+        cute.arch.warpgroup_commit_group()
+        cute.arch.warpgroup_wait_group(0)
+      end
+      cute.copy(acc, thr:partition_C(gCt))
+      gC[0] = gC[0] + stage
+    end, { cute.fake_tensor(cute.f32, { 64, 64 }), cute.f32(0) }, { arch = "sm_90a", max_threads = 128, cache = false })
+    local ptx, irt = h:ptx(), h:ir()
+    local lines = wgmma_lines(ptx)
+    assert.equal(4, #lines)
+    -- scale-d: 0 only for the very first (stage 0, k-block 0)
+    for i, l in ipairs(lines) do
+      assert.equal(i == 1 and 0 or 1, mov_of(ptx, l:match("setp%.ne%.b32 p, (%%r%d+), 0;")))
+    end
+    -- the descriptors advance by 32 B a k-block (2 in 16-byte units), 4096 B a stage (256), both (258)
+    for _, units in ipairs { 2, 256, 258 } do
+      assert.matches("const " .. units .. " : i64", irt, 1, true)
+    end
+    assert.is_nil(h:log():find("(C75", 1, true))
+  end)
+
   it("a kernel that touches the accumulator inside the window fails to compile, saying what to do", function()
     local at = cute.make_mma_atom(wg.MmaF16BF16Op(cute.bf16, cute.f32, { 64, 64, 16 }))
     local function body(touch)
