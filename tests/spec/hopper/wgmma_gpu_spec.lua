@@ -51,6 +51,9 @@ local CASES = {
   -- several atoms a thread (the tiled MMA's tile larger than its warpgroups')
   { ab = "bf16", rep_m = 2, rep_n = 2, n = 32 }, { ab = "f16", wgs = 2, rep_n = 2, n = 64, b_major = "MN" },
   { ab = "e4m3", rs = true, rep_m = 2, n = 16 },
+  -- one cute.gemm a k-block on slices of the fragments (a mainloop's form)
+  { ab = "bf16", per_k = true, kblocks = 4 }, { ab = "bf16", a_major = "MN", b_major = "MN", per_k = true, n = 128 },
+  { ab = "f16", rs = true, per_k = true, kblocks = 4, accumulate = true }, { ab = "tf32", per_k = true, sw_a = 1 },
 }
 
 local function rand_values(name, count)

@@ -23,7 +23,8 @@ K.gdt = gdt
 -- along M), kblocks (wgmma K steps), accumulate (D = C + A B; else the
 -- accumulator holds junk and the first k-block has scale-d = 0), rep_m and
 -- rep_n (atoms a thread holds along M and N: the tiled MMA's tile is M = 64
--- wgs rep_m by ntile = n rep_n).
+-- wgs rep_m by ntile = n rep_n), per_k (one cute.gemm a k-block on slices of
+-- the fragments, scale-d from tiled_mma:set(Field.ACCUMULATE, x)).
 function K.case(c)
   c = setmetatable({}, { __index = c })
   c.b = c.b or c.ab
@@ -43,7 +44,8 @@ function K.name(c)
   return string.format("%s%s->%s n%d A%s%s B%s%s%s wg%d k%d%s", c.ab, c.b ~= c.ab and ("x" .. c.b) or "", c.acc,
     c.n, c.rs and "(rs)" or c.a_major, c.sw_a and ("/" .. SW_KIND[c.sw_a]) or "", c.b_major,
     c.sw_b and ("/" .. SW_KIND[c.sw_b]) or "", c.accumulate and " +C" or "", c.wgs, c.kblocks,
-    c.negate and " -A" or "") .. ((c.rep_m > 1 or c.rep_n > 1) and (" rep" .. c.rep_m .. "x" .. c.rep_n) or "")
+    c.negate and " -A" or "") .. (c.per_k and " per-k" or "")
+    .. ((c.rep_m > 1 or c.rep_n > 1) and (" rep" .. c.rep_m .. "x" .. c.rep_n) or "")
 end
 
 local function op_of(c)
@@ -115,7 +117,17 @@ function K.kernel(c, opts)
     end
     cute.arch.warpgroup_fence_operand(acc)
     cute.arch.warpgroup_fence()
-    cute.gemm(mma, acc, tCrA, tCrB, acc, { accumulate = c.accumulate or false, negate_a = c.negate })
+    if c.per_k then
+      -- one cute.gemm a k-block on slices of the fragments, as a mainloop does
+      local _ = cute._
+      mma:set(wg.Field.ACCUMULATE, c.accumulate or false)
+      for k = 0, c.kblocks - 1 do
+        cute.gemm(mma, acc, tCrA[{ _, _, k }], tCrB[{ _, _, k }], acc, { negate_a = c.negate })
+        mma:set(wg.Field.ACCUMULATE, true)
+      end
+    else
+      cute.gemm(mma, acc, tCrA, tCrB, acc, { accumulate = c.accumulate or false, negate_a = c.negate })
+    end
     cute.arch.warpgroup_commit_group()
     cute.arch.warpgroup_wait_group(0)
     cute.arch.warpgroup_fence_operand(acc)

@@ -61,6 +61,8 @@ local CASES = {
   { ab = "f16", negate = true, n = 64 },
   { ab = "bf16", rep_m = 2, rep_n = 2, n = 32 },
   { ab = "f16", rs = true, wgs = 2, rep_n = 2, n = 16 },
+  { ab = "bf16", per_k = true, kblocks = 4, a_major = "MN" },
+  { ab = "u8", rs = true, per_k = true, accumulate = true, n = 64 },
 }
 
 describe("wgmma in kernels (CPU)", function()
