@@ -312,6 +312,19 @@ function TiledMma:get_tile_size() return { self.tile_mnk[1], self.tile_mnk[2], s
 function TiledMma:get_slice(tid) return partition.thr_mma(self, tid) end
 TiledMma.get_thr_slice = TiledMma.get_slice
 
+--- Sets a field of the MMA for the code traced after it (CuTe DSL's
+-- tiled_mma.set(Field.ACCUMULATE, x)): for a warpgroup MMA,
+-- cute.nvgpu.warpgroup.Field.ACCUMULATE (or "ACCUMULATE") false, or a false
+-- bool value, makes the next cute.gemm's first k-block ignore C (D = A B).
+function TiledMma:set(field, value)
+  local name = type(field) == "table" and field.name or field
+  if name ~= "ACCUMULATE" or not self.atom.wgmma then
+    err.raise("tiled_mma:set: %s has no field %s (a warpgroup MMA has Field.ACCUMULATE)", tostring(self),
+      tostring(field))
+  end
+  rawset(self, "fields", { ACCUMULATE = value, trace = partition.current_trace() })
+end
+
 M.is_tiled_mma = function(x) return getmetatable(x) == TiledMma end
 M.is_mma_atom = function(x) return getmetatable(x) == MmaAtom end
 

@@ -293,12 +293,23 @@ function Kernel:_specialise(n, ...)
   spec = { key = key, specs = specs, params = traced.params, compiled = compiled, storage = storage, argv = argv,
     dyn_smem = traced.dyn_smem, static_smem = traced.static_smem, module = traced.module, loaded = {},
     trace_ms = trace_ms, compile_ms = total_ms - trace_ms, epoch = check_epoch,
-    check_sites = traced.check_sites, pretraced = pretraced or false }
+    check_sites = traced.check_sites, pretraced = pretraced or false, warpgroup = traced.warpgroup }
   if opts.checked then spec.check = { ptr = ffi.new("uint64_t", 0) } end
   spec.guard, spec.pack = codegen(spec, { ... })
   self.specs[key] = spec
   self.nspecs = self.nspecs + 1
   return spec
+end
+
+-- A kernel with warpgroup instructions (wgmma) runs on whole warpgroups:
+-- its block must be a multiple of 128 threads (before any launch).
+local function check_warpgroup_block(k, cfg)
+  local b = type(cfg) == "table" and cfg.block
+  local n = type(b) == "number" and b or (type(b) == "table" and (b[1] or 1) * (b[2] or 1) * (b[3] or 1))
+  if type(n) == "number" and n % 128 ~= 0 then
+    err.raise("launch of %s: the kernel uses warpgroup instructions (wgmma), which run on whole warpgroups of 128 "
+      .. "threads, but its block has %d threads: launch a multiple of 128", k.name, n)
+  end
 end
 
 --- Launches: k:launch({grid=, block=, smem=, cluster=, stream=}, args...).
@@ -319,6 +330,7 @@ function Kernel:launch(cfg, ...)
   -- use of `...` in a trace that starts inside a callee (a side trace of the
   -- helpers below), and the launch would fall back to the interpreter.
   spec.pack(spec.storage, ...)
+  if spec.warpgroup then check_warpgroup_block(self, cfg) end
   local fn = loaded_fn(self, spec)
   runtime.internal.fill_launch(cfg, launch_cfg)
   if spec.dyn_smem > 0 then

@@ -138,6 +138,7 @@ end
 -- What launching needs from a trace, as the bytes stored with the entry.
 local function encode_meta(traced)
   local lines = { META_TAG, "dyn_smem " .. (traced.dyn_smem or 0), "static_smem " .. (traced.static_smem or 0) }
+  if traced.warpgroup then lines[#lines + 1] = "warpgroup 1" end
   for _, p in ipairs(traced.params) do
     lines[#lines + 1] = string.format("param %s %d %s %s %s", p.ctype, p.arg, p.what, p.dtype and p.dtype.name or "-",
       p.leaf and tostring(p.leaf) or "-")
@@ -159,6 +160,8 @@ local function decode_meta(text, specs)
     local field, num = line:match("^(%a[%w_]*) (%d+)$")
     if field == "dyn_smem" or field == "static_smem" then
       out[field] = tonumber(num)
+    elseif field == "warpgroup" then
+      out.warpgroup = true
     else
       local ctype, arg, what, dname, leaf = line:match("^param (%S+) (%d+) (%a+) (%S+) (%S+)$")
       if not ctype then return nil, string.format("bad line '%s'", line) end
@@ -239,7 +242,8 @@ function K.pretrace_compile(k, specs, key, opts, copts)
   local meta
   meta, why = decode_meta(compiled:meta(), specs)
   if meta then
-    return compiled, { params = meta.params, dyn_smem = meta.dyn_smem, static_smem = meta.static_smem }, true, 0
+    return compiled, { params = meta.params, dyn_smem = meta.dyn_smem, static_smem = meta.static_smem,
+      warpgroup = meta.warpgroup }, true, 0
   end
   stats.pretrace_hits = stats.pretrace_hits - 1
   stats.pretrace_fallbacks = stats.pretrace_fallbacks + 1

@@ -164,6 +164,11 @@ function KT.trace(k, specs, opts, copts)
   local f = T.f
   local max_threads, min_blocks = T.max_threads or opts.max_threads, T.min_blocks or opts.min_blocks
   local attr = IRC.attr
+  if max_threads and T.warpgroup and max_threads % 128 ~= 0 then
+    err.raise("kernel %s: %s issues a warpgroup instruction (wgmma), which runs on whole warpgroups of 128 threads, "
+      .. "but the launch bounds allow at most %d threads a block (max_threads): make it a multiple of 128", k.name,
+      T.warpgroup, max_threads)
+  end
   if max_threads then ir.func_attr(f, attr.maxntid, max_threads, 1, 1) end
   if min_blocks then ir.func_attr(f, attr.minctasm, min_blocks, 0, 0) end
   if opts.cluster then
@@ -177,7 +182,7 @@ function KT.trace(k, specs, opts, copts)
   end
   if T.dyn_smem then ir.func_attr(f, attr.dynamic_smem, T.dyn_smem, 0, 0) end
   return { module = m, params = params, dyn_smem = T.dyn_smem or 0, static_smem = T.smem_bytes,
-    check_sites = T.check and T.check.sites }
+    check_sites = T.check and T.check.sites, warpgroup = T.warpgroup and true }
 end
 
 KT.compiler_options = compiler_options

@@ -45,8 +45,8 @@
 /* The Hopper (sm_90a) families, one list of each kind per part, so that each
    part is its own lines: the warpgroup MMA (wgmma) ... */
 #define IR_RESULT_RULES_WGMMA(X)
-#define IR_CHECK_FAMILIES_WGMMA(X)
-#define IR_LOWERINGS_WGMMA(X)
+#define IR_CHECK_FAMILIES_WGMMA(X) X(WGMMA) X(WGFENCEOP)
+#define IR_LOWERINGS_WGMMA(X) X(WGMMA) X(WGWAIT) X(WGFENCEOP)
 
 /* ... the bulk tensor engine (TMA) and bulk copies ... */
 #define IR_RESULT_RULES_TMA(X)
@@ -291,6 +291,19 @@ int ir_mma_lookup(int shape, int ta, int tb, int tc, int td, IrMmaFrag *out);
 /* The valid combinations as text ("m16n8k16 f32.f16.f16.f32 (sm_80), ..."),
    for errors: of one shape (-1: all), that target t has (NULL: all). */
 void ir_mma_list(ClBuf *out, int shape, const ClTarget *t);
+
+/* wgmma.mma_async (ir_wgmma.c): the form of A x B -> D with N columns, or 0
+   with why it does not exist (a sentence) in *why when why is not NULL. */
+typedef struct IrWgmmaForm {
+  int k;          /* K of one instruction: 32 bytes of the input type */
+  int d_regs;     /* 32-bit accumulator registers a thread: N/2, or N/4 for f16 pairs */
+  IrType d_reg;   /* IR_T_F32 (f32), IR_T_I32 (s32, and f16 pairs) */
+  int mn_major;   /* A and B may be MN-major (16-bit inputs) */
+  int integer;    /* 8-bit integer inputs: satfinite, no negation */
+} IrWgmmaForm;
+int ir_wgmma_form(int ta, int tb, int td, int n, IrWgmmaForm *out, const char **why);
+/* The forms that exist, as text (for errors). */
+const char *ir_wgmma_forms(void);
 
 /* --- fold (ir_fold.c) ------------------------------------------------------------------------------------- */
 typedef struct IrFoldResult {

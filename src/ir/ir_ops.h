@@ -149,6 +149,10 @@ X(CPWAIT,    "cp.async.wait",   0, 0,   "n",      NONE,     CPWAIT,    SIDE,    
 /* --- Hopper (sm_90a) ------------------------------------------------------------------------------------- */ \
 X(WGFENCE,   "wgmma.fence",     0, 0,   "",       NONE,     NONE,      SIDE|CONV,                 WGMMA,    ASM0,     "wgmma.fence.sync.aligned;", "order this warpgroup's register accesses before its later wgmma.mma_async (all four warps execute it)") \
 /* --- Hopper: the warpgroup MMA (wgmma rows) ------------------------------------------------------------------ */ \
+X(WGMMA,     "wgmma.mma_async", 4, 4,   "nEEEn",  GIVEN,    WGMMA,     MEM|SIDE|CONV,             WGMMA,    WGMMA,    "",  "D = A*B + (scale_d ? D : 0), m64nNk(32 bytes), issued asynchronously by a warpgroup; operands: A (an i64 shared-memory descriptor, or {i32 x 4} registers), B (an i64 descriptor), the accumulator (a struct: N/2 f32 or i32, or N/4 i32 holding f16 pairs), scale_d (i1); imms: N, types of A B D, mode (1 A MN-major, 2 B MN-major, 4 negate A, 8 negate B, 16 satfinite); result: the accumulator") \
+X(WGCOMMIT,  "wgmma.commit",    0, 0,   "",       NONE,     NONE,      SIDE|CONV,                 WGMMA,    ASM0,     "wgmma.commit_group.sync.aligned;", "close this warpgroup's uncommitted wgmma.mma_async into one wgmma-group") \
+X(WGWAIT,    "wgmma.wait",      0, 0,   "n",      NONE,     CPWAIT,    SIDE|CONV,                 WGMMA,    WGWAIT,   "",  "wait until at most n wgmma-groups of this warpgroup are pending; imm: n") \
+X(WGFENCEOP, "wgmma.fence_operand", 1, 1, "",     ARG0,     WGFENCEOP, SIDE,                      NONE,     WGFENCEOP, "", "the same f32/i32 registers (a scalar or a struct), kept as they are here: an empty asm with tied operands, so no access of an accumulator moves into a wgmma's asynchronous window") \
 /* (end of the wgmma rows) */ \
 /* --- Hopper: the bulk tensor engine (TMA) and bulk copies ---------------------------------------------------- */ \
 /* (end of the TMA rows) */ \

@@ -811,6 +811,64 @@ static void rule_RET(Ck *c) {
 
 /* --- Hopper: the warpgroup MMA (wgmma) ---------------------------------------------------------------------- */
 
+/* wgmma.mma_async: the form exists (ir_wgmma.c), A is a descriptor (i64) or
+   four 32-bit registers (RS, K-major only), B a descriptor, the accumulator
+   and the result the form's struct, scale_d an i1; the mode bits as the
+   form allows (MN-major for 16-bit inputs, negation for floats, satfinite
+   for integers). */
+enum { WG_TRANS_A = 1, WG_TRANS_B = 2, WG_NEG_A = 4, WG_NEG_B = 8, WG_SAT = 16 };
+
+static void rule_WGMMA(Ck *c) {
+  IrModule *m = c->m;
+  int64_t n = c->imm[0], mode = c->imm[4];
+  int ta = (int)c->imm[1], tb = (int)c->imm[2], td = (int)c->imm[3];
+  const char *why = NULL;
+  IrWgmmaForm fm;
+  if (c->bad) return;
+  if (n < 1 || n > 256 || !ir_wgmma_form(ta, tb, td, (int)n, &fm, &why)) {
+    fail(c, "there is no wgmma.mma_async m64n%lldk* %s.%s.%s: %s; %s", (long long)n, ir_mma_type_names[td],
+         ir_mma_type_names[ta], ir_mma_type_names[tb], why ? why : "N is 8..256 step 8", ir_wgmma_forms());
+    return;
+  }
+  if (mode & ~(int64_t)(WG_TRANS_A | WG_TRANS_B | WG_NEG_A | WG_NEG_B | WG_SAT))
+    fail(c, "mode %lld: the bits are 1 (A MN-major), 2 (B MN-major), 4 (negate A), 8 (negate B), 16 (satfinite)",
+         (long long)mode);
+  int rs = T(c, 0) != IR_T_I64;
+  if (rs && T(c, 0) != fragment_type(m, 4, IR_T_I32))
+    fail(c, "A is %s, expected an i64 shared-memory descriptor or {i32 x 4} registers", TN(c, T(c, 0)));
+  if (T(c, 1) != IR_T_I64) fail(c, "B is %s, expected an i64 shared-memory descriptor", TN(c, T(c, 1)));
+  if ((mode & (WG_TRANS_A | WG_TRANS_B)) && !fm.mn_major)
+    fail(c, "%s inputs are read K-major only: only f16 and bf16 operands can be MN-major (transposed)",
+         ir_mma_type_names[ta]);
+  else if (rs && (mode & WG_TRANS_A))
+    fail(c, "A from registers is K-major: an MN-major (transposed) A needs A in shared memory");
+  if ((mode & (WG_NEG_A | WG_NEG_B)) && fm.integer) fail(c, "integer wgmma takes no negation of A or B");
+  if ((mode & WG_SAT) && !fm.integer) fail(c, "satfinite is for integer wgmma");
+  IrType want = fragment_type(m, fm.d_regs, fm.d_reg);
+  if (T(c, 2) != want) fail(c, "the accumulator is %s, expected %s", TN(c, T(c, 2)), TN(c, want));
+  if (c->in->type != want)
+    fail(c, "the result type is %s, expected the accumulator's %s", c->in->type ? TN(c, c->in->type) : "(none)",
+         TN(c, want));
+  if (T(c, 3) != IR_T_I1) fail(c, "scale_d is %s, expected i1 (false: D = A*B, ignoring the accumulator)",
+                               TN(c, T(c, 3)));
+}
+
+/* wgmma.fence_operand: f32 or i32 registers, one or a struct of them. */
+static void rule_WGFENCEOP(Ck *c) {
+  IrType t = T(c, 0);
+  const IrTypeRec *r = R(c, t);
+  if (t == IR_T_F32 || t == IR_T_I32) return;
+  if (r->kind == IR_TK_STRUCT && r->len >= 1 && r->len <= 128) {
+    for (uint32_t i = 0; i < r->len; i++)
+      if (r->fields[i] != IR_T_F32 && r->fields[i] != IR_T_I32) {
+        fail(c, "field %u of %s is %s: the registers are f32 or i32", i, TN(c, t), TN(c, r->fields[i]));
+        return;
+      }
+    return;
+  }
+  fail(c, "the operand is %s, expected f32 or i32 registers (a scalar or a struct of 1 to 128)", TN(c, t));
+}
+
 /* (end of the wgmma rules) */
 
 /* --- Hopper: the bulk tensor engine (TMA) and bulk copies ----------------------------------------------------- */

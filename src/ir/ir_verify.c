@@ -169,6 +169,16 @@ static void check_attrs(V *s) {
   int nreg = a[IR_ATTR_MAXNREG][0];
   if (nreg && (nreg < 16 || nreg > 255)) ir_error(f, 0, "maxnreg %d: 16 to 255", nreg);
   if (a[IR_ATTR_MINCTASM][0] > 32) ir_error(f, 0, "minctasm %d: at most 32", a[IR_ATTR_MINCTASM][0]);
+  /* a warpgroup op (wgmma: feature WGMMA) runs on whole warpgroups: a block
+     size bound that is not a multiple of 128 threads cannot hold one */
+  long bound = has_req ? req : has_max ? max : 0;
+  for (IrRef v = 1; bound && v < f->ninst; v++)
+    if (ir_op_info[f->insts[v].op].feat == CL_FEAT_WGMMA && bound % 128 != 0) {
+      ir_error(f, v, "%s is a warpgroup op, but kernel @%s has blocks of %s %ld threads (%s), not a multiple of 128",
+               ir_op_info[f->insts[v].op].name, ir_func_name(f), has_req ? "exactly" : "at most", bound,
+               has_req ? "reqntid" : "maxntid: launch bounds");
+      break;
+    }
   long smem = 0;
   for (IrRef v = 1; v < f->ninst; v++)
     if (f->insts[v].op == IR_OP_SMEM) smem += (long)ir_imms(f, &f->insts[v])[0];

@@ -382,6 +382,7 @@ static int ptx_to_cubin(NvResult *r, const char *ptx, size_t len, const NvOption
   cl_buf_clear(&r->part[NV_PART_LOG]);
   if (info) cl_buf_puts(&r->part[NV_PART_LOG], info);
   free(info);
+  if (nv_ptxas_diag(r, cl_buf_str(&r->part[NV_PART_LOG]), ptx, len) != 0) goto done; /* nv_ptxas_diag.c */
   status = 0;
 done:
   for (int i = 0; i < nin; i++) nv_link_data_free(&ins[i]);

@@ -44,6 +44,10 @@ extern const char nv_nvvm_module_name[];
 /* mkdir -p with mode 0755; -1 with errno. */
 int nv_mkdirs(const char *path);
 
+/* ptxas notes that fail the compile (nv_ptxas_diag.c: serialized wgmma):
+   -1 with r's diagnostic filled when the info log has one, else 0. */
+int nv_ptxas_diag(NvResult *r, const char *log, const char *ptx, size_t len);
+
 /* ftz as the tools get it (ftz -1 follows fast_math). */
 int nv_options_ftz(const NvOptions *o);
 

@@ -72,6 +72,9 @@ M.OperandMajorMode = enum("OperandMajorMode", { "K", "MN" })
 M.SmemLayoutAtomKind = enum("SmemLayoutAtomKind",
   { "MN_INTER", "MN_SW32", "MN_SW64", "MN_SW128", "K_INTER", "K_SW32", "K_SW64", "K_SW128" })
 
+--- Run-time fields of a warpgroup tiled MMA (tiled_mma:set(Field.ACCUMULATE, x)).
+M.Field = enum("Field", { "ACCUMULATE" })
+
 local K_MAJOR, MN_MAJOR = M.OperandMajorMode.K, M.OperandMajorMode.MN
 local SMEM, RMEM = M.OperandSource.SMEM, M.OperandSource.RMEM
 

@@ -346,8 +346,9 @@ end
 -- A B + C), inside a kernel. (cute.gemm is cute.lib.gemm's, which takes
 -- device tensors on the host and hands these calls here.)
 function M.gemm(x, ...)
+  if atom.is_mma_atom(x) then x = atom.make_tiled_mma(x) end
+  if atom.is_tiled_mma(x) and x.atom.wgmma then return require("cute.trace.wgmma").gemm(x, ...) end -- warpgroup MMA
   if atom.is_tiled_mma(x) then return M.mma_gemm(x, ...) end
-  if atom.is_mma_atom(x) then return M.mma_gemm(atom.make_tiled_mma(x), ...) end
   err.raise("cute.gemm: inside a kernel it takes a tiled MMA or an MMA atom, then the fragments D, A, B, C; got %s",
     core.describe(x))
 end

@@ -70,6 +70,10 @@ end
 -- ---------------------------------------------------------------------------
 -- Tiled MMA slices
 
+--- The trace being recorded now (nil outside one): what a tiled MMA's
+-- run-time fields (tiled_mma:set) belong to.
+function M.current_trace() return core.current() end
+
 local ThrMma = { __name = "ThrMma" }
 ThrMma.__index = ThrMma
 
@@ -114,8 +118,20 @@ end
 
 --- Register fragments shaped like a partition (or a shape), in the atom's
 -- operand dtypes.
-function ThrMma:make_fragment_A(x) return fragment(x, self.tiled.atom.a_dtype) end
-function ThrMma:make_fragment_B(x) return fragment(x, self.tiled.atom.b_dtype) end
+-- A warpgroup (wgmma) atom reading an operand from shared memory: the
+-- descriptor fragment is the shared partition itself (cute.trace.wgmma makes
+-- each block's descriptor from it).
+local function smem_operand(self, x, src)
+  return self.tiled.atom.wgmma and (src == nil or src.name == "SMEM") and tensor.is_tensor(x) and x.space == "shared"
+end
+function ThrMma:make_fragment_A(x)
+  if smem_operand(self, x, self.tiled.atom.a_src) then return x end
+  return fragment(x, self.tiled.atom.a_dtype)
+end
+function ThrMma:make_fragment_B(x)
+  if smem_operand(self, x) then return x end
+  return fragment(x, self.tiled.atom.b_dtype)
+end
 function ThrMma:make_fragment_C(x) return fragment(x, self.tiled.atom.c_dtype) end
 function ThrMma:partition_fragment_A(t) return self:make_fragment_A(self:partition_A(t)) end
 function ThrMma:partition_fragment_B(t) return self:make_fragment_B(self:partition_B(t)) end
