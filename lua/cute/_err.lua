@@ -145,7 +145,7 @@ end
 local function subjects(msg)
   local out = {}
   local op = msg:match("^([%w_.:]+):%s")
-  if op then
+  if op and #op:match("([%w_]+)$") > 1 then -- (not a kernel named k)
     out[#out + 1] = op:match("([%w_]+)$")
   end
   for q in msg:gmatch("'([%w_]+)'") do out[#out + 1] = q end

@@ -118,6 +118,15 @@ local function fail(r, input, locate, context)
     end
   end
   last_diag = d
+  -- raised at the Lua line the failing code came from when it is known and
+  -- is a file here (the traceback still shows the call that compiled), else
+  -- at the caller's line
+  local src_file = d.source and d.source:match("^(.+):%d+$")
+  local readable = src_file and io.open(src_file, "r")
+  if readable then readable:close() end
+  if readable then
+    error(string.format("%s: %s%s", d.source, context and context .. ": " or "", d.text), 0)
+  end
   err.raise("%s%s", context and context .. ": " or "", d.text)
 end
 
@@ -723,7 +732,18 @@ function compiler.compile_module(m, opts, info)
       local phase = ffi.string(C.phase_name(C.info(r, INFO.phase)))
       -- the module's own failures name the kernel already; a tool's gets it in front
       local own = phase == "verify" or phase == "emit" or phase == "options"
-      fail(r, nil, nil, not own and name or nil)
+      -- a tool's error in a line of the PTX or NVVM IR: without line info
+      -- there is no Lua line to name, so compile again with it (only now,
+      -- on the error path) and take the Lua line that compile names
+      local function locate()
+        if own or opts:get("lineinfo") then return nil end
+        local r2, job2 = new_result(), ffi.new("NvModuleJob")
+        job2.name, job2.salt = name, info.salt
+        if C.compile_module(r2, m, opts:with({ lineinfo = true, cache = false }).c, job2) ~= 0 then
+          return diagnostic(r2, nil).source
+        end
+      end
+      fail(r, nil, locate, not own and name or nil)
     end
   end
   local mod = setmetatable({ _r = r, _irmod = m, _trace = trace, options = opts, key = ffi.string(C.key(r)),
