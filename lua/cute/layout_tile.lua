@@ -26,11 +26,11 @@ local M = {}
 
 local function rewrap(c, outer) return L.make_composed_layout(c.inner, c.offset, outer) end
 
+local tile_to_shape -- (below)
+
 --- tile_to_shape(block, shape[, order]): the block repeated (blocked_product)
 -- to cover `shape`, the repetitions ordered by `order` (default
 -- column-major); each mode of shape must be a multiple of the block's.
-local tile_to_shape
-
 function M.tile_to_shape(block, shape, order)
   local op = "tile_to_shape"
   if is_composed(block) then return rewrap(block, M.tile_to_shape(block.outer, shape, order)) end
@@ -116,12 +116,12 @@ function M.local_partition(l, tile, index, proj)
   return L.slice_and_offset(tup { coord, underscores(r1) }, z, op)
 end
 
+local make_layout_tv -- (below)
+
 --- make_layout_tv(thr_layout, val_layout): (tiler_mn, layout_tv) as CuTe
 -- DSL's: the MN tile that thr_layout threads each holding a val_layout block
 -- cover (raked_product), and the layout mapping (thread, value) to the
 -- column-major index of its element in that tile.
-local make_layout_tv
-
 function M.make_layout_tv(thr, val)
   local op = "make_layout_tv"
   check_layout(op, thr, "thr_layout")
