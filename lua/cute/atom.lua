@@ -140,12 +140,23 @@ M.nvgpu = { warp = {}, cpasync = {} }
 local warp, cpasync = M.nvgpu.warp, M.nvgpu.cpasync
 -- The Hopper atoms live in their own modules, loaded on first use:
 -- cute.nvgpu.warpgroup (wgmma) and the TMA ops among cute.nvgpu.cpasync.
-setmetatable(M.nvgpu, { __index = function(t, k)
-  if k ~= "warpgroup" then return nil end
-  local wg = require "cute.nvgpu.warpgroup"
-  rawset(t, k, wg)
-  return wg
-end })
+-- A family cutelua does not have is an error that says which it has.
+local FAMILIES = { "CopyUniversalOp", "cpasync", "warp", "warpgroup" }
+setmetatable(M.nvgpu, {
+  __index = function(t, k)
+    if k == "warpgroup" then
+      local wg = require "cute.nvgpu.warpgroup"
+      rawset(t, k, wg)
+      return wg
+    end
+    if type(k) == "string" and k:byte(1) ~= 95 then
+      err.raise("cute.nvgpu.%s does not exist%s: cute.nvgpu has %s%s", k, err.did_you_mean(k, FAMILIES),
+        table.concat(FAMILIES, ", "), (k == "tcgen05" or k == "tcgen05_mma") and " (tcgen05 is sm_100a's, not in "
+        .. "cutelua yet)" or "")
+    end
+  end,
+  __complete = function() return FAMILIES end,
+})
 setmetatable(cpasync, { __index = function(t, k)
   if type(k) ~= "string" or k:byte(1) == 95 then return nil end
   local v = rawget(require "cute.nvgpu.tma", k)
