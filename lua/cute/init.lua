@@ -139,7 +139,7 @@ local WINS = {
 
 -- Submodules reachable as cute.<name> (loaded on first use).
 local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "bench", "compiler", "cublas", "dtype", "int_tuple", "ir",
-  "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "runtime", "swizzle", "tensor" }
+  "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "pipeline", "runtime", "swizzle", "tensor" }
 
 -- name -> module (nil, problems: a list of messages, when the tables
 -- disagree: see above).

@@ -16,6 +16,17 @@ static const char *mbar_space(Em *e, IrRef p) {
   return REC(e, TY(e, p))->space == IR_SPACE_SHARED_CLUSTER ? ".shared::cluster" : ".shared::cta";
 }
 
+/* An i32 operand of the text: a constant inline (counts and byte counts read
+   best as immediates: `mbarrier.init [%r1], 256;`), else the next $N input. */
+static void int_arg(Em *e, EmAsm *as, IrRef x, char *text, size_t n) {
+  if (I(e, x)->op == IR_OP_CONST) {
+    snprintf(text, n, "%lld", (long long)(int32_t)IM(e, x)[0]);
+    return;
+  }
+  snprintf(text, n, "$%d", as->nout + as->nin);
+  em_asm_in(e, as, 'r', "i32", VAL(e, x));
+}
+
 /* A 0/1 i32 asm result as the op's i1. */
 static void pred_result(Em *e, IrRef v, EmAsm *as) {
   char r[32];
@@ -30,12 +41,13 @@ static void emit_mbar(Em *e, IrRef v) {
   int op = in->op, n = in->nargs;
   int cluster = ir_op_info[op].imms[0] == 'S' && IM(e, v)[0] == IR_SCOPE_CLUSTER;
   const char *sp = mbar_space(e, a[0]);
+  char k[32];
   EmAsm as = {{0}, {0}, {0}, 0, 0};
   switch (op) {
     case IR_OP_MBINIT:
-      em_asm_text(&as, "mbarrier.init.shared::cta.b64 [$0], $1;");
       em_asm_addr(e, &as, a[0]);
-      em_asm_in(e, &as, 'r', "i32", VAL(e, a[1]));
+      int_arg(e, &as, a[1], k, sizeof k);
+      em_asm_text(&as, "mbarrier.init.shared::cta.b64 [$0], %s;", k);
       em_asm_call(e, &as, NULL, "void", 1 | 4);
       return;
     case IR_OP_MBINVAL:
@@ -60,15 +72,15 @@ static void emit_mbar(Em *e, IrRef v) {
       return;
     }
     case IR_OP_MBARRIVETX:
-      em_asm_text(&as, "mbarrier.arrive.expect_tx%s%s.b64 _, [$0], $1;", cluster ? ".release.cluster" : "", sp);
       em_asm_addr(e, &as, a[0]);
-      em_asm_in(e, &as, 'r', "i32", VAL(e, a[1]));
+      int_arg(e, &as, a[1], k, sizeof k);
+      em_asm_text(&as, "mbarrier.arrive.expect_tx%s%s.b64 _, [$0], %s;", cluster ? ".release.cluster" : "", sp, k);
       em_asm_call(e, &as, NULL, "void", 1 | 4);
       return;
     case IR_OP_MBEXPECTTX:
-      em_asm_text(&as, "mbarrier.expect_tx.relaxed.%s%s.b64 [$0], $1;", cluster ? "cluster" : "cta", sp);
       em_asm_addr(e, &as, a[0]);
-      em_asm_in(e, &as, 'r', "i32", VAL(e, a[1]));
+      int_arg(e, &as, a[1], k, sizeof k);
+      em_asm_text(&as, "mbarrier.expect_tx.relaxed.%s%s.b64 [$0], %s;", cluster ? "cluster" : "cta", sp, k);
       em_asm_call(e, &as, NULL, "void", 1 | 4);
       return;
     case IR_OP_MBTRYWAIT:
