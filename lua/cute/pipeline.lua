@@ -171,7 +171,9 @@ local function make(kind, name, o)
   local p = setmetatable({ kind = kind, name = name, num_stages = stages, producer_group = o.producer_group,
     consumer_group = o.consumer_group, cm = cm, cn = cn, max_tries = o.max_tries }, Pipeline)
   if kind == "tma" then
-    if o.tx_count == nil then err.raise("cute.pipeline.PipelineTmaAsync.create: tx_count (bytes a stage) is required") end
+    if o.tx_count == nil then
+      err.raise("cute.pipeline.PipelineTmaAsync.create: tx_count (bytes a stage) is required")
+    end
     if type(o.tx_count) == "number" and not whole(o.tx_count, 1, 2 ^ 20 - 1) then
       err.raise("cute.pipeline.PipelineTmaAsync.create: tx_count %s: 1 to 2^20-1 bytes a stage",
         tostring(o.tx_count))

@@ -150,7 +150,8 @@ describe("cute.pipeline stress", function()
   it("compiles the cluster version with multicast bulk copies and remote releases", function()
     for _, cs in ipairs { 2, 4 } do
       local h = stress_kernel(4, 40, "thread", cs):with { arch = "sm_90a" }:compile(
-        cute.fake_tensor(cute.i32, 40 * STAGE), cute.fake_tensor(cute.i32, cs * CONSUMERS), cute.fake_tensor(cute.i32, 2))
+        cute.fake_tensor(cute.i32, 40 * STAGE), cute.fake_tensor(cute.i32, cs * CONSUMERS),
+        cute.fake_tensor(cute.i32, 2))
       local ptx = h:ptx()
       assert.matches("%.reqnctapercluster " .. cs .. ", 1, 1", ptx)
       assert.matches("mapa%.shared::cluster%.u32", ptx)
