@@ -580,7 +580,7 @@ static void atomic_rule(Ck *c) {
   int space = R(c, p)->space;
   if (space == IR_SPACE_SHARED_CLUSTER) has(c, CL_FEAT_DSMEM, "an atomic on a shared_cluster address");
   else if (space != IR_SPACE_GLOBAL && space != IR_SPACE_SHARED && space != IR_SPACE_GENERIC)
-    fail(c, "atomics work on global, shared, shared_cluster or generic pointers, not %s", space_name(space));
+    fail(c, "atomics work on global, shared or generic pointers, not %s", space_name(space));
   IrType e = R(c, p)->elem;
   for (int i = 1; i < n; i++)
     if (T(c, i) != e) fail(c, "operand %d is %s; the pointer's element is %s", i + 1, TN(c, T(c, i)), TN(c, e));
