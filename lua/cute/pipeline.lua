@@ -106,6 +106,9 @@ function M.make_state(stages, index, phase, count)
     _phase = control.var(dtype.i32, phase or 0), _count = control.var(dtype.i32, count or 0) }, PipelineState)
 end
 
+--- CuTe DSL's constructor: PipelineState(stages, count, index, phase).
+function M.PipelineState(stages, count, index, phase) return M.make_state(stages, index, phase, count) end
+
 --- The start state of a producer (index 0, phase 1: its first num_stages
 -- acquires pass) or of a consumer (index 0, phase 0).
 function M.make_pipeline_state(user, stages)

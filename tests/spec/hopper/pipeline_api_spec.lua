@@ -53,6 +53,7 @@ end
 local function walk_kernel(stages, steps, user)
   return cute.kernel("walk", function(out)
     local s = P.make_pipeline_state(user, stages)
+    if user == "producer" then s = P.PipelineState(stages, 0, 0, 1) end -- the same start, CuTe DSL's way
     cute.range(0, steps + 1, function(j)
       out[j * 3] = s.index
       out[j * 3 + 1] = s.phase
