@@ -93,6 +93,13 @@ static void emit_mbar(Em *e, IrRef v) {
       for (int i = 1; i < n; i++) em_asm_in(e, &as, 'r', "i32", VAL(e, a[i]));
       pred_result(e, v, &as);
       return;
+    case IR_OP_MBWAIT: /* the label is local to the braces; ${:uid} keeps copies apart anyway */
+      em_asm_text(&as, "{ .reg .pred p; MBWAIT${:uid}: mbarrier.try_wait.parity%s.shared::cta.b64 p, [$0], $1; "
+                       "@!p bra MBWAIT${:uid}; }", cluster ? ".acquire.cluster" : "");
+      em_asm_addr(e, &as, a[0]);
+      em_asm_in(e, &as, 'r', "i32", VAL(e, a[1]));
+      em_asm_call(e, &as, NULL, "void", 1 | 4);
+      return;
     default: em_ll_fail(e, v, "no mbarrier lowering for %s", ir_op_info[op].name); return;
   }
 }

@@ -897,6 +897,7 @@ static void rule_MBAR(Ck *c) {
       break;
     case IR_OP_MBTRYWAIT:
     case IR_OP_MBTESTWAIT:
+    case IR_OP_MBWAIT:
       want_i32(c, 1, "the parity");
       if (const_arg(c, 1, &k) && k != 0 && k != 1) fail(c, "parity %lld: 0 or 1", (long long)k);
       if (n > 2) want_i32(c, 2, "the suspend-time hint");

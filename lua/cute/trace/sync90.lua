@@ -157,13 +157,11 @@ function arch.mbarrier_wait(bar, phase, opts)
   opts = opts or {}
   bar = bar_ptr(bar, "mbarrier_wait")
   phase = i32(phase, "mbarrier_wait phase")
-  local done = control.var(dtype.bool, false)
   if opts.max_tries == nil then
-    control.while_(function() return ops.not_(done.value) end, function()
-      done.value = arch.mbarrier_try_wait(bar, phase, opts)
-    end)
+    emit("mbarrier.wait", nil, bar, phase, nil, scope_imm(opts.scope, "mbarrier_wait"))
     return
   end
+  local done = control.var(dtype.bool, false)
   local tries = control.var(dtype.i32, 0)
   control.while_(function() return ops.and_(ops.not_(done.value), tries.value:lt(opts.max_tries)) end, function()
     done.value = arch.mbarrier_try_wait(bar, phase, opts)

@@ -95,6 +95,9 @@ describe("Hopper sync primitives in the PTX (sm_90a)", function()
     has("mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R .. ", " .. R .. ";", 1)
     has("mbarrier%.test_wait%.parity%.acquire%.cluster%.shared::cta%.b64 p, %[" .. R .. "%], " .. R .. ";", 1)
     has("mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R .. ";", 2) -- the two waits
+    -- the unbounded wait: one asm looping on try_wait; the bounded one: a loop of try_waits in the IR
+    has("{ %.reg %.pred p; MBWAIT%d+: mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R
+      .. "; @!p bra MBWAIT%d+; }", 1)
     has("mbarrier%.inval%.shared::cta%.b64 %[" .. R .. "%];", 1)
   end)
 
@@ -183,6 +186,10 @@ describe("the verifier refuses", function()
       function(k, v) k:op("mbarrier.expect_tx", nil, v.bar, v.f32, { "cta" }) end },
     { "parity 2", "parity 2: 0 or 1",
       function(k, v) k:op("mbarrier.test_wait", nil, v.bar, k:const("i32", 2), { "cta" }) end },
+    { "a wait for parity 3", "parity 3: 0 or 1",
+      function(k, v) k:op("mbarrier.wait", nil, v.bar, k:const("i32", 3), { "cta" }) end },
+    { "a wait on a peer's barrier", "this op works on the CTA's own barriers only",
+      function(k, v) k:op("mbarrier.wait", nil, v.cbar, v.i32, { "cluster" }) end },
     { "an i64 suspend hint", "the suspend-time hint is i64, expected i32",
       function(k, v) k:op("mbarrier.try_wait", nil, v.bar, v.i32, v.i64, { "cta" }) end },
     { "elect.sync with an f32 result", "the result is f32: i1 (the leader) or {i32, i1}",
