@@ -185,8 +185,12 @@ local PROXY = { async = "fence.proxy.async", ["async.shared"] = "fence.proxy.asy
 --- fence.proxy: kind "async" (every space), "async.shared" (this CTA's
 -- shared memory) or "async.global": orders this thread's generic-proxy
 -- accesses with its async-proxy ones (TMA, bulk copies, wgmma operands).
-function arch.fence_proxy(kind)
+-- space: "cta" with "async.shared" (CuTe DSL's fence_proxy(kind, space)).
+function arch.fence_proxy(kind, space)
   need_trace("fence_proxy")
+  if space ~= nil and not (space == "cta" and (kind == "async.shared" or kind == "async.shared::cta")) then
+    err.raise("cute.arch.fence_proxy: space %s: only \"cta\", with kind \"async.shared\"", tostring(space))
+  end
   local op = PROXY[kind or "async"]
   if not op then
     err.raise("cute.arch.fence_proxy: kind %s: \"async\", \"async.shared\" or \"async.global\"", tostring(kind))

@@ -130,6 +130,25 @@ describe("setmaxnreg", function()
     assert.matches("kernels.ptx: a module that uses setmaxnreg is compiled whole-program by ptxas", msg, 1, true)
   end)
 
+  it("takes the same path for PTX handed to the compiler", function()
+    local compiler = require "cute.compiler"
+    local function ptx(directives)
+      return table.concat({ ".version 8.0", ".target sm_90a", ".address_size 64",
+        ".visible .entry hand()", directives, "{", "  setmaxnreg.dec.sync.aligned.u32 40;", "  ret;", "}", "" }, "\n")
+    end
+    local opts = compiler.options { arch = "sm_90a", cache = false }
+    local cubin, log = compiler.ptx_to_cubin(ptx(".maxnreg 128"), opts)
+    assert.equal("\127ELF", cubin:sub(1, 4))
+    assert.is_nil(log:find("ignored", 1, true))
+    cubin = compiler.ptx_to_cubin(ptx(".maxntid 256, 1, 1\n.minnctapersm 1"), opts)
+    assert.equal("\127ELF", cubin:sub(1, 4))
+    for _, d in ipairs { "", ".maxntid 256, 1, 1", ".reqntid 256, 1, 1" } do
+      local ok, msg = pcall(compiler.ptx_to_cubin, ptx(d), opts)
+      assert.is_false(ok, d)
+      assert.matches("kernel hand uses setmaxnreg but has no register count at entry", msg, 1, true)
+    end
+  end)
+
   it("computes the right numbers with the registers moved between warpgroups #gpu", function()
     local info = cute.device_info()
     if info.compute_capability[1] < 9 then
