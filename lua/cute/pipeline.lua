@@ -258,6 +258,7 @@ function Pipeline:producer_commit(state)
   if self.kind == "tma" then return end
   local bar = self:full_barrier(state.index)
   if self.producer_group.agent == "warp" then
+    sync.sync_warp() -- the lanes' writes ordered before the one lane's arrive (its release)
     producer_one(self, function() arch.mbarrier_arrive(bar) end)
   else
     arch.mbarrier_arrive(bar)
@@ -295,10 +296,15 @@ function Pipeline:consumer_release(state)
   need_trace("consumer_release")
   local bar = self:empty_barrier(state.index)
   if self.cm * self.cn == 1 then
-    if self.consumer_group.agent == "warp" then control.if_(arch.elect_one(), function() arch.mbarrier_arrive(bar) end)
-    else arch.mbarrier_arrive(bar) end
+    if self.consumer_group.agent == "warp" then
+      sync.sync_warp() -- every lane's reads ordered before the one lane's arrive (its release)
+      control.if_(arch.elect_one(), function() arch.mbarrier_arrive(bar) end)
+    else
+      arch.mbarrier_arrive(bar)
+    end
     return
   end
+  sync.sync_warp() -- as above: a lane arrives for the whole warp
   local cm, n = self.cm, self.cm * self.cn
   local lane, me = sync.lane_idx(), sync.block_rank_in_cluster()
   local same_row = (lane % cm):eq(me % cm)

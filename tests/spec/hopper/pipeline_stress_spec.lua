@@ -158,6 +158,7 @@ describe("cute.pipeline stress", function()
       assert.matches("mbarrier%.arrive%.shared::cluster%.b64 _, %[%%r%d+%];", ptx)
       assert.matches("barrier%.cluster%.arrive%.relaxed%.aligned;", ptx)
       assert.matches("multicast::cluster", ptx)
+      assert.matches("bar%.warp%.sync", ptx) -- a lane releases for its warp: the warp's reads ordered first
       -- the empty barriers expect (cs + 1 - 1) * 8 consumer warps arrivals
       assert.matches("mbarrier%.init%.shared::cta%.b64 %[%%r%d+%], " .. cs * 8 .. ";", ptx)
     end
