@@ -142,9 +142,17 @@ end
 function Pipeline:full_barrier(s) return bar_at(self, s) end
 function Pipeline:empty_barrier(s) return bar_at(self, ops.to(s, dtype.i32) + self.num_stages) end
 
--- A wait, bounded when the pipeline was made with max_tries (then a bool value).
+-- A wait, bounded when the pipeline was made with max_tries (then a bool
+-- value). Once a wait of this thread gave up, its later ones return false at
+-- once: a broken pipeline costs one time-out a thread, not one a k-block.
 function Pipeline:_wait(bar, phase)
-  return arch.mbarrier_wait(bar, phase, { max_tries = self.max_tries })
+  if not self.max_tries then return arch.mbarrier_wait(bar, phase) end
+  local ok = control.var(dtype.bool, false)
+  control.if_(ops.not_(self.failed.value), function()
+    ok.value = arch.mbarrier_wait(bar, phase, { max_tries = self.max_tries, suspend_ns = self.suspend_ns })
+    self.failed.value = ops.not_(ok.value)
+  end)
+  return ok.value
 end
 
 local function check_group(g, what, name)
@@ -173,6 +181,14 @@ local function make(kind, name, o)
   end
   local p = setmetatable({ kind = kind, name = name, num_stages = stages, producer_group = o.producer_group,
     consumer_group = o.consumer_group, cm = cm, cn = cn, max_tries = o.max_tries }, Pipeline)
+  if o.max_tries ~= nil then
+    if not whole(o.max_tries, 1, 2 ^ 31 - 1) then
+      err.raise("cute.pipeline.%s.create: max_tries %s: a whole number of try_waits from 1", name,
+        tostring(o.max_tries))
+    end
+    p.suspend_ns = o.suspend_ns or 1000 -- each try then suspends at most about a microsecond
+    p.failed = control.var(dtype.bool, false)
+  end
   if kind == "tma" then
     if o.tx_count == nil then
       err.raise("cute.pipeline.PipelineTmaAsync.create: tx_count (bytes a stage) is required")
@@ -319,7 +335,8 @@ Pipeline.__tostring = function(p) return string.format("cute.pipeline.%s(%d stag
 -- completing the full barriers) and thread consumers (wgmma warpgroups).
 -- create{num_stages, producer_group, consumer_group, tx_count,
 -- barrier_storage (optional), cluster_shape = {cm, cn} (optional),
--- max_tries (optional: bounded waits that return a bool), init_sync}.
+-- max_tries (optional: bounded waits that return a bool; suspend_ns, the
+-- try_wait hint they use, default 1000), init_sync}.
 M.PipelineTmaAsync = { create = function(o) return make("tma", "PipelineTmaAsync", o) end }
 
 --- Async threads on both sides: producers arrive on the full barrier when

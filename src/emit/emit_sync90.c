@@ -84,15 +84,20 @@ static void emit_mbar(Em *e, IrRef v) {
       em_asm_call(e, &as, NULL, "void", 1 | 4);
       return;
     case IR_OP_MBTRYWAIT:
-    case IR_OP_MBTESTWAIT:
-      em_asm_text(&as, "{ .reg .pred p; mbarrier.%s.parity%s.shared::cta.b64 p, [$1], $2%s; selp.u32 $0, 1, 0, p; }",
-                  op == IR_OP_MBTRYWAIT ? "try_wait" : "test_wait", cluster ? ".acquire.cluster" : "",
-                  n > 2 ? ", $3" : "");
+    case IR_OP_MBTESTWAIT: {
+      char hint[40] = "";
       em_asm_out(&as, 'r');
       em_asm_addr(e, &as, a[0]);
-      for (int i = 1; i < n; i++) em_asm_in(e, &as, 'r', "i32", VAL(e, a[i]));
+      em_asm_in(e, &as, 'r', "i32", VAL(e, a[1]));
+      if (n > 2) {
+        int_arg(e, &as, a[2], k, sizeof k);
+        snprintf(hint, sizeof hint, ", %s", k);
+      }
+      em_asm_text(&as, "{ .reg .pred p; mbarrier.%s.parity%s.shared::cta.b64 p, [$1], $2%s; selp.u32 $0, 1, 0, p; }",
+                  op == IR_OP_MBTRYWAIT ? "try_wait" : "test_wait", cluster ? ".acquire.cluster" : "", hint);
       pred_result(e, v, &as);
       return;
+    }
     case IR_OP_MBWAIT: /* the label is local to the braces; ${:uid} keeps copies apart anyway */
       em_asm_text(&as, "{ .reg .pred p; MBWAIT${:uid}: mbarrier.try_wait.parity%s.shared::cta.b64 p, [$0], $1; "
                        "@!p bra MBWAIT${:uid}; }", cluster ? ".acquire.cluster" : "");

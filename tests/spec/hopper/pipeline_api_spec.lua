@@ -135,6 +135,8 @@ describe("cute.pipeline", function()
       create_error { num_stages = 2, producer_group = T1, consumer_group = T1, tx_count = 64,
         cluster_shape = { 8, 4 } },
       1, true)
+    assert.matches("max_tries 0: a whole number of try_waits from 1",
+      create_error { num_stages = 2, producer_group = T1, consumer_group = T1, tx_count = 64, max_tries = 0 }, 1, true)
     local ok, msg = pcall(P.CooperativeGroup, "block", 2)
     assert.is_false(ok)
     assert.matches("agent block: cute.pipeline.Agent.Thread or Agent.Warp", msg, 1, true)

@@ -93,7 +93,7 @@ describe("Hopper sync primitives in the PTX (sm_90a)", function()
   end)
 
   it("try_wait.parity with a suspend hint, test_wait with cluster acquire, the wait loops, inval", function()
-    has("mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R .. ", " .. R .. ";", 1)
+    has("mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R .. ", 1000;", 1)
     has("mbarrier%.test_wait%.parity%.acquire%.cluster%.shared::cta%.b64 p, %[" .. R .. "%], " .. R .. ";", 1)
     has("mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R .. ";", 2) -- the two waits
     -- the unbounded wait: one asm looping on try_wait; the bounded one: a loop of try_waits in the IR
