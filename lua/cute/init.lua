@@ -140,8 +140,8 @@ local WINS = {
 
 -- Submodules reachable as cute.<name> (loaded on first use).
 local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "bench", "compiler", "cublas", "dtype", "int_tuple", "ir",
-  "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "runtime", "swizzle", "tensor",
-  "testing" }
+  "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "pipeline", "runtime", "swizzle",
+  "tensor", "testing" }
 
 -- name -> module (nil, problems: a list of messages, when the tables
 -- disagree: see above).

@@ -54,9 +54,9 @@
 #define IR_LOWERINGS_TMA(X)
 
 /* ... and mbarriers, fences, named barriers, elect, clusters, DSMEM, setmaxnreg. */
-#define IR_RESULT_RULES_SYNC90(X)
-#define IR_CHECK_FAMILIES_SYNC90(X)
-#define IR_LOWERINGS_SYNC90(X)
+#define IR_RESULT_RULES_SYNC90(X) X(MBTOKEN) X(MBWAIT) X(MAPA)
+#define IR_CHECK_FAMILIES_SYNC90(X) X(MBAR) X(ELECT) X(MAPA) X(CTARANK) X(SETMAXNREG)
+#define IR_LOWERINGS_SYNC90(X) X(MBAR) X(ELECT) X(MAPA) X(CTARANK) X(SETMAXNREG)
 
 typedef enum IrRes {
 #define IR_RES_ENUM(id) IR_RES_##id,

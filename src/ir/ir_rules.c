@@ -90,6 +90,24 @@ static IrType res_LDMATRIX(IrFunc *f, const IrInst *in) {
   return (imm[0] == 1 || imm[0] == 2 || imm[0] == 4) ? fragment_type(f->m, (int)imm[0], IR_T_I32) : IR_NONE;
 }
 
+/* Hopper sync results (the rest of the sync rules are at the end, in their block). */
+/* The result of mbarrier.arrive: the state token (i64) when asked for, else nothing ("_"). */
+static IrType res_MBTOKEN(IrFunc *f, const IrInst *in) {
+  (void)f;
+  return in->type == IR_T_I64 ? IR_T_I64 : IR_T_VOID;
+}
+static IrType res_MBWAIT(IrFunc *f, const IrInst *in) {
+  (void)f;
+  (void)in;
+  return IR_T_I1;
+}
+/* mapa: the operand's pointer, in shared_cluster space. */
+static IrType res_MAPA(IrFunc *f, const IrInst *in) {
+  const IrTypeRec *p = ir_trec(f->m, arg0_type(f, in));
+  if (p->kind != IR_TK_PTR) return IR_NONE;
+  return ir_type_ptr(f->m, p->elem, IR_SPACE_SHARED_CLUSTER, (int)p->align);
+}
+
 const IrResultRule ir_result_rules[IR_RES__COUNT] = {
 #define IR_RES_ROW(id) [IR_RES_##id] = res_##id,
     IR_RESULT_RULES(IR_RES_ROW)
@@ -560,7 +578,8 @@ static void atomic_rule(Ck *c) {
     return;
   }
   int space = R(c, p)->space;
-  if (space != IR_SPACE_GLOBAL && space != IR_SPACE_SHARED && space != IR_SPACE_GENERIC)
+  if (space == IR_SPACE_SHARED_CLUSTER) has(c, CL_FEAT_DSMEM, "an atomic on a shared_cluster address");
+  else if (space != IR_SPACE_GLOBAL && space != IR_SPACE_SHARED && space != IR_SPACE_GENERIC)
     fail(c, "atomics work on global, shared or generic pointers, not %s", space_name(space));
   IrType e = R(c, p)->elem;
   for (int i = 1; i < n; i++)
@@ -876,6 +895,102 @@ static void rule_WGFENCEOP(Ck *c) {
 /* (end of the TMA rules) */
 
 /* --- Hopper: mbarriers, fences, named barriers, elect, clusters, DSMEM, setmaxnreg ------------------------------ */
+
+/* The mbarrier operand: an 8-byte, 8-aligned object in shared memory (or, where
+   remote is allowed, a peer CTA's, as a shared_cluster address from mapa). */
+static int mbar_operand(Ck *c, int remote) {
+  IrType p = T(c, 0);
+  int space = is_ptr(c, p) ? R(c, p)->space : -1;
+  if (space != IR_SPACE_SHARED && !(remote && space == IR_SPACE_SHARED_CLUSTER)) {
+    fail(c, "the barrier is %s, expected a shared pointer%s", TN(c, p),
+         remote ? " (or a shared_cluster one from mapa, for a peer CTA's barrier)"
+                : space == IR_SPACE_SHARED_CLUSTER ? ": this op works on the CTA's own barriers only" : "");
+    return -1;
+  }
+  IrType e = R(c, p)->elem;
+  if (e != IR_T_I64)
+    fail(c, "the barrier is %s: an mbarrier is a 64-bit object (a pointer to i64)", TN(c, p));
+  else if (R(c, p)->align < 8)
+    fail(c, "the barrier %s is %u-byte aligned: an mbarrier needs 8", TN(c, p), R(c, p)->align);
+  return space;
+}
+
+static void want_i32(Ck *c, int i, const char *what) {
+  if (!is_i32(T(c, i))) fail(c, "%s is %s, expected i32", what, TN(c, T(c, i)));
+}
+
+static void rule_MBAR(Ck *c) {
+  int op = c->in->op, n = c->in->nargs;
+  int remote_ok = op == IR_OP_MBARRIVE || op == IR_OP_MBARRIVETX || op == IR_OP_MBEXPECTTX;
+  int space = mbar_operand(c, remote_ok);
+  int64_t k;
+  if (strchr(c->oi->imms, 'S')) {
+    int64_t scope = c->imm[0];
+    if (scope != IR_SCOPE_CTA && scope != IR_SCOPE_CLUSTER)
+      fail(c, "scope %s: an mbarrier's scope is cta or cluster", ir_imm_name('S', scope));
+    else if (scope == IR_SCOPE_CLUSTER) has(c, CL_FEAT_CLUSTER, "scope cluster");
+  }
+  switch (op) {
+    case IR_OP_MBINIT:
+      want_i32(c, 1, "the arrival count");
+      if (const_arg(c, 1, &k) && (k < 1 || k > (1 << 20) - 1))
+        fail(c, "arrival count %lld: 1 to 2^20-1 (1048575)", (long long)k);
+      break;
+    case IR_OP_MBARRIVE:
+      if (n > 1) {
+        want_i32(c, 1, "the arrival count");
+        if (const_arg(c, 1, &k) && (k < 1 || k > (1 << 20) - 1))
+          fail(c, "arrival count %lld: 1 to 2^20-1 (1048575)", (long long)k);
+      }
+      if (c->given && c->given != IR_T_VOID && c->given != IR_T_I64)
+        fail(c, "the result is %s: the state token is i64 (or ask for none)", TN(c, c->given));
+      else if (c->given == IR_T_I64 && space == IR_SPACE_SHARED_CLUSTER)
+        fail(c, "an arrive on a peer CTA's barrier (shared_cluster) gives no state token: ask for none");
+      break;
+    case IR_OP_MBARRIVETX:
+    case IR_OP_MBEXPECTTX:
+      want_i32(c, 1, "the transaction byte count");
+      if (const_arg(c, 1, &k) && (k < 0 || k > (1 << 20) - 1))
+        fail(c, "%lld transaction bytes: 0 to 2^20-1 (1048575) per update", (long long)k);
+      break;
+    case IR_OP_MBTRYWAIT:
+    case IR_OP_MBTESTWAIT:
+    case IR_OP_MBWAIT:
+      want_i32(c, 1, "the parity");
+      if (const_arg(c, 1, &k) && k != 0 && k != 1) fail(c, "parity %lld: 0 or 1", (long long)k);
+      if (n > 2) want_i32(c, 2, "the suspend-time hint");
+      break;
+    default: break;
+  }
+}
+
+static void rule_ELECT(Ck *c) {
+  want_i32(c, 0, "the mask");
+  IrType t = c->given;
+  if (t == IR_T_I1) return;
+  const IrTypeRec *r = t ? R(c, t) : NULL;
+  if (!r || r->kind != IR_TK_STRUCT || r->len != 2 || r->fields[0] != IR_T_I32 || r->fields[1] != IR_T_I1)
+    fail(c, "the result is %s: i1 (the leader) or {i32, i1} (the leader's lane, the leader)", t ? TN(c, t) : "(none)");
+}
+
+static void rule_MAPA(Ck *c) {
+  IrType p = T(c, 0);
+  if (!is_ptr(c, p) || R(c, p)->space != IR_SPACE_SHARED)
+    fail(c, "operand 1 is %s, expected a shared pointer (this CTA's address to map)", TN(c, p));
+  want_i32(c, 1, "the CTA rank");
+}
+
+static void rule_CTARANK(Ck *c) {
+  IrType p = T(c, 0);
+  if (!is_ptr(c, p) || R(c, p)->space != IR_SPACE_SHARED_CLUSTER)
+    fail(c, "operand 1 is %s, expected a shared_cluster pointer (from mapa)", TN(c, p));
+}
+
+static void rule_SETMAXNREG(Ck *c) {
+  int64_t n = c->imm[0];
+  if (n < 24 || n > 256 || n % 8)
+    fail(c, "%lld registers: setmaxnreg takes 24 to 256, a multiple of 8", (long long)n);
+}
 
 /* (end of the sync rules) */
 

@@ -296,6 +296,10 @@ enum { MAX_LINK_OPTS = 48 };
 
 static int ptx_to_cubin(NvResult *r, const char *ptx, size_t len, const NvOptions *o, int after_nvvm) {
   if (check(r, o)) return -1;
+  if (nv_setmaxnreg_needed(ptx, len)) { /* whole-program ptxas; its notes are checked the same way */
+    if (nv_setmaxnreg_compile(r, ptx, len, o, after_nvvm) != 0) return -1;
+    return nv_ptxas_diag(r, cl_buf_str(&r->part[NV_PART_LOG]), ptx, len) != 0 ? -1 : 0;
+  }
   ClBuf err = {0}, what = {0};
   const ClTarget *arch = cl_target_at(o->arch);
   int status = -1, nin = 0, lto = 0;

@@ -40,7 +40,7 @@ int nv_mkdirs(const char *path) {
 /* ---- finding and running a disassembler -------------------------------------------- */
 
 /* Appends the candidate directories: the toolkit's bin directories, then $PATH. */
-static int tool_dirs(char dirs[][512], int cap) {
+int nv_tool_dirs(char dirs[][512], int cap) {
   int n = 0;
   char dir[512];
   const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
@@ -66,7 +66,7 @@ static int tool_dirs(char dirs[][512], int cap) {
 static int find_tool(char *out, size_t cap, int *which, ClBuf *err) {
   static const char *const tools[] = {"nvdisasm", "cuobjdump"};
   char dirs[64][512];
-  int n = tool_dirs(dirs, 64);
+  int n = nv_tool_dirs(dirs, 64);
   for (int t = 0; t < 2; t++)
     for (int i = 0; i < n; i++) {
       if (snprintf(out, cap, "%s/%s", dirs[i], tools[t]) >= (int)cap) continue;
@@ -82,7 +82,7 @@ static int find_tool(char *out, size_t cap, int *which, ClBuf *err) {
 }
 
 /* Runs argv with stdout and stderr into out; returns the exit status or -1. */
-static int run(char *const argv[], ClBuf *out, ClBuf *err) {
+int nv_run_tool(char *const argv[], ClBuf *out, ClBuf *err) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     cl_buf_printf(err, "cannot run %s: %s", argv[0], strerror(errno));
@@ -146,7 +146,7 @@ int nv_sass(const void *cubin, size_t len, ClBuf *out, ClBuf *err) {
   } else {
     char *argv[] = {tool, which == 0 ? "-c" : "-sass", file, NULL};
     ClBuf got = {0};
-    int rc = run(argv, &got, err);
+    int rc = nv_run_tool(argv, &got, err);
     if (rc == 0) {
       cl_buf_clear(out);
       cl_buf_add(out, got.data ? got.data : "", got.len);

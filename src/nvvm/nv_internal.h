@@ -48,6 +48,22 @@ int nv_mkdirs(const char *path);
    -1 with r's diagnostic filled when the info log has one, else 0. */
 int nv_ptxas_diag(NvResult *r, const char *log, const char *ptx, size_t len);
 
+/* The toolkit's bin directories ($CUDA_HOME/bin, $CUDA_PATH/bin,
+ * /usr/local/cuda/bin), then $PATH, each once (nv_dump.c). */
+int nv_tool_dirs(char dirs[][512], int cap);
+/* Runs argv (argv[0] a path) with stdout and stderr into out; the exit
+ * status, or -1 with a message in err (nv_dump.c). */
+int nv_run_tool(char *const argv[], ClBuf *out, ClBuf *err);
+
+/* PTX that uses setmaxnreg, compiled whole-program by the toolkit's ptxas
+ * executable (nv_setmaxnreg.c): 1 if the PTX needs it. */
+int nv_setmaxnreg_needed(const char *ptx, size_t len);
+/* Compiles such PTX into r's cubin and log (0), or fills r's diagnostic
+ * (-1): a kernel without a register cap at entry, link inputs, no ptxas, or
+ * a ptxas that still ignores setmaxnreg. after_nvvm: NVVM link inputs were
+ * linked by libnvvm already. */
+int nv_setmaxnreg_compile(NvResult *r, const char *ptx, size_t len, const NvOptions *o, int after_nvvm);
+
 /* ftz as the tools get it (ftz -1 follows fast_math). */
 int nv_options_ftz(const NvOptions *o);
 

@@ -151,7 +151,10 @@ describe("the cute namespace", function()
     end
     local bad, seen = {}, 0
     local files = { "README.md" }
-    for f in io.popen("ls docs/*.md"):lines() do files[#files + 1] = f end
+    -- (docs/errors.md misspells names on purpose; errors_doc_spec runs it)
+    for f in io.popen("ls docs/*.md"):lines() do
+      if f ~= "docs/errors.md" then files[#files + 1] = f end
+    end
     for _, f in ipairs(files) do
       local n = 0
       for line in io.lines(f) do
