@@ -533,6 +533,12 @@ function M.plan(A, B, C, opts)
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
   cfg.beta = beta ~= 0
+  -- K not a multiple of the k-tile: the copies are predicated by the matrix's
+  -- K edge as well, and predicating the copies past the last k-tile too keeps
+  -- one more mask live through the main loop: at 128 accumulators a thread
+  -- (128x128 with 2x2 warps) that spilled (4097x4095x63 bf16: 255 registers,
+  -- 4-8 bytes of spill); skipping them by a branch does not (236-245, none)
+  if k % cfg.bk ~= 0 and (opts.config or {}).copy_branch == nil then cfg.copy_branch = true end
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
   if not cfg.even then cfg.persistent = nil end
   local grid_x = tiles

@@ -38,6 +38,18 @@ local function check(A, B, C, m, n, k, l, o)
 end
 
 describe("cute.gemm", function()
+  it("plans ragged problems without spilling (a K that is no multiple of the k-tile)", function()
+    for _, shape in ipairs { { 4097, 4095, 63 }, { 1000, 3000, 77 }, { 300, 200, 129 } } do
+      local m, n, k = shape[1], shape[2], shape[3]
+      for _, ord in ipairs { { "row", "row" }, { "row", "col" }, { "col", "row" }, { "col", "col" } } do
+        local p = G.plan(fake(cute.bf16, m, k, ord[1]), fake(cute.bf16, k, n, ord[2]), fake(cute.bf16, m, n, "row"))
+        local r = p.kernel:with({ arch = "sm_90a" }):compile(unpack(p.args)):resources()[1]
+        assert.equal(0, r.spill_stores, string.format("%dx%dx%d %s/%s: %d registers", m, n, k, ord[1], ord[2],
+          r.registers))
+      end
+    end
+  end)
+
   it("compiles its kernels for every dtype and operand order without spilling", function()
     for _, dt in ipairs { "bf16", "f16", "tf32", "i8" } do
       for _, majors in ipairs { { "k", "k" }, { "mn", "mn" }, { "k", "mn" } } do
