@@ -151,6 +151,17 @@ X(WGFENCE,   "wgmma.fence",     0, 0,   "",       NONE,     NONE,      SIDE|CONV
 /* --- Hopper: the warpgroup MMA (wgmma rows) ------------------------------------------------------------------ */ \
 /* (end of the wgmma rows) */ \
 /* --- Hopper: the bulk tensor engine (TMA) and bulk copies ---------------------------------------------------- */ \
+X(TMALOAD,   "tma.load",        4, 8,   "n",      NONE,     TMA,       MEM|SIDE,                  TMA,      TMA,      "",  "cp.async.bulk.tensor global -> shared::cluster, completing on an mbarrier (complete_tx::bytes); operands: dst (shared), descriptor (param/generic/const/global ptr, 64-byte aligned), mbarrier (shared, 8-byte aligned), rank i32 coordinates; imm: rank (1-5)") \
+X(TMALOADMC, "tma.load.multicast", 5, 9, "n",      NONE,     TMA,       MEM|SIDE,                  TMA_MULTICAST, TMA, "", "tma.load written into every CTA of a cluster mask (.multicast::cluster); operands: as tma.load, then the 16-bit CTA mask (i16); imm: rank") \
+X(TMASTORE,  "tma.store",       3, 7,   "n",      NONE,     TMA,       MEM|SIDE,                  TMA,      TMA,      "",  "cp.async.bulk.tensor shared::cta -> global (bulk_group; clipped at the tensor's edges); operands: descriptor, src (shared), rank i32 coordinates; imm: rank") \
+X(TMAREDUCE, "tma.reduce",      3, 7,   "nA",     NONE,     TMA,       MEM|SIDE,                  TMA,      TMA,      "",  "cp.reduce.async.bulk.tensor shared::cta -> global (bulk_group); operands: as tma.store; imms: rank, reduction (add min max inc dec and or xor)") \
+X(TMAPREFETCH, "tma.prefetch",  2, 6,   "n",      NONE,     TMA,       MEM|SIDE,                  TMA,      TMA,      "",  "cp.async.bulk.prefetch.tensor of a box into L2; operands: descriptor, rank i32 coordinates; imm: rank") \
+X(TMAPFDESC, "tma.prefetch_desc", 1, 1, "",       NONE,     TMA,       MEM|SIDE,                  TMA,      TMA,      "",  "prefetch.tensormap: warm the descriptor cache; operand: descriptor") \
+X(BULKLOAD,  "bulk.load",       4, 4,   "",       NONE,     BULK,      MEM|SIDE,                  BULK_COPY, BULK,    "",  "cp.async.bulk global -> shared::cluster, completing on an mbarrier; operands: dst (shared), src (global), bytes (i32, a multiple of 16), mbarrier (shared); addresses 16-byte aligned") \
+X(BULKSTORE, "bulk.store",      3, 3,   "",       NONE,     BULK,      MEM|SIDE,                  BULK_COPY, BULK,    "",  "cp.async.bulk shared::cta -> global (bulk_group); operands: dst (global), src (shared), bytes (i32, a multiple of 16)") \
+X(BULKPREFETCH, "bulk.prefetch", 2, 2,  "",       NONE,     BULK,      MEM|SIDE,                  BULK_COPY, BULK,    "",  "cp.async.bulk.prefetch.L2 of global bytes; operands: src (global), bytes (i32, a multiple of 16)") \
+X(BULKCOMMIT, "bulk.commit",    0, 0,   "",       NONE,     NONE,      SIDE,                      BULK_COPY, ASM0,    "cp.async.bulk.commit_group;", "close the bulk_group of the bulk and TMA stores issued since the last commit") \
+X(BULKWAIT,  "bulk.wait",       0, 0,   "nn",     NONE,     BULKWAIT,  SIDE,                      BULK_COPY, BULKWAIT, "", "cp.async.bulk.wait_group(.read) n: until at most n bulk groups are pending (read: only their reads of shared memory); imms: n (0-63), read (0 or 1)") \
 /* (end of the TMA rows) */ \
 /* --- Hopper: mbarriers, fences, named barriers, elect, clusters, DSMEM, setmaxnreg ----------------------------- */ \
 /* (end of the sync rows) */ \

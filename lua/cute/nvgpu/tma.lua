@@ -696,6 +696,23 @@ function TmaPartition:coords(tile_coord, k)
   return out
 end
 
+--- The TMA tensor's tile at tile_coord, as a copy's global side (in a
+-- kernel: cute.copy(atom, part:gmem_tile(c), part:smem_tile(sA), {...})).
+function TmaPartition:gmem_tile(tile_coord)
+  if type(tile_coord) ~= "table" then tile_coord = { tile_coord } end
+  if #tile_coord ~= self.atom.rank then
+    err.raise("TmaPartition:gmem_tile: the tile coordinate %s has %d entries; the global tensor has %d modes",
+      show_list(tile_coord), #tile_coord, self.atom.rank)
+  end
+  return { kind = "tma_gmem", part = self, tile_coord = tile_coord }
+end
+
+--- The shared-memory tile (a shared-memory tensor with the atom's layout,
+-- stage `stage` of its trailing stage mode, default 0), as a copy's shared side.
+function TmaPartition:smem_tile(smem_tensor, stage)
+  return { kind = "tma_smem", part = self, tensor = smem_tensor, stage = stage }
+end
+
 M.is_tma_partition = function(x) return getmetatable(x) == TmaPartition end
 
 -- ---------------------------------------------------------------------------
