@@ -177,7 +177,9 @@ local function classify(arg, ann, name, i)
     return { kind = "const", value = arg, key = "C" .. serialize(arg) }
   end
   if type(arg) == "cdata" and ffi.istype("CuteTmaDesc", arg) then return { kind = "tma", key = "M" } end
-  if require("cute.nvgpu.tma").is_tma_atom(arg) then return { kind = "tma_atom", atom = arg, key = A.tma_atom_key(arg) } end
+  if require("cute.nvgpu.tma").is_tma_atom(arg) then
+    return { kind = "tma_atom", atom = arg, key = A.tma_atom_key(arg) }
+  end
   if ann ~= nil and ann ~= A.constexpr and not dtype.is_dtype(ann) then
     err.raise("%s: unknown annotation %s (use a dtype or cute.constexpr)", what, tostring(ann))
   end

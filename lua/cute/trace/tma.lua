@@ -71,7 +71,7 @@ end
 local function coord_list(coords, what)
   if type(coords) ~= "table" or #coords < 1 or #coords > tma.MAX_RANK then
     err.raise("%s: the coordinates are a list of 1 to %d integers (one per TMA dimension), got %s", what,
-      tma.MAX_RANK, tostring(coords))
+      tma.MAX_RANK, type(coords) == "table" and tostring(#coords) or core.describe(coords))
   end
   local out = {}
   for i = 1, #coords do out[i] = core.coerce(coords[i], core.i32, what .. " coordinate " .. (i - 1)) end
