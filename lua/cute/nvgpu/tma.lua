@@ -480,7 +480,8 @@ function M.make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_mult
   -- global coordinate -> TMA coordinates: mode j is TMA dimension d
   local strides = {}
   for d = 1, R do strides[g.order[d]] = arith.E(d - 1, 1) end
-  local coord = L.make_layout(L.shape(g.layout), R == 1 and strides[1] or strides)
+  local gshape = L.shape(g.layout)
+  local coord = L.make_layout(gshape, type(gshape) == "table" and strides or strides[1])
   return atom, coord
 end
 
