@@ -26,7 +26,8 @@ local function bar_wait(bar)
   local done = cute.var(cute.i32, 0)
   cute.while_(function() return done.value:eq(0) end, function()
     done.value = cute.asm("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], 0;"
-      .. " selp.u32 $0, 1, 0, p; }", "=r,r", { bar:ptr_at(0):addr() }, { ret = cute.i32, sideeffect = true, memory = true })
+      .. " selp.u32 $0, 1, 0, p; }", "=r,r", { bar:ptr_at(0):addr() },
+      { ret = cute.i32, sideeffect = true, memory = true })
   end)
 end
 
