@@ -82,7 +82,8 @@ function LA.codegen(spec, arguments)
   local DeviceTensor = require("cute.tensor").DeviceTensor
   local env = { DT = DeviceTensor, SC = Scalar, CE = Constexpr, SM = StaticMark, ffi = ffi, enc = encode_narrow,
     getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec,
-    lim = tensor_limit, CK = spec.check, fits = dtype.fits, asig = args.tma_atom_key, adesc = tma_atom_desc }
+    lim = tensor_limit, CK = spec.check, fits = dtype.fits, asig = args.tma_atom_key, adesc = tma_atom_desc,
+    TA = require("cute.nvgpu.tma")._TmaAtom }
   local n = #spec.specs
   local names = {}
   for i = 1, n do names[i] = "a" .. i end
@@ -113,7 +114,8 @@ function LA.codegen(spec, arguments)
       end
     elseif s.kind == "tma_atom" then
       env["K" .. i] = s.key
-      conds[#conds + 1] = string.format("(rawget(%s, '_sig') or asig(%s)) == K%d", a, a, i)
+      conds[#conds + 1] = string.format("getmetatable(%s) == TA and (rawget(%s, '_sig') or asig(%s)) == K%d", a, a,
+        a, i)
     else -- tma
       conds[#conds + 1] = string.format("ffi.istype('CuteTmaDesc', %s)", a)
     end
@@ -151,8 +153,8 @@ function LA.codegen(spec, arguments)
   end
   local arglist = table.concat(names, ", ")
   local code = string.format([[
-local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc =
-  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc
+local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA =
+  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA
 local guard = function(n%s%s)
   return %s
 end
