@@ -83,7 +83,7 @@ function LA.codegen(spec, arguments)
   local env = { DT = DeviceTensor, SC = Scalar, CE = Constexpr, SM = StaticMark, ffi = ffi, enc = encode_narrow,
     getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec,
     lim = tensor_limit, CK = spec.check, fits = dtype.fits, asig = args.tma_atom_key, adesc = tma_atom_desc,
-    TA = require("cute.nvgpu.tma")._TmaAtom }
+    TA = require("cute.nvgpu.tma").is_tma_atom }
   local n = #spec.specs
   local names = {}
   for i = 1, n do names[i] = "a" .. i end
@@ -114,8 +114,7 @@ function LA.codegen(spec, arguments)
       end
     elseif s.kind == "tma_atom" then
       env["K" .. i] = s.key
-      conds[#conds + 1] = string.format("getmetatable(%s) == TA and (rawget(%s, '_sig') or asig(%s)) == K%d", a, a,
-        a, i)
+      conds[#conds + 1] = string.format("TA(%s) and (rawget(%s, '_sig') or asig(%s)) == K%d", a, a, a, i)
     else -- tma
       conds[#conds + 1] = string.format("ffi.istype('CuteTmaDesc', %s)", a)
     end
