@@ -21,6 +21,7 @@ local tensor = require "cute.trace.tensor"
 local tma = require "cute.nvgpu.tma"
 local dtype = require "cute.dtype"
 local err = require "cute._err"
+local L = require "cute.layout"
 
 local M = {}
 
@@ -103,6 +104,15 @@ function arch.tma_load(desc, smem_ptr, mbar_ptr, coords, mcast_mask)
   local c = coord_list(coords, what)
   local args = append({ dst, d, bar }, c)
   if mcast_mask ~= nil then
+    if type(mcast_mask) == "number" and (mcast_mask < 0 or mcast_mask > 0xFFFF or mcast_mask ~= math.floor(mcast_mask))
+    then
+      err.raise("%s: mcast_mask %s: a 16-bit CTA mask (0 to 0xFFFF)", what, tostring(mcast_mask))
+    end
+    if type(mcast_mask) == "number" then
+      mcast_mask = core.const(core.scalar(dtype.i16), mcast_mask >= 0x8000 and mcast_mask - 0x10000 or mcast_mask)
+    elseif is_value(mcast_mask) and type_of(mcast_mask).kind ~= "float" and type_of(mcast_mask).bits ~= 16 then
+      mcast_mask = ops.to(mcast_mask, dtype.i16) -- a mask computed in 32 bits: its low 16 bits
+    end
     args[#args + 1] = core.coerce(mcast_mask, core.scalar(dtype.i16), what .. " mcast_mask")
     core.emitn("tma.load.multicast", nil, args, { #c })
   else
@@ -219,6 +229,23 @@ local function box_ptr(st, k, what)
       .. "alignment)", what, t.align, need)
   end
   local off = part:smem_offset(k, st.stage)
+  local e = part.atom.dtype.bytes
+  if type(off) == "number" then
+    if (off * e) % need ~= 0 then
+      err.raise("%s: box %d of stage %s starts at shared-memory byte %d, not a multiple of %d", what, k,
+        tostring(st.stage), off * e, need)
+    end
+  elseif part.stage_layout then
+    -- a traced stage: every stage must start on the boxes' alignment
+    local strides = L.stride(part.stage_layout)
+    if type(strides) ~= "table" then strides = { strides } end
+    for _, d in ipairs(strides) do
+      if type(d) ~= "number" or (d * e) % need ~= 0 then
+        err.raise("%s: the stage mode's stride %s (elements) does not keep the boxes %d-byte aligned", what,
+          tostring(d), need)
+      end
+    end
+  end
   return tensor.internal.address(t, off, need)
 end
 

@@ -210,6 +210,36 @@ describe("TMA atoms as kernel arguments", function()
     assert.matches("%.param %.align 64 %.b8 k%d+_param_2%[128%]", ptx)
   end)
 
+  it("loads into the stage of a staged layout (a traced stage) with a mask computed in the kernel", function()
+    local A = cute.fake_tensor(cute.f32, { W, HT }, { 1, 112 })
+    local sl3 = cute.make_layout({ 32, 16, 3 })
+    local mc = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SMulticastOp(), A, sl3, { 32, 16 }, 2)
+    local h = compile(function(a, x)
+      local sA = cute.make_smem_tensor(cute.f32, sl3, 128)
+      local rank = cute.block_idx().x % 2
+      local part = cpasync.tma_partition(a, rank, cute.make_layout(2), sl3)
+      local stage = cute.block_idx().y % 3
+      local mask = (rank + 1) * 3 / (rank + 1) -- 3, traced (i32)
+      cute.copy(a, part:gmem_tile({ 0, 1 }), part:smem_tile(sA, stage), { tma_bar_ptr = bar_ptr(), mcast_mask = mask })
+      x[0] = sA[0]
+    end, { mc, H.f32(4) })
+    local ptx = h:ptx()
+    assert.equal(mc.boxes_per_cta, #lines(ptx, ".multicast::cluster"))
+    assert.equal("\127ELF", h:cubin():sub(1, 4))
+    -- a stage stride that breaks the boxes' alignment is refused
+    local odd = cute.make_layout({ 32, 16, 3 }, { 1, 32, 520 })
+    local at = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), A, odd, { 32, 16 })
+    local msg = H.error_of(function()
+      compile(function(a, x)
+        local sA = cute.make_smem_tensor(cute.f32, cute.make_layout({ 2048 }), 128)
+        local part = cpasync.tma_partition(a, 0, cute.make_layout(1), odd)
+        cute.copy(a, part:gmem_tile({ 0, 0 }), part:smem_tile(sA, cute.block_idx().x), { tma_bar_ptr = bar_ptr() })
+        x[0] = 1
+      end, { at, H.f32(4) })
+    end)
+    assert.matches("the stage mode's stride 520 (elements) does not keep the boxes 128-byte aligned", msg, 1, true)
+  end)
+
   it("specialises on the atom's static facts, not on its tensor", function()
     local A1 = cute.fake_tensor(cute.f32, { W, HT }, { 1, 112 })
     local A2 = cute.fake_tensor(cute.f32, { 64, 64 }, { 1, 64 })
