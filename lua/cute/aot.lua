@@ -130,7 +130,7 @@ local function collect(entry, archs, idx)
   -- the C parameters, named after the Lua parameters
   local params = {}
   for _, p in ipairs(spec0.params) do
-    if p.what == "tma" then
+    if p.what == "tma" or p.what == "tma_atom" then
       err.raise("export: %s takes a TMA descriptor, which exported kernels do not support yet", name)
     end
     local base = k.names[p.arg] or ("arg" .. p.arg)

@@ -99,6 +99,7 @@ local EXPORTS = {
     "make_rmem_tensor_like", "make_smem_tensor", "make_tensor", "opaque", "rank", "shape", "size", "smem_allocator",
     "stride", "tiled_divide", "zipped_divide" } },
   { "trace.atom", { "arch", "copy", "gemm" } },
+  { "trace.tma", { "prefetch" } },
   { "kernel", { "constexpr", "launch_bounds", "set_checked", "static" } },
   { "func", { "func" } },
   { "aot", { "export" } },

@@ -136,6 +136,21 @@ local function tensor_spec(t, static_all)
   return spec
 end
 
+-- A TMA atom's static facts (what a trace reads of it: op, dtype, box,
+-- swizzle, tile, boxes, dimension order), cached on the atom; its tensor's
+-- address, dims and strides are the run-time descriptor bytes.
+function A.tma_atom_key(a)
+  local k = rawget(a, "_sig")
+  if k then return k end
+  local offs = {}
+  for i, b in ipairs(a.boxes) do offs[i] = b.smem_offset end
+  k = string.format("A%s:%s:%s:%s:%s:d%s:t%s:b%s:o%s:%s:%s", tostring(a), a.op.name, a.op.reduction or "",
+    a.tma_dtype.name, tostring(a.smem_layout), table.concat(a.dim_modes, ","), table.concat(a.tile, ","),
+    table.concat(a.box, ","), table.concat(offs, ","), tostring(a.l2), tostring(a.oob))
+  rawset(a, "_sig", k)
+  return k
+end
+
 local function classify(arg, ann, name, i)
   local what = string.format("argument %s (#%d)", name and ("'" .. name .. "'") or "", i)
   local mt = type(arg) == "table" and getmetatable(arg)
@@ -162,11 +177,14 @@ local function classify(arg, ann, name, i)
     return { kind = "const", value = arg, key = "C" .. serialize(arg) }
   end
   if type(arg) == "cdata" and ffi.istype("CuteTmaDesc", arg) then return { kind = "tma", key = "M" } end
+  if require("cute.nvgpu.tma").is_tma_atom(arg) then
+    return { kind = "tma_atom", atom = arg, key = A.tma_atom_key(arg) }
+  end
   if ann ~= nil and ann ~= A.constexpr and not dtype.is_dtype(ann) then
     err.raise("%s: unknown annotation %s (use a dtype or cute.constexpr)", what, tostring(ann))
   end
   err.raise("%s: a kernel cannot take a %s (%s); pass device tensors, typed scalars (cute.i32(n)), "
-    .. "compile-time values (cute.constexpr(v)) or TMA descriptors", what, type(arg), tostring(arg))
+    .. "compile-time values (cute.constexpr(v)), TMA atoms or TMA descriptors", what, type(arg), tostring(arg))
 end
 
 -- ---------------------------------------------------------------------------
@@ -189,6 +207,14 @@ local function make_params(trace, specs, names, checked)
       local ref = ir.param_blob(trace.f, 128, 64)
       args[i] = { tma = true, ptr = core.value(ref, core.ptr(core.scalar(dtype.u8), "param", 64)) }
       params[#params + 1] = { ctype = "CuteTmaDesc", arg = i, what = "tma" }
+    elseif s.kind == "tma_atom" then
+      -- the atom in the kernel: the same facts, its descriptor a grid-constant parameter
+      local ref = ir.param_blob(trace.f, 128, 64)
+      local a = {}
+      for k, v in pairs(s.atom) do a[k] = v end
+      a._desc = core.value(ref, core.ptr(core.scalar(dtype.u8), "param", 64))
+      args[i] = setmetatable(a, getmetatable(s.atom))
+      params[#params + 1] = { ctype = "CuteTmaDesc", arg = i, what = "tma_atom" }
     else -- tensor
       local pt = core.ptr(core.scalar(s.dtype), "global", math.max(s.align, s.dtype.bytes))
       local p = core.value(ir.param(trace.f, core.irtype(pt)), pt)

@@ -147,7 +147,7 @@ local function encode_meta(traced)
 end
 
 local WHAT_OF_KIND = { tensor = { ptr = true, shape = true, stride = true }, scalar = { value = true },
-  tma = { tma = true } }
+  tma = { tma = true }, tma_atom = { tma_atom = true } }
 
 -- The launch metadata back from its bytes, checked against the signature;
 -- nil and why when it does not fit.
@@ -179,7 +179,7 @@ local function decode_meta(text, specs)
         p.dtype = s.dtype
       elseif what == "ptr" then
         if ctype ~= "uint64_t" then return nil, "a pointer parameter of C type " .. ctype end
-      elseif what == "tma" then
+      elseif what == "tma" or what == "tma_atom" then
         if ctype ~= "CuteTmaDesc" then return nil, "a TMA parameter of C type " .. ctype end
       else
         if ctype ~= (s.idx64 and "int64_t" or "int32_t") then

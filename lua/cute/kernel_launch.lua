@@ -63,11 +63,27 @@ local function tensor_limit(t)
   return l
 end
 
+-- A TMA atom argument's descriptor, encoded once from the tensor the atom
+-- was made from (TmaAtom:descriptor; the tensor's rules were checked when
+-- the atom was made) and kept on the atom.
+local function tma_atom_desc(a)
+  local d = rawget(a, "_descv")
+  if d then return d end
+  if a.tensor == nil then
+    err.raise("kernel launch: the TMA atom was made from a fake tensor; make it from the tensor the kernel reads "
+      .. "or writes (make_tiled_tma_atom(op, tensor, ...)) to launch")
+  end
+  d = a:descriptor()
+  rawset(a, "_descv", d)
+  return d
+end
+
 function LA.codegen(spec, arguments)
   local DeviceTensor = require("cute.tensor").DeviceTensor
   local env = { DT = DeviceTensor, SC = Scalar, CE = Constexpr, SM = StaticMark, ffi = ffi, enc = encode_narrow,
     getmetatable = getmetatable, rawequal = rawequal, rawget = rawget, type = type, sig = tensor_spec,
-    lim = tensor_limit, CK = spec.check, fits = dtype.fits }
+    lim = tensor_limit, CK = spec.check, fits = dtype.fits, asig = args.tma_atom_key, adesc = tma_atom_desc,
+    TA = require("cute.nvgpu.tma").is_tma_atom }
   local n = #spec.specs
   local names = {}
   for i = 1, n do names[i] = "a" .. i end
@@ -96,6 +112,9 @@ function LA.codegen(spec, arguments)
       else
         conds[#conds + 1] = string.format("rawequal(%s, V%d)", a, i)
       end
+    elseif s.kind == "tma_atom" then
+      env["K" .. i] = s.key
+      conds[#conds + 1] = string.format("TA(%s) and (rawget(%s, '_sig') or asig(%s)) == K%d", a, a, a, i)
     else -- tma
       conds[#conds + 1] = string.format("ffi.istype('CuteTmaDesc', %s)", a)
     end
@@ -118,6 +137,8 @@ function LA.codegen(spec, arguments)
       rhs = t .. "._ptr"
     elseif p.what == "tma" then
       rhs = a
+    elseif p.what == "tma_atom" then
+      rhs = string.format("adesc(%s)", a)
     elseif p.what == "check_lim" then
       rhs = string.format("lim(%s)", t)
     elseif p.what == "check_err" then
@@ -131,8 +152,8 @@ function LA.codegen(spec, arguments)
   end
   local arglist = table.concat(names, ", ")
   local code = string.format([[
-local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits =
-  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits
+local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA =
+  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA
 local guard = function(n%s%s)
   return %s
 end

@@ -50,8 +50,8 @@
 
 /* ... the bulk tensor engine (TMA) and bulk copies ... */
 #define IR_RESULT_RULES_TMA(X)
-#define IR_CHECK_FAMILIES_TMA(X)
-#define IR_LOWERINGS_TMA(X)
+#define IR_CHECK_FAMILIES_TMA(X) X(TMA) X(BULK) X(BULKWAIT)
+#define IR_LOWERINGS_TMA(X) X(TMA) X(BULK) X(BULKWAIT)
 
 /* ... and mbarriers, fences, named barriers, elect, clusters, DSMEM, setmaxnreg. */
 #define IR_RESULT_RULES_SYNC90(X) X(MBTOKEN) X(MBWAIT) X(MAPA)

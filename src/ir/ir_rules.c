@@ -892,6 +892,108 @@ static void rule_WGFENCEOP(Ck *c) {
 
 /* --- Hopper: the bulk tensor engine (TMA) and bulk copies ----------------------------------------------------- */
 
+/* Operand i is a pointer into shared memory, at least `align` bytes aligned. */
+static void tma_shared(Ck *c, int i, unsigned align, const char *what) {
+  IrType t = T(c, i);
+  if (!is_ptr(c, t) || R(c, t)->space != IR_SPACE_SHARED)
+    fail(c, "the %s (operand %d) is %s, expected a shared pointer", what, i + 1, TN(c, t));
+  else if (R(c, t)->align < align)
+    fail(c, "the %s (operand %d) %s is %u-byte aligned; it must be %u-byte aligned", what, i + 1, TN(c, t),
+         R(c, t)->align, align);
+}
+
+/* Operand i is a TMA descriptor: a pointer to the 128-byte map, 64-byte
+   aligned, in param (a grid-constant parameter), generic, const or global memory. */
+static void tma_desc(Ck *c, int i) {
+  IrType t = T(c, i);
+  int sp = is_ptr(c, t) ? (int)R(c, t)->space : -1;
+  if (sp != IR_SPACE_PARAM && sp != IR_SPACE_GENERIC && sp != IR_SPACE_CONST && sp != IR_SPACE_GLOBAL)
+    fail(c, "the descriptor (operand %d) is %s, expected a pointer to the 128-byte tensor map in param, generic, "
+         "const or global memory", i + 1, TN(c, t));
+  else if (R(c, t)->align < 64)
+    fail(c, "the descriptor (operand %d) %s is %u-byte aligned; a tensor map is 64-byte aligned", i + 1, TN(c, t),
+         R(c, t)->align);
+}
+
+/* The bulk tensor ops: operands before the coordinates, the coordinates
+   (rank of them, i32), and the multicast mask. */
+static void rule_TMA(Ck *c) {
+  int op = c->in->op, n = c->in->nargs, first = 0, extra = 0;
+  switch (op) {
+    case IR_OP_TMALOAD: first = 3; break;
+    case IR_OP_TMALOADMC: first = 3; extra = 1; break;
+    case IR_OP_TMASTORE: case IR_OP_TMAREDUCE: first = 2; break;
+    case IR_OP_TMAPREFETCH: first = 1; break;
+    default: first = 1; break; /* tma.prefetch_desc */
+  }
+  if (op == IR_OP_TMALOAD || op == IR_OP_TMALOADMC) {
+    tma_shared(c, 0, 128, "destination");
+    tma_desc(c, 1);
+    tma_shared(c, 2, 8, "mbarrier");
+  } else if (op == IR_OP_TMASTORE || op == IR_OP_TMAREDUCE) {
+    tma_desc(c, 0);
+    tma_shared(c, 1, 128, "source");
+  } else {
+    tma_desc(c, 0);
+  }
+  if (op == IR_OP_TMAPFDESC) return;
+  int64_t rank = c->imm[0];
+  if (rank < 1 || rank > 5) {
+    fail(c, "rank %lld: a tensor map has 1 to 5 dimensions", (long long)rank);
+    return;
+  }
+  if (n - first - extra != rank) {
+    fail(c, "%d coordinate%s for a rank-%lld box: one i32 coordinate per dimension", n - first - extra,
+         n - first - extra == 1 ? "" : "s", (long long)rank);
+    return;
+  }
+  for (int i = first; i < first + rank; i++)
+    if (!is_i32(T(c, i))) fail(c, "coordinate %d (operand %d) is %s, expected i32", i - first, i + 1, TN(c, T(c, i)));
+  if (extra && T(c, n - 1) != IR_T_I16)
+    fail(c, "the CTA mask (operand %d) is %s, expected i16 (bit i: the CTA of %%cluster_ctarank i)", n,
+         TN(c, T(c, n - 1)));
+  if (op == IR_OP_TMAREDUCE) {
+    int64_t r = c->imm[1];
+    if (r != IR_REDOP_ADD && r != IR_REDOP_MIN && r != IR_REDOP_MAX && r != IR_REDOP_INC && r != IR_REDOP_DEC &&
+        r != IR_REDOP_AND && r != IR_REDOP_OR && r != IR_REDOP_XOR)
+      fail(c, "reduction %s: cp.reduce.async.bulk.tensor has add, min, max, inc, dec, and, or, xor",
+           ir_imm_name('A', r));
+  }
+}
+
+/* Non-tensor bulk copies: 16-byte aligned addresses, a size that is a
+   multiple of 16 bytes. */
+static void rule_BULK(Ck *c) {
+  int op = c->in->op, size_at;
+  if (op == IR_OP_BULKLOAD) {
+    tma_shared(c, 0, 16, "destination");
+    tma_shared(c, 3, 8, "mbarrier");
+    size_at = 2;
+  } else if (op == IR_OP_BULKSTORE) {
+    tma_shared(c, 1, 16, "source");
+    size_at = 2;
+  } else {
+    size_at = 1;
+  }
+  int g = op == IR_OP_BULKSTORE ? 0 : op == IR_OP_BULKLOAD ? 1 : 0;
+  IrType gt = T(c, g);
+  if (!is_ptr(c, gt) || R(c, gt)->space != IR_SPACE_GLOBAL)
+    fail(c, "the %s (operand %d) is %s, expected a global pointer", op == IR_OP_BULKSTORE ? "destination" : "source",
+         g + 1, TN(c, gt));
+  else if (R(c, gt)->align < 16)
+    fail(c, "the global address (operand %d) %s is %u-byte aligned; bulk copies need 16", g + 1, TN(c, gt),
+         R(c, gt)->align);
+  int64_t k;
+  if (!is_i32(T(c, size_at))) fail(c, "the size (operand %d) is %s, expected i32 bytes", size_at + 1, TN(c, T(c, size_at)));
+  else if (const_arg(c, size_at, &k) && (k <= 0 || k % 16 != 0))
+    fail(c, "%lld bytes: a bulk copy moves a positive multiple of 16 bytes", (long long)k);
+}
+
+static void rule_BULKWAIT(Ck *c) {
+  if (c->imm[0] < 0 || c->imm[0] > 63) fail(c, "%lld pending groups: 0 to 63", (long long)c->imm[0]);
+  if (c->imm[1] != 0 && c->imm[1] != 1) fail(c, "read is 0 (complete) or 1 (sources read), not %lld", (long long)c->imm[1]);
+}
+
 /* (end of the TMA rules) */
 
 /* --- Hopper: mbarriers, fences, named barriers, elect, clusters, DSMEM, setmaxnreg ------------------------------ */

@@ -362,6 +362,25 @@ static void b_reqntid(void) {
   ir_func_attr(k, IR_ATTR_REQNTID, 256, 1, 1);
 }
 static void b_wgmma_fence(void) { op(IR_OP_WGFENCE, 0, 0, 0, 0, 0, 0, 0); }
+/* TMA and bulk copies (src/emit/emit_tma.c) */
+static IrRef smem_at(int align) {
+  return op(IR_OP_SMEM, ir_type_ptr(m, IR_T_I8, IR_SPACE_SHARED, align), 0, 0, 0, 1024, align, 0);
+}
+static void tma_load(int rank, int ncoords, IrType ct) {
+  IrRef a[8] = {smem_at(128), ir_param_blob(k, 128, 64), smem_at(8)};
+  for (int i = 0; i < ncoords; i++) a[3 + i] = ct == IR_T_I32 ? c32(i) : pl;
+  int64_t imm = rank;
+  ir_op(k, IR_OP_TMALOAD, 0, a, 3 + ncoords, &imm, 1);
+}
+static void b_tma_sm80(void) { tma_load(2, 2, IR_T_I32); }
+static void b_tma_coords(void) { tma_load(3, 2, IR_T_I32); }
+static void b_tma_coord_type(void) { tma_load(1, 1, IR_T_I64); }
+static void b_tma_desc(void) { op(IR_OP_TMAPFDESC, 0, ps, 0, 0, 0, 0, 0); }
+static void b_bulk_size(void) {
+  op(IR_OP_BULKSTORE, 0, op(IR_OP_PTRCAST, T("ptr<i32, global, 16>"), pgi, 0, 0, 0, 0, 0), smem_at(16), c32(40), 0, 0,
+     0);
+}
+static void b_bulk_wait(void) { op(IR_OP_BULKWAIT, 0, 0, 0, 0, 64, 0, 0); }
 static void b_cluster_sm80(void) { ir_func_attr(k, IR_ATTR_CLUSTER, 2, 1, 1); }
 static void b_cluster_big(void) { ir_func_attr(k, IR_ATTR_CLUSTER, 4, 4, 2); }
 static void b_maxnreg(void) { ir_func_attr(k, IR_ATTR_MAXNREG, 300, 0, 0); }
@@ -510,6 +529,12 @@ static const Case cases[] = {
     {"return type", "sm_80", b_ret_type, "returning i32 from @g, which returns f32"},
     {"maxntid", "sm_80", b_maxntid, "maxntid 2048 threads: at most 1024 per block"},
     {"reqntid", "sm_80", b_reqntid, "reqntid exceeds maxntid in dimension x"},
+    {"tma target", "sm_80", b_tma_sm80, "tma.load needs TMA, which sm_80 lacks"},
+    {"tma coordinates", "sm_90", b_tma_coords, "2 coordinates for a rank-3 box"},
+    {"tma coordinate type", "sm_90", b_tma_coord_type, "coordinate 0 (operand 4) is i64, expected i32"},
+    {"tma descriptor", "sm_90", b_tma_desc, "the descriptor (operand 1) is ptr<i32, shared, 4>, expected a pointer"},
+    {"bulk size", "sm_90", b_bulk_size, "40 bytes: a bulk copy moves a positive multiple of 16 bytes"},
+    {"bulk wait", "sm_90", b_bulk_wait, "64 pending groups: 0 to 63"},
     {"cluster target", "sm_80", b_cluster_sm80, "a cluster launch needs CLUSTER, which sm_80 lacks (sm_90,"},
     {"cluster size", "sm_90", b_cluster_big, "a cluster of 32 blocks: at most 16 (8 portable)"},
     {"maxnreg", "sm_80", b_maxnreg, "maxnreg 300: 16 to 255"},

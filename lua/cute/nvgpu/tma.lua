@@ -480,7 +480,8 @@ function M.make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_mult
   -- global coordinate -> TMA coordinates: mode j is TMA dimension d
   local strides = {}
   for d = 1, R do strides[g.order[d]] = arith.E(d - 1, 1) end
-  local coord = L.make_layout(L.shape(g.layout), R == 1 and strides[1] or strides)
+  local gshape = L.shape(g.layout)
+  local coord = L.make_layout(gshape, type(gshape) == "table" and strides or strides[1])
   return atom, coord
 end
 
@@ -694,6 +695,23 @@ function TmaPartition:coords(tile_coord, k)
     out[d] = arith.add(arith.mul(tile_coord[j], a.tile[j]), o[d])
   end
   return out
+end
+
+--- The TMA tensor's tile at tile_coord, as a copy's global side (in a
+-- kernel: cute.copy(atom, part:gmem_tile(c), part:smem_tile(sA), {...})).
+function TmaPartition:gmem_tile(tile_coord)
+  if type(tile_coord) ~= "table" then tile_coord = { tile_coord } end
+  if #tile_coord ~= self.atom.rank then
+    err.raise("TmaPartition:gmem_tile: the tile coordinate %s has %d entries; the global tensor has %d modes",
+      show_list(tile_coord), #tile_coord, self.atom.rank)
+  end
+  return { kind = "tma_gmem", part = self, tile_coord = tile_coord }
+end
+
+--- The shared-memory tile (a shared-memory tensor with the atom's layout,
+-- stage `stage` of its trailing stage mode, default 0), as a copy's shared side.
+function TmaPartition:smem_tile(smem_tensor, stage)
+  return { kind = "tma_smem", part = self, tensor = smem_tensor, stage = stage }
 end
 
 M.is_tma_partition = function(x) return getmetatable(x) == TmaPartition end

@@ -358,6 +358,7 @@ end
 -- (cute.trace.tensor's copy).
 function M.copy(x, ...)
   if atom.is_copy_atom(x) or atom.is_tiled_copy(x) then return M.copy_with(x, ...) end
+  if require("cute.nvgpu.tma").is_tma_atom(x) then return require("cute.trace.tma").copy(x, ...) end
   return tensor.copy(x, ...)
 end
 
