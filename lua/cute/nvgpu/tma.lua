@@ -445,6 +445,18 @@ function M.make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_mult
         show_list(starts[i].origin))
     end
   end
+  -- TMA stores and reductions write whole 16-byte chunks of the contiguous
+  -- dimension: where a box crosses its edge they write up to 16 bytes past
+  -- the tensor (measured on an H100: a 150-element u16 row stored into a
+  -- 152-element pitch writes elements 150 and 151; a 40-byte f32 row, 48
+  -- bytes). Loads fill out-of-bounds elements exactly. A box's contiguous
+  -- extent is a multiple of 16 bytes, so an edge that is not crosses a box.
+  local inner = g.dims[1]
+  if op.kind ~= "load" and type(inner) == "number" and (inner * e) % 16 ~= 0 then
+    err.raise("%s: %s writes whole 16-byte chunks of the contiguous mode %d, which has %d elements (%d bytes, no "
+      .. "multiple of 16): at its edge it would write past the tensor; store a view whose contiguous extent is a "
+      .. "multiple of %d elements, and the rest another way", what, op.name, g.order[1] - 1, inner, inner * e, 16 / e)
+  end
   local tile_elems = 1
   for j = 1, R do tile_elems = tile_elems * tile[j] end
   local atom = setmetatable({

@@ -421,6 +421,19 @@ describe("TMA: rejections", function()
         { 32, 16 })
     end, 1)
     assert.matches("16-byte aligned base", msg, 1, true)
+    -- stores and reductions write whole 16-byte chunks of the contiguous mode
+    -- (on an H100, past a 150-element u16 row's edge): an extent that is no
+    -- multiple of 16 bytes is refused for them, not for loads
+    local g = cute.fake_tensor(cute.u16, { 100, 150 }, { 152, 1 })
+    for _, st in ipairs { cpasync.CopyBulkTensorTileS2GOp(), cpasync.CopyReduceBulkTensorTileS2GOp("add") } do
+      local sl2 = cute.make_layout({ 64, 32 }, { 32, 1 })
+      msg = H.error_at(function() cpasync.make_tiled_tma_atom(st, g, sl2, { 64, 32 }) end, 0)
+      assert.matches("writes whole 16-byte chunks of the contiguous mode 1, which has 150 elements (300 bytes", msg, 1,
+        true)
+    end
+    assert.is_truthy(cpasync.make_tiled_tma_atom(op, g, cute.make_layout({ 64, 32 }, { 32, 1 }), { 64, 32 }))
+    assert.is_truthy(cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(),
+      cute.fake_tensor(cute.u16, { 100, 144 }, { 152, 1 }), cute.make_layout({ 64, 32 }, { 32, 1 }), { 64, 32 }))
     msg = H.error_at(function()
       cpasync.make_tiled_tma_atom(cpasync.CopyReduceBulkTensorTileS2GOp("xor"), cute.fake_tensor(cute.f32, { 64, 16 }),
         sl, { 32, 16 })
