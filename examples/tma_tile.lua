@@ -13,43 +13,28 @@ local W, H = 100, 70 -- A and B: W x H f32, x contiguous, rows padded to 112 (16
 local TILE = { 32, 16 }
 local sl = cute.make_layout(TILE) -- the shared tile, x fastest: what TMA writes
 
--- the mbarrier through inline PTX (cute.arch.mbarrier_* once they exist)
-local function bar_init(bar)
-  cute.asm("mbarrier.init.shared::cta.b64 [$0], 1;", "r", { bar:ptr_at(0):addr() })
-  cute.asm("fence.mbarrier_init.release.cluster;", "", {})
-end
-local function bar_expect(bar, bytes)
-  cute.asm(string.format("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %d;", bytes), "r",
-    { bar:ptr_at(0):addr() }, { memory = true })
-end
-local function bar_wait(bar)
-  local done = cute.var(cute.i32, 0)
-  cute.while_(function() return done.value:eq(0) end, function()
-    done.value = cute.asm("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], 0;"
-      .. " selp.u32 $0, 1, 0, p; }", "=r,r", { bar:ptr_at(0):addr() },
-      { ret = cute.i32, sideeffect = true, memory = true })
-  end)
-end
-
 local k = cute.kernel("tma_tile", function(load, store)
   local tile = cute.make_smem_tensor(cute.f32, sl, 128)
-  local bar = cute.make_smem_tensor(cute.u64, cute.make_layout({ 1 }), 8)
+  local bar = cute.make_smem_tensor(cute.u64, cute.make_layout({ 1 }), 8):ptr_at(0)
   local tid = cute.thread_idx().x
   local tc = { cute.block_idx().x, cute.block_idx().y }
   local pl = cp.tma_partition(load, 0, cute.make_layout(1), sl)
   local ps = cp.tma_partition(store, 0, cute.make_layout(1), sl)
-  cute.if_(tid:eq(0), function() bar_init(bar) end)
+  cute.if_(tid:eq(0), function()
+    cute.arch.mbarrier_init(bar, 1)
+    cute.arch.mbarrier_init_fence()
+  end)
   cute.sync_threads()
   cute.if_(tid:eq(0), function()
-    bar_expect(bar, pl.tile_bytes)
-    cute.copy(load, pl:gmem_tile(tc), pl:smem_tile(tile), { tma_bar_ptr = bar:ptr_at(0) })
+    cute.arch.mbarrier_arrive_and_expect_tx(bar, pl.tile_bytes) -- the bytes the copy will bring
+    cute.copy(load, pl:gmem_tile(tc), pl:smem_tile(tile), { tma_bar_ptr = bar })
   end)
-  bar_wait(bar)
+  cute.arch.mbarrier_wait(bar, 0) -- phase 0 completes when the bytes have landed
   for i = 0, TILE[1] * TILE[2] - 1, 128 do
     local x, y = (tid + i) % TILE[1], (tid + i) / TILE[1]
     tile[{ x, y }] = tile[{ x, y }] * 2
   end
-  cute.asm("fence.proxy.async.shared::cta;", "", {}, { memory = true }) -- our stores, before TMA reads them
+  cute.arch.fence_view_async_shared() -- our stores, before TMA reads them
   cute.sync_threads()
   cute.if_(tid:eq(0), function()
     cute.copy(store, ps:smem_tile(tile), ps:gmem_tile(tc))
