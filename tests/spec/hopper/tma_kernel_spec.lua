@@ -5,42 +5,25 @@
 -- outside the tensor keeps its poison), reduce-add, non-tensor bulk copies,
 -- and a multicast load over a cluster of 2. #gpu specs run on an H100; the
 -- CPU spec compiles the same kernels for sm_90a.
---
--- mbarriers go through cute.asm here (init, arrive.expect_tx, try_wait
--- parity 0), as tests/spec/runtime/tma_traced_spec.lua does: the helpers
--- below are the place to switch to cute.arch.mbarrier_* (part C).
+-- The mbarriers and fences are cute.arch's.
 local cute = require "cute"
 local wg = require "cute.nvgpu.warpgroup"
 
 local cpasync = cute.nvgpu.cpasync
 local K = wg.OperandMajorMode.K
 
--- --- mbarrier helpers (cute.asm; to become cute.arch.mbarrier_*) ----------------
+-- --- mbarrier helpers (cute.arch: docs/hopper.md, section 7) -------------------
 
 local function mbar_init(bar, count)
-  local a = bar:ptr_at(0):addr()
-  cute.asm(string.format("mbarrier.init.shared::cta.b64 [$0], %d;", count), "r", { a })
-  cute.asm("fence.mbarrier_init.release.cluster;", "", {})
+  cute.arch.mbarrier_init(bar:ptr_at(0), count)
+  cute.arch.mbarrier_init_fence()
 end
 
-local function mbar_arrive_expect_tx(bar, bytes)
-  cute.asm(string.format("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %d;", bytes), "r",
-    { bar:ptr_at(0):addr() }, { memory = true })
-end
+local function mbar_arrive_expect_tx(bar, bytes) cute.arch.mbarrier_arrive_and_expect_tx(bar:ptr_at(0), bytes) end
 
-local function mbar_wait(bar, parity)
-  local a = bar:ptr_at(0):addr()
-  local done = cute.var(cute.i32, 0)
-  cute.while_(function() return done.value:eq(0) end, function()
-    done.value = cute.asm(string.format("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], %d;"
-      .. " selp.u32 $0, 1, 0, p; }", parity), "=r,r", { a }, { ret = cute.i32, sideeffect = true, memory = true })
-  end)
-end
+local function mbar_wait(bar, parity) cute.arch.mbarrier_wait(bar:ptr_at(0), parity) end
 
-local function cluster_sync()
-  cute.asm("barrier.cluster.arrive.release.aligned;", "", {}, { memory = true })
-  cute.asm("barrier.cluster.wait.acquire.aligned;", "", {}, { memory = true })
-end
+local function cluster_sync() cute.arch.cluster_sync() end
 
 -- --- the kernels -----------------------------------------------------------------
 
@@ -89,7 +72,7 @@ local function store_kernel(sl, n, rank, dt)
       cute.if_(i:lt(n), function() tile[i] = inp[base + i] end)
     end
     -- the generic-proxy writes, before the async proxy reads them
-    cute.asm("fence.proxy.async.shared::cta;", "", {}, { memory = true })
+    cute.arch.fence_view_async_shared()
     cute.sync_threads()
     local part = cpasync.tma_partition(at, 0, cute.make_layout(1), sl)
     cute.if_(tid:eq(0), function()
