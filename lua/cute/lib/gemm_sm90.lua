@@ -219,23 +219,48 @@ function M.unsupported(dt, a_stride, b_stride, Ao, Bo, batch)
         st[1], st[3])
     end
     if t:alignment() < 16 then return what .. " is not 16-byte aligned (TMA's rule)" end
-    if batch > 1 and st[3] <= 0 then
-      return what .. " has a batch stride of " .. st[3] .. " (TMA's strides are positive)"
+    if batch > 1 and st[3] < st[1] then
+      return string.format("%s's batch stride (%d elements) is below its row stride (%d): TMA's third dimension "
+        .. "must be the outermost", what, st[3], st[1])
     end
   end
   return nil
 end
 
--- The TMA descriptor of an operand view (rows, K, L) with strides (ld, 1, batch),
--- a box of box_rows x BK, 128B swizzle (the K-major SW128 atom's pattern).
-local function descriptor(t, dims, strides, box_rows, bk)
+--- The TMA atoms of the kernel's loads (cute.nvgpu.cpasync): for A (M, K, L) and
+-- B (N, K, L) kernel views, the global -> shared atoms onto one stage of the
+-- wgmma layouts (K-major SW128 atoms tiled over BM x BK and BN x BK). The atom
+-- checks that TMA's write (dense boxes, K fastest, 128B swizzle) is exactly
+-- the layout the wgmma descriptors read; the kernel issues one box an operand
+-- a stage, so each tile must be one box.
+function M.tma_atoms(cfg, Av, Bv)
+  local cp = cute.nvgpu.cpasync
+  local ta = cute.dtype.get(cfg.a_dtype)
+  local layA = wg.make_smem_layout_a("K", { cfg.bm, cfg.bn, cfg.bk }, ta)
+  local layB = wg.make_smem_layout_b("K", { cfg.bm, cfg.bn, cfg.bk }, ta)
+  local atomA = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), Av, layA, { cfg.bm, cfg.bk })
+  local atomB = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), Bv, layB, { cfg.bn, cfg.bk })
+  for _, a in ipairs { atomA, atomB } do
+    local d = a.dim_modes
+    if #a.boxes ~= 1 or a.swizzle ~= "128B" or d[1] ~= 1 or d[2] ~= 0 or d[3] ~= 2 then
+      err.raise("cute.gemm: gemm_sm90 loads a tile as one 128B-swizzled TMA box over (K, rows, L); got %s", tostring(a))
+    end
+  end
+  return atomA, atomB
+end
+
+-- The TMA descriptor of an operand view (rows, K, L) with strides (ld, 1,
+-- batch) for its atom: the atom's box and swizzle, zero fill out of bounds.
+-- (The descriptor is encoded here rather than by atom:descriptor(t) so that
+-- a single matrix, whose batch stride is 0, gets a valid third stride.)
+local function descriptor(atom, t, dims, strides)
   if t.fake then return require("ffi").new("CuteTmaDesc") end
   local dt = t.dtype
   -- one matrix: any valid batch stride (the box never leaves batch 0)
   local batch_stride = dims[3] > 1 and strides[3] or dims[1] * strides[1]
   return cute.tma_descriptor { dtype = dt, address = t, dims = { dims[2], dims[1], dims[3] },
-    strides = { strides[1] * dt.bytes, batch_stride * dt.bytes }, box = { bk, box_rows, 1 },
-    swizzle = "128B", oob = "zero" }
+    strides = { strides[1] * dt.bytes, batch_stride * dt.bytes }, box = atom.box, swizzle = atom.swizzle,
+    oob = "zero" }
 end
 
 --- The launch for kernel views Av (M, K, L), Bv (N, K, L), Cv (M, N, L)
@@ -252,8 +277,9 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   cfg.a_dtype = Av.dtype.name
   cfg.beta = beta ~= 0
   local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
-  local dA = descriptor(Av, { m, k, batch }, strides.a, cfg.bm, cfg.bk)
-  local dB = descriptor(Bv, { n, k, batch }, strides.b, cfg.bn, cfg.bk)
+  local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
+  local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
+  local dB = descriptor(atomB, Bv, { n, k, batch }, strides.b)
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
   local sms = 132
   local ok, info = pcall(cute.device_info)

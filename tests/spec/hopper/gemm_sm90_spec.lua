@@ -64,6 +64,19 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.matches("opts%.kernel is sm100", msg)
   end)
 
+  it("TMA writes exactly the wgmma layouts: one 128B-swizzled box an operand a stage", function()
+    local S = require "cute.lib.gemm_sm90"
+    for _, l in ipairs { 1, 3 } do
+      local Av = cute.fake_tensor(cute.bf16, { 1000, 304, l }, cute.make_layout({ 1000, 304, l }, { 304, 1, 304000 }))
+      local Bv = cute.fake_tensor(cute.bf16, { 500, 304, l }, cute.make_layout({ 500, 304, l }, { 304, 1, 152000 }))
+      local a, b = S.tma_atoms({ a_dtype = "bf16", bm = 128, bn = 256, bk = 64 }, Av, Bv)
+      assert.same({ 64, 128, 1 }, a.box)
+      assert.same({ 64, 256, 1 }, b.box)
+      assert.same({ 1, 0, 2 }, a.dim_modes) -- TMA dimensions (K, rows, L): the kernel's coordinates
+      assert.equal(16384 + 32768, a.tile_bytes + b.tile_bytes) -- the pipeline's expect-tx count
+    end
+  end)
+
   it("compiles for sm_90a: no spill, no serialized wgmma, setmaxnreg, TMA and one wait a k-tile", function()
     for _, c in ipairs {
       { cute.bf16, 4096, 4096, 4096 },
