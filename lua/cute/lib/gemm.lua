@@ -484,8 +484,9 @@ end
 
 -- Whether a problem is planned for the Hopper kernel (cute.lib.gemm_sm90)
 -- and why (or why not): a sm_90 device (or opts.arch = "sm_90a" without
--- one), bf16/f16 inputs, A and B K-major, TMA's alignment rules;
--- opts.kernel = "sm80" or "sm90" forces the choice.
+-- one), bf16/f16 inputs, A and B K-major, TMA's alignment rules, no
+-- opts.config (the sm_80 kernel's table); opts.kernel = "sm80" or "sm90"
+-- forces the choice.
 local function device_is_sm90()
   local ok, info = pcall(cute.device_info)
   return ok and info.compute_capability and info.compute_capability[1] == 9
@@ -497,6 +498,9 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
       tostring(opts.kernel))
   end
   if opts.kernel == "sm80" then return false, "opts.kernel = \"sm80\" forces the mma.sync kernel" end
+  if opts.config ~= nil and opts.kernel == nil then
+    return false, "opts.config configures the mma.sync kernel (with opts.kernel = \"sm90\" it configures gemm_sm90)"
+  end
   local hopper
   if opts.arch ~= nil then
     hopper = opts.arch == "sm_90a" or opts.arch == "sm_90"
