@@ -48,6 +48,33 @@ local function tma_load_3d(desc, smem_ptr, x, y, z, bar_ptr)
     { smem_ptr:addr(), desc.ptr:cast("generic"):addr(), x, y, z, bar_ptr:addr() }, { memory = true })
 end
 
+-- Integer division and minimum of run-time values or Lua numbers (the
+-- scheduler below runs traced in the kernel and on numbers in the tests).
+local function idiv(a, b)
+  if type(a) == "number" and type(b) == "number" then return math.floor(a / b) end
+  return a / b
+end
+local function imin(a, b)
+  if type(a) == "number" and type(b) == "number" then return math.min(a, b) end
+  return cute.min(a, b)
+end
+
+--- The tile scheduler: linear tile t of tiles_m x tiles_n tiles a matrix
+-- (batch after batch) -> m tile, n tile, batch. Grouped: `group` tiles along
+-- M walk a column of N tiles before the next group, so that tiles that run at
+-- the same time share A rows and B columns in L2 (the last group may be
+-- narrower).
+function M.tile_coords(t, tiles_m, tiles_n, group)
+  local per_batch = tiles_m * tiles_n
+  local l = idiv(t, per_batch)
+  local r = t % per_batch
+  local per_group = tiles_n * group
+  local first_m = idiv(r, per_group) * group
+  local gsize = imin(tiles_m - first_m, group)
+  local g = r % per_group
+  return first_m + g % gsize, idiv(g, gsize), l
+end
+
 local kernels = {}
 
 local function build(cfg, trace_key)
@@ -83,17 +110,9 @@ local function build(cfg, trace_key)
       -- the tile scheduler: tile t -> (m tile, n tile, batch), grouped along M
       local tiles_m = (Mr + (BM - 1)) / BM
       local tiles_n = (Nr + (BN - 1)) / BN
-      local per_batch = tiles_m * tiles_n
-      local total = per_batch * L
+      local total = tiles_m * tiles_n * L
       local ktiles = (K + (BK - 1)) / BK
-      local per_group = tiles_n * GROUP
-      local function coords(t)
-        local l = t / per_batch
-        local r = t % per_batch
-        local first_m = (r / per_group) * GROUP
-        local gsize = cute.min(tiles_m - first_m, GROUP)
-        return first_m + (r % per_group) % gsize, (r % per_group) / gsize, l
-      end
+      local function coords(t) return M.tile_coords(t, tiles_m, tiles_n, GROUP) end
       local first, step = cute.block_idx().x, cute.grid_dim().x
 
       cute.if_(wgi:eq(0), function()

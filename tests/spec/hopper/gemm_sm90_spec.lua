@@ -67,6 +67,24 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.matches("opts%.kernel is sm100", msg)
   end)
 
+  it("the tile scheduler visits every tile of every batch once, in groups along M", function()
+    local S = require "cute.lib.gemm_sm90"
+    for _, c in ipairs { { 32, 16, 1, 8 }, { 9, 5, 2, 8 }, { 1, 1, 3, 8 }, { 13, 7, 1, 4 }, { 8, 3, 1, 1 } } do
+      local tm, tn, l, g = c[1], c[2], c[3], c[4]
+      local seen = {}
+      for t = 0, tm * tn * l - 1 do
+        local bm, bn, bl = S.tile_coords(t, tm, tn, g)
+        assert.is_true(bm >= 0 and bm < tm and bn >= 0 and bn < tn and bl >= 0 and bl < l)
+        local key = bm .. "," .. bn .. "," .. bl
+        assert.is_nil(seen[key], key .. " twice")
+        seen[key] = t
+        -- grouped: consecutive tiles stay in one band of g M tiles until its N column is done
+        local first = math.floor((t % (tm * tn)) / (tn * g)) * g
+        assert.is_true(bm >= first and bm < first + g)
+      end
+    end
+  end)
+
   it("TMA writes exactly the wgmma layouts: one 128B-swizzled box an operand a stage", function()
     local S = require "cute.lib.gemm_sm90"
     for _, l in ipairs { 1, 3 } do
