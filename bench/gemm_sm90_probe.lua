@@ -6,6 +6,7 @@
 -- each result is checked against float64 on sampled entries first.
 --   cutelua bench/gemm_sm90_probe.lua [size ...]        e.g. 4096 8192 6144
 --   KERNEL=sm80 cutelua bench/gemm_sm90_probe.lua       the mma.sync kernel, for comparison
+--   SM90=128,6 cutelua bench/gemm_sm90_probe.lua        gemm_sm90 with another tile: bn, stages[, group]
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -13,6 +14,11 @@ local sizes = {}
 for i = 1, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
 if #sizes == 0 then sizes = { 4096, 8192 } end
 local opts = { kernel = os.getenv("KERNEL") }
+if os.getenv("SM90") then
+  local v = {}
+  for x in os.getenv("SM90"):gmatch("%d+") do v[#v + 1] = tonumber(x) end
+  opts.kernel, opts.config = "sm90", { bn = v[1], stages = v[2], group = v[3] }
+end
 
 local info = cute.device_info()
 print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1], info.compute_capability[2],

@@ -289,9 +289,20 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   local cfg = {}
   for k, v in pairs(M.CONFIG) do cfg[k] = v end
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
-  if cfg.bm ~= 64 and cfg.bm ~= 128 and cfg.bm ~= 192 and cfg.bm ~= 256 then
-    err.raise("cute.gemm: gemm_sm90 tiles have 64, 128, 192 or 256 rows (one consumer warpgroup 64), got bm = %s",
-      tostring(cfg.bm))
+  -- 2 consumer warpgroups (the register split 40 / 232 is for 384 threads),
+  -- one 128B swizzle row of K, one TMA box of B (at most 256 rows)
+  if cfg.bm ~= 128 or cfg.bk ~= 64 then
+    err.raise("cute.gemm: gemm_sm90 tiles are 128 x BN x 64 (two consumer warpgroups, one 128-byte swizzle row of "
+      .. "K), got bm = %s, bk = %s", tostring(cfg.bm), tostring(cfg.bk))
+  end
+  if type(cfg.bn) ~= "number" or cfg.bn % 16 ~= 0 or cfg.bn < 16 or cfg.bn > 256 then
+    err.raise("cute.gemm: gemm_sm90's bn is a multiple of 16 from 16 to 256, got %s", tostring(cfg.bn))
+  end
+  local stage_bytes = (cfg.bm + cfg.bn) * cfg.bk * 2
+  local max_stages = math.floor((227 * 1024 - 1024) / stage_bytes)
+  if type(cfg.stages) ~= "number" or cfg.stages % 1 ~= 0 or cfg.stages < 2 or cfg.stages > max_stages then
+    err.raise("cute.gemm: gemm_sm90 with a 128x%dx64 tile takes 2 to %d stages (%d bytes each), got %s", cfg.bn,
+      max_stages, stage_bytes, tostring(cfg.stages))
   end
   cfg.a_dtype = Av.dtype.name
   cfg.beta = beta ~= 0

@@ -130,6 +130,24 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     end
   end)
 
+  it("takes other tiles with opts.kernel = \"sm90\" and opts.config, and refuses what it cannot run", function()
+    local p, h = compile(cute.bf16, 2048, 2048, 2048, { kernel = "sm90", config = { bn = 128, stages = 6 } })
+    assert.equal("gemm_sm90_bf16_128x128x64", p.kernel.name)
+    local r = h:resources()[p.kernel.name]
+    assert.same({ 168, 0 }, { r.registers, r.spill_stores })
+    assert.is_nil(h:log():find("(C75", 1, true), h:log())
+    assert.equal(8, H.count(h:ptx(), "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"))
+    local A, B = fakes(cute.bf16, 256, 256, 256)
+    local function refused(config)
+      local msg = H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", kernel = "sm90", config = config }) end)
+      return msg -- (not a tail call: error_at finds this line as its caller's)
+    end
+    assert.matches("tiles are 128 x BN x 64", refused { bm = 64 })
+    assert.matches("tiles are 128 x BN x 64", refused { bk = 128 })
+    assert.matches("bn is a multiple of 16 from 16 to 256", refused { bn = 100 })
+    assert.matches("takes 2 to 4 stages %(49152 bytes each%), got 5", refused { stages = 5 })
+  end)
+
   it("SASS: HGMMA 64x256x16, UTMALDG, USETMAXREG (when a disassembler is present)", function()
     -- (ptxas writes f16 inputs as the default: HGMMA.64x256x16.F32 with no type after it)
     for _, c in ipairs { { cute.bf16, "HGMMA.64x256x16.F32.BF16 " }, { cute.f16, "HGMMA.64x256x16.F32 " } } do
