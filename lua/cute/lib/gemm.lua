@@ -482,6 +482,47 @@ function M.pick(m, n, k, dt)
   return CONFIGS.small16
 end
 
+-- Whether a problem is planned for the Hopper kernel (cute.lib.gemm_sm90)
+-- and why (or why not): a sm_90 device (or opts.arch = "sm_90a" without
+-- one), bf16/f16 inputs, A and B K-major, TMA's alignment rules, no
+-- opts.config (the sm_80 kernel's table); opts.kernel = "sm80" or "sm90"
+-- forces the choice.
+local function device_is_sm90()
+  local ok, info = pcall(cute.device_info)
+  return ok and info.compute_capability and info.compute_capability[1] == 9
+end
+
+function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
+  if opts.kernel ~= nil and opts.kernel ~= "sm80" and opts.kernel ~= "sm90" then
+    err.raise("cute.gemm: opts.kernel is %s; it is \"sm80\" (mma.sync) or \"sm90\" (TMA + wgmma)",
+      tostring(opts.kernel))
+  end
+  if opts.kernel == "sm80" then return false, "opts.kernel = \"sm80\" forces the mma.sync kernel" end
+  if opts.config ~= nil and opts.kernel == nil then
+    return false, "opts.config configures the mma.sync kernel (with opts.kernel = \"sm90\" it configures gemm_sm90)"
+  end
+  local hopper
+  if opts.arch ~= nil then
+    hopper = opts.arch == "sm_90a" or opts.arch == "sm_90"
+  else
+    hopper = device_is_sm90()
+  end
+  local no
+  if not hopper and opts.kernel ~= "sm90" then
+    no = opts.arch and ("opts.arch is " .. tostring(opts.arch) .. ", not sm_90a") or "the device is not sm_90"
+  elseif m == 0 or n == 0 or k == 0 then
+    no = "the problem is empty (M, N or K is 0)"
+  else
+    no = require("cute.lib.gemm_sm90").unsupported(dt, a_stride, b_stride, Av, Bv, batch)
+  end
+  if no then
+    if opts.kernel == "sm90" then err.raise("cute.gemm: opts.kernel = \"sm90\", but %s", no) end
+    return false, "the mma.sync kernel (sm_80 and later): " .. no
+  end
+  return true, (opts.kernel == "sm90" and "opts.kernel = \"sm90\"; " or "")
+    .. "a sm_90 target and K-major bf16/f16 operands that meet TMA's rules: the warp-specialised TMA + wgmma kernel"
+end
+
 --- What cute.gemm(A, B, C, opts) launches, without launching: a table with
 -- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
 -- grid, block, config and C. With fake tensors (cute.fake_tensor; a fake C
@@ -516,6 +557,15 @@ function M.plan(A, B, C, opts)
   local Cv = view(C, { m, n, batch }, { cd[1], cd[2], cd[3] })
   local amaj = major_of({ ad[1], ad[2] }, "A", tostring(A.layout))
   local bmaj = major_of({ bd[2], bd[1] }, "B", tostring(B.layout))
+  local alpha, beta = opts.alpha or 1, opts.beta or 0
+  -- Hopper: the warp-specialised TMA + wgmma kernel (cute.lib.gemm_sm90) when it can
+  local use90, why = M.choose_sm90(dt, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv, m, n, k, batch, opts)
+  if use90 then
+    local p = require("cute.lib.gemm_sm90").plan(Av, Bv, Cv, { m = m, n = n, k = k, l = batch },
+      { a = { ad[1], ad[2], ad[3] }, b = { bd[2], bd[1], bd[3] } }, alpha, beta, opts)
+    p.C, p.kernel_name, p.why = C, "sm90", why
+    return p, opts
+  end
   local base = M.pick(m, n, k, dt)
   local cfg = {}
   for key, v in pairs(base) do cfg[key] = v end
@@ -528,7 +578,6 @@ function M.plan(A, B, C, opts)
   cfg.b_vec = vec_of(Bv, { bd[2], bd[1], bd[3] }, bmaj, store)
   cfg.group = cfg.group or 8
   cfg.even = m % cfg.bm == 0 and n % cfg.bn == 0 and k % cfg.bk == 0
-  local alpha, beta = opts.alpha or 1, opts.beta or 0
   if dt.is_integer and (alpha % 1 ~= 0 or beta % 1 ~= 0) then
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
@@ -547,7 +596,8 @@ function M.plan(A, B, C, opts)
     grid_x = math.min(tiles, ok and info.sm_count or tiles)
   end
   return { kernel = M.kernel(cfg), args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) },
-    grid = { grid_x, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C }, opts
+    grid = { grid_x, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C, kernel_name = "sm80", why = why },
+    opts
 end
 
 -- C = alpha * A @ B + beta * C on device tensors (M.gemm)
@@ -556,7 +606,7 @@ local function host_gemm(A, B, C, opts)
   p, opts = M.plan(A, B, C, opts)
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
   local a = p.args
-  p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(a[1], a[2], a[3], a[4], a[5])
+  p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(unpack(a))
   return p.C
 end
 

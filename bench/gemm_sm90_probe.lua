@@ -1,0 +1,56 @@
+-- The Hopper GEMM against cuBLAS in one run (a probe, not a timed test):
+-- bf16 A (M x K row-major) and B (K x N column-major: both K-major), bf16 C,
+-- at 4096^3 and 8192^3 (or the sizes given). Prints the plan's choice, the
+-- kernel's resources, TFLOP/s of cute.gemm (the whole call, host planning
+-- included), of its kernel launched alone, of cute.cublas, and the ratio;
+-- each result is checked against float64 on sampled entries first.
+--   cutelua bench/gemm_sm90_probe.lua [size ...]        e.g. 4096 8192 6144
+--   KERNEL=sm80 cutelua bench/gemm_sm90_probe.lua       the mma.sync kernel, for comparison
+--   SM90=128,6 cutelua bench/gemm_sm90_probe.lua        gemm_sm90 with another tile: bn, stages[, group]
+local cute = require "cute"
+local G = require "cute.lib.gemm"
+
+local sizes = {}
+for i = 1, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
+if #sizes == 0 then sizes = { 4096, 8192 } end
+local opts = { kernel = os.getenv("KERNEL") }
+if os.getenv("SM90") then
+  local v = {}
+  for x in os.getenv("SM90"):gmatch("%d+") do v[#v + 1] = tonumber(x) end
+  opts.kernel, opts.config = "sm90", { bn = v[1], stages = v[2], group = v[3] }
+end
+
+local info = cute.device_info()
+print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1], info.compute_capability[2],
+  info.sm_count))
+for _, s in ipairs(sizes) do
+  local m, n, k = s, s, s
+  local flops = 2 * m * n * k
+  local A = cute.tensor(cute.bf16, { m, k }, "row"):uniform(-1, 1, 1)
+  local B = cute.tensor(cute.bf16, { k, n }, "col"):uniform(-1, 1, 2)
+  local C = cute.tensor(cute.bf16, { m, n }, "row")
+  local p = G.plan(A, B, C, opts)
+  print(string.format("%dx%dx%d: kernel %s (%s): %s, grid %d, block %d", m, n, k, p.kernel_name, p.why,
+    p.kernel.name, p.grid[1], p.block))
+  local h = p.kernel:compile(unpack(p.args))
+  local r = h:resources()[p.kernel.name]
+  print(string.format("  registers %d, spill %d/%d bytes", r.registers, r.spill_stores, r.spill_loads))
+  C:fill(0 / 0)
+  cute.gemm(A, B, C, opts)
+  cute.synchronize()
+  local chk = cute.testing.check_gemm(A, B, C, { samples = 500 })
+  print(string.format("  checked %d entries against float64, max relative error %.2e", chk.checked, chk.max_rel))
+  local rg = cute.bench(function() cute.gemm(A, B, C, opts) end, { flops = flops })
+  local launch = p.kernel { grid = p.grid, block = p.block }
+  local args = p.args
+  local rk = cute.bench(function() launch(unpack(args)) end, { flops = flops })
+  local rb = cute.bench(function()
+    cute.cublas.gemm_rowmajor { a = A, b = B, c = C, m = m, n = n, k = k, b_trans = true, dtype = cute.bf16,
+      c_dtype = cute.bf16 }
+  end, { flops = flops })
+  print(string.format("  cute.gemm  %7.1f TFLOP/s", rg.tflops))
+  print(string.format("  kernel     %7.1f TFLOP/s", rk.tflops))
+  print(string.format("  cuBLAS     %7.1f TFLOP/s", rb.tflops))
+  print(string.format("  ratio cute.gemm / cuBLAS %.3f (kernel alone %.3f)", rg.tflops / rb.tflops,
+    rk.tflops / rb.tflops))
+end
