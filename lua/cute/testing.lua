@@ -76,6 +76,8 @@ local function check_opts(opts, fn, known)
     end
     if known[k] == "number" and (type(v) ~= "number" or v < 0 or v ~= v) then
       err.raise("cute.testing.%s: %s = %s, expected a number >= 0", fn, k, tostring(v))
+    elseif known[k] == "scalar" and (type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge) then
+      err.raise("cute.testing.%s: %s = %s, expected a finite number", fn, k, tostring(v))
     end
   end
   return opts
@@ -159,7 +161,7 @@ end
 -- over C; default all), what (a name for messages).
 -- @return {max_rel =, checked =} when every checked element passes
 function M.check_gemm(A, B, C, opts)
-  opts = check_opts(opts, "check_gemm", { alpha = "number", beta = "number", c0 = true, rtol = "number",
+  opts = check_opts(opts, "check_gemm", { alpha = "scalar", beta = "scalar", c0 = true, rtol = "number",
     atol = "number", samples = "number", what = "string" })
   local m, k, l = gemm_shape(A, "A")
   local k2, n, l2 = gemm_shape(B, "B")

@@ -102,6 +102,10 @@ describe("cute.testing.check_gemm", function()
   end
 
   it("passes a correct product, batched, with alpha and beta", function()
+    -- negative alpha and beta are numbers like any other
+    local A1, B1, c1, c01, cs1 = case(3, 4, 5, 1, -2, -1, 40)
+    assert.equal(12, T.check_gemm(A1, B1, host(cute.f64, cute.make_layout(cs1), c1), { alpha = -2, beta = -1,
+      c0 = c01 }).checked)
     local A, B, c, c0, cs = case(5, 7, 9, 2, 1.5, 0.5, 10)
     -- C row-major: compared by coordinate
     local C = host(cute.f64, cute.make_layout(cs, { 7, 1, 35 }), c)
