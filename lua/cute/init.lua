@@ -140,9 +140,9 @@ local WINS = {
 }
 
 -- Submodules reachable as cute.<name> (loaded on first use).
-local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "bench", "compiler", "cublas", "dtype", "int_tuple", "ir",
-  "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "pipeline", "runtime", "swizzle",
-  "tensor", "testing" }
+local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "autotune", "bench", "compiler", "cublas", "dtype",
+  "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "pipeline", "runtime",
+  "swizzle", "tensor", "testing" }
 
 -- name -> module (nil, problems: a list of messages, when the tables
 -- disagree: see above).
