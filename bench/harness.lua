@@ -20,6 +20,9 @@
 --   run(state, rep)           the timed work (one repetition)
 --   check(state) -> ok, msg   the result against a CPU reference
 --   teardown(state)           free (optional)
+--   skip                      a reason (or function(h) -> reason or nil) not to
+--                             run the case: what the kernel cannot do yet; the
+--                             row says "skipped: <reason>" and is not a failure
 -- The copy bandwidth is measured once per run. A runner peer (cuBLAS) is
 -- measured with each case, in turns with it: ROUNDS rounds of the kernel
 -- then the peer, each ~1/ROUNDS of the time, and the medians taken over all
@@ -185,6 +188,12 @@ function H.check_only() return os.getenv("CUTELUA_BENCH_CHECK") == "1" end
 function H:run_case(c)
   local row = { suite = c.suite, name = c.name, shape = c.shape or "", dtype = c.dtype or "", goal = c.goal }
   local ok, e = pcall(function()
+    local why = c.skip
+    if type(why) == "function" then why = why(self) end
+    if why then
+      row.check = "skipped: " .. tostring(why)
+      return
+    end
     local state = c.setup and c.setup(self) or {}
     if H.check_only() then
       c.run(state, 1)
@@ -442,7 +451,8 @@ end
 --- True when every case ran and was checked right.
 function H:all_correct()
   for _, r in ipairs(self.results) do
-    if not (r.check or ""):match("^ok") and r.check ~= "no check" then return false end
+    local ch = r.check or ""
+    if not ch:match("^ok") and not ch:match("^skipped: ") and ch ~= "no check" then return false end
   end
   return true
 end

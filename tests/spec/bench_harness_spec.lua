@@ -69,3 +69,43 @@ describe("benchmark harness reports", function()
     assert.is_false(harness():all_correct())
   end)
 end)
+
+describe("benchmark harness skipped cases", function()
+  it("records a case's skip reason without running it, and does not count it as a failure", function()
+    local h = H.new()
+    local ran = false
+    local old = io.stdout
+    io.stdout = { write = function() end, flush = function() end } -- luacheck: ignore
+    local row = h:run_case { suite = "s", name = "fp8", skip = function() return "no fp8 kernel yet" end,
+      run = function() ran = true end }
+    local row2 = h:run_case { suite = "s", name = "grouped", skip = "no grouped GEMM yet",
+      run = function() ran = true end }
+    io.stdout = old -- luacheck: ignore
+    assert.is_false(ran)
+    assert.equal("skipped: no fp8 kernel yet", row.check)
+    assert.equal("skipped: no grouped GEMM yet", row2.check)
+    assert.is_true(h:all_correct())
+    h.results[#h.results + 1] = { name = "bad", check = "ERROR: boom" }
+    assert.is_false(h:all_correct())
+  end)
+
+  it("loads the gemm_sm90 suite and declares the issue's shapes, skipping fp8 and grouped with reasons", function()
+    local h = H.new()
+    h.quick = function() return false end
+    local suite = dofile("bench/suites/gemm_sm90.lua")
+    suite(h)
+    local shapes, skips = {}, {}
+    for _, c in ipairs(h.cases) do
+      shapes[#shapes + 1] = c.name .. " " .. c.shape
+      if c.skip then skips[#skips + 1] = c.name end
+    end
+    local all = table.concat(shapes, "\n")
+    for _, s in ipairs { "gemm bf16 2048x2048x2048", "gemm bf16 4096x4096x4096", "gemm bf16 8192x8192x8192",
+      "gemm bf16 4096x14336x4096", "gemm bf16 8192x1024x8192", "gemm bf16 16384x16384x1024", "gemm bf16 128x8192x8192",
+      "gemm bf16 16x8192x8192", "gemm bf16 1x4096x4096", "(weights GB/s) 1x4096x4096",
+      "gemm fp8 e4m3 (vs cuBLASLt) 4096x4096x4096", "gemm fp8 e4m3 (vs cuBLASLt) 8192x8192x8192", "8 experts" } do
+      assert.is_truthy(all:find(s, 1, true), s .. " is missing from the suite")
+    end
+    assert.equal(3, #skips)
+  end)
+end)

@@ -1,0 +1,101 @@
+-- The GEMM bar of issue 18 (the Hopper GEMM): cute.gemm (whatever kernel it
+-- picks for the shape: the TMA + wgmma kernel on sm_90 where it applies)
+-- against cuBLAS measured in the same run, on the issue's shapes. bf16 in, f32
+-- accumulation, bf16 out; A row-major (M x K), B K-major (stored N x K, the
+-- layout of a linear layer's weights, which the wgmma kernel and fp8 need),
+-- C row-major. The decode shapes (M <= 128) are also reported as a fraction of
+-- the copy bandwidth (cuMemcpyDtoD) while reading the weights (B) once.
+-- Cases cute.gemm cannot run yet (fp8 against cuBLASLt, the grouped MoE GEMM)
+-- are rows that say so ("skipped: ..."), never a made-up figure.
+-- Checked against float64 on sampled entries, C poisoned with NaN first.
+local cute = require "cute"
+
+-- A cuBLAS runner for row-major A (M x K) @ B (N x K, K-major) -> C (M x N).
+local function cublas_kmajor(h, m, n, k, dt, c_dt)
+  local A, B, C = cute.alloc(m * k * dt.bytes), cute.alloc(k * n * dt.bytes), cute.alloc(m * n * c_dt.bytes)
+  h.fill_random(A, dt, m * k, 1)
+  h.fill_random(B, dt, k * n, 2)
+  local spec = { a = A, b = B, c = C, m = m, n = n, k = k, dtype = dt, c_dtype = c_dt, b_trans = true }
+  return {
+    name = string.format("cublas %s/%s %dx%dx%d B K-major", dt.name, c_dt.name, m, n, k), unit = "TFLOP/s",
+    flops = 2 * m * n * k,
+    run = function() cute.cublas.gemm_rowmajor(spec) end,
+    free = function()
+      A:free()
+      B:free()
+      C:free()
+    end,
+  }
+end
+
+return function(h)
+  local tol = 2 ^ -8 -- one bf16 rounding of a sum of exact products
+  local function setup(m, n, k, dt)
+    return function()
+      return { A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 11),
+        B = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 12), -- K contiguous: N x K row-major
+        C = cute.tensor(cute.bf16, { m, n }, "row"):fill(0 / 0) }
+    end
+  end
+  local function run(s) cute.gemm(s.A, s.B, s.C) end
+  local function check(m, n, k) return function(s) return h.check_gemm(s.A, s.B, s.C, m, n, k, 256, tol) end end
+  local function teardown(s) s.A:free(); s.B:free(); s.C:free() end
+
+  local function bf16(m, n, k, goal)
+    h:case {
+      name = "gemm bf16", shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", flops = 2 * m * n * k, goal = goal,
+      peer = function(hh) return cublas_kmajor(hh, m, n, k, cute.bf16, cute.bf16) end,
+      setup = setup(m, n, k, cute.bf16), run = run, check = check(m, n, k), teardown = teardown,
+    }
+  end
+  -- decode: the weights (B, n x k bf16) read once per GEMM, against the copy bandwidth
+  local function decode_bandwidth(m, n, k)
+    h:case {
+      name = "gemm bf16 (weights GB/s)", shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", bytes = n * k * 2,
+      peer = "copy", goal = 0.85,
+      setup = setup(m, n, k, cute.bf16), run = run, check = check(m, n, k), teardown = teardown,
+    }
+  end
+  local function fp8(m, n, k)
+    h:case {
+      name = "gemm fp8 e4m3 (vs cuBLASLt)", shape = m .. "x" .. n .. "x" .. k, dtype = "e4m3", flops = 2 * m * n * k,
+      goal = 1.1,
+      skip = function()
+        if not cute.cublas.lt_matmul then return "no cuBLASLt peer: cute.cublas.lt_matmul is not bound yet" end
+        return "cute.gemm has no sm_90 fp8 kernel yet (the fp8 path of cute.lib.gemm_sm90 is to come)"
+      end,
+      run = function() end,
+    }
+  end
+  -- the MoE layer: 8 experts, 4096 tokens x 1024 split unevenly, each expert's weights 1024 x 4096
+  local split = { 1024, 768, 640, 512, 448, 384, 192, 128 }
+  local function grouped()
+    h:case {
+      name = "grouped gemm bf16, 8 experts", shape = "4096 tok x1024x4096 (" .. table.concat(split, "+") .. ")",
+      dtype = "bf16", goal = 1.05,
+      skip = "cute.gemm has no grouped GEMM yet (a list of problems of different sizes in one launch)",
+      run = function() end,
+    }
+  end
+
+  if h:quick() then
+    bf16(256, 256, 128, 1.05)
+    bf16(16, 512, 512, 0.95)
+    decode_bandwidth(1, 1024, 1024)
+    fp8(256, 256, 256)
+    grouped()
+    return
+  end
+  for _, s in ipairs {
+    { 2048, 2048, 2048 }, { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 4096, 14336, 4096 }, { 8192, 1024, 8192 },
+    { 16384, 16384, 1024 }, { 128, 8192, 8192 }, { 16, 8192, 8192 }, { 1, 4096, 4096 },
+  } do
+    bf16(s[1], s[2], s[3], 1.05)
+  end
+  for _, s in ipairs { { 128, 8192, 8192 }, { 16, 8192, 8192 }, { 1, 4096, 4096 } } do
+    decode_bandwidth(s[1], s[2], s[3])
+  end
+  grouped()
+  fp8(4096, 4096, 4096)
+  fp8(8192, 8192, 8192)
+end
