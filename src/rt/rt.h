@@ -104,6 +104,7 @@ uint64_t rt_convert(void *dst, int32_t dst_type, const void *src, int32_t src_ty
 uint64_t rt_from_doubles(void *dst, int32_t dst_type, const double *src, uint64_t n);
 uint64_t rt_to_doubles(double *dst, const void *src, int32_t src_type, uint64_t n);
 int rt_cublas_gemm(const RtGemm *g);
+int rt_cublaslt_matmul(const RtLtMatmul *g);
 int rt_host_random(void *dst, int32_t dtype, uint64_t n, int32_t normal, double a, double b, uint64_t seed);
 
 #endif

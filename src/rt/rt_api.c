@@ -48,6 +48,7 @@ static const CLRtApi rt_api = {
     .host_random = rt_host_random,
     .cublas_gemm = rt_cublas_gemm,
     .launch_raw_ns = rt_launch_raw_ns,
+    .cublaslt_matmul = rt_cublaslt_matmul,
 };
 
 const void *cl_rt_api(void) { return &rt_api; }
