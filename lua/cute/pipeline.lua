@@ -16,7 +16,7 @@
 --   local cs = cute.pipeline.make_pipeline_state(cute.pipeline.PipelineUserType.Consumer, 4)
 --   for k ... do pipe:consumer_wait(cs); <read stage cs.index>; pipe:consumer_release(cs); cs:advance() end
 --
--- Phases (/work/notes/hopper-facts.md 5.1, 7.3): a fresh barrier is in phase 0, and a
+-- Phases (docs/notes/hopper-facts.md 5.1, 7.3): a fresh barrier is in phase 0, and a
 -- wait for parity 1 passes at once; consumers start at phase 0 on the full
 -- barriers, producers at phase 1 on the empty ones (the first num_stages
 -- acquires pass), and a state flips its phase each time its index wraps.

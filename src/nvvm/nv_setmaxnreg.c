@@ -7,7 +7,7 @@
  * it, so a module whose PTX has a setmaxnreg is compiled here by the
  * toolkit's `ptxas` executable instead of nvJitLink (the driver's PTX JIT
  * would honour it too, but then the cubin, the resource report and the
- * compile cache would only exist at load time; /work/notes/hopper-facts.md 5.7).
+ * compile cache would only exist at load time; docs/notes/hopper-facts.md 5.7).
  *
  * ptxas also ignores setmaxnreg in a kernel with no register count known at
  * entry (C7508): each kernel that uses it must carry .maxnreg, or .maxntid or

@@ -18,7 +18,7 @@
 -- (stride 1); the others follow in mode order. A box is written to shared
 -- memory densely, dimension 0 fastest, then the swizzle (XOR of byte bits
 -- 4-6 with bits 7-9, masked to the mode's 1, 2 or 3 bits) is applied to the
--- destination address (/work/notes/hopper-facts.md 2.2 and 4.1, checked on
+-- destination address (docs/notes/hopper-facts.md 2.2 and 4.1, checked on
 -- an H100). The atom finds the box that makes this write the shared-memory
 -- layout it was given, and the boxes (at most 256 elements a dimension)
 -- that cover the CTA tile.

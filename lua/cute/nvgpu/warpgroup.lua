@@ -14,7 +14,7 @@
 --
 -- Facts (PTX ISA "wgmma.mma_async", "Matrix Descriptor Format", "Shared
 -- Memory Matrix Layout"; checked with ptxas and on an H100 as
--- /work/notes/hopper-facts.md sections 1-3 record):
+-- docs/notes/hopper-facts.md sections 1-3 record):
 --   * M is 64; K is 32 bytes of the input type (16 for f16/bf16, 8 for
 --     tf32, 32 for fp8 and 8-bit integers); N is 8..256 step 8, except for
 --     8-bit integers: 8, 16, 24, 32, then 48..256 step 16.

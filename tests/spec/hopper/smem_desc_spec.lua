@@ -1,5 +1,5 @@
 -- Shared-memory layout atoms and GMMA matrix descriptors: the atoms against
--- the table of /work/notes/hopper-facts.md 2.4 and the byte swizzle of 2.2;
+-- the table of docs/notes/hopper-facts.md 2.4 and the byte swizzle of 2.2;
 -- descriptors computed from tiled layouts against the PTX ISA's canonical
 -- layouts (facts 2.3, written here in bytes) element by element, their bits
 -- against the ISA's field positions (2.1), the per-k-block advance (2.5),

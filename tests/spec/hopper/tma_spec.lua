@@ -1,7 +1,7 @@
 -- TMA atoms on the host: the box, swizzle, data type and global dims derived
 -- from a global tensor and a CTA tile's shared-memory layout, checked by
 -- simulating what TMA writes (each box dense, dimension 0 fastest, then the
--- byte swizzle of /work/notes/hopper-facts.md 2.2 / 4.1) against the layout;
+-- byte swizzle of docs/notes/hopper-facts.md 2.2 / 4.1) against the layout;
 -- every rule of cuTensorMapEncodeTiled refused before any launch; the
 -- partitioning of a tile between the CTAs of a multicast; multicast masks;
 -- and (#gpu) real TMA loads through the atom's descriptor.

@@ -1,6 +1,6 @@
 -- The warpgroup MMA (wgmma.mma_async) as data: which ops exist (every shape
 -- and dtype combination against the PTX ISA's table, as
--- /work/notes/hopper-facts.md 1.2 records it after compiling each with
+-- docs/notes/hopper-facts.md 1.2 records it after compiling each with
 -- ptxas), the atoms' thread-value layouts against the ISA's fragment
 -- formulas (facts section 3), tiled MMAs over several warpgroups, pictures,
 -- and errors at the caller's line.
