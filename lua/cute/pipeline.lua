@@ -41,9 +41,7 @@ local M = {}
 local arch = sync90.arch
 local emit, is_value = core.emit, core.is_value
 
-local function need_trace(what)
-  if not core.current() then err.raise("cute.pipeline: %s can only be used while tracing a kernel", what) end
-end
+local function need_trace(what) core.need_trace("cute.pipeline: " .. what) end
 
 local function whole(x, lo, hi) return type(x) == "number" and x % 1 == 0 and x >= lo and x <= hi end
 

@@ -33,9 +33,7 @@ local is_value, type_of, emit = core.is_value, core.type_of, core.emit
 local imm = ops.imm
 local tensor_internal = tensor.internal
 
-local function need_trace(what)
-  if not core.current() then err.raise("%s can only be used while tracing a kernel", what) end
-end
+local need_trace = core.need_trace
 
 -- ---------------------------------------------------------------------------
 -- The instructions

@@ -107,6 +107,12 @@ local function no_trace(what)
   err.raise("%s can only be used while tracing a kernel (inside the function given to cute.kernel)", what)
 end
 
+--- Raises, at the user's line, unless a kernel is being traced: "<what> can
+-- only be used while tracing a kernel" (the guard of every GPU-only function).
+function M.need_trace(what)
+  if not T then err.raise("%s can only be used while tracing a kernel", what) end
+end
+
 --- The IR type id of a tracer type in the current module.
 local function irtype(t)
   local c = T.irtypes[t.id]

@@ -29,9 +29,7 @@ local is_value = core.is_value
 local is_any_layout = L.internal.is_any_layout
 local U = it._
 
-local function need_trace(what)
-  if not core.current() then err.raise("%s can only be used while tracing a kernel", what) end
-end
+local need_trace = core.need_trace
 
 -- ---------------------------------------------------------------------------
 -- Partitioning by a thread-value layout

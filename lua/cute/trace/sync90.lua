@@ -28,9 +28,7 @@ local emit, imm, is_value, type_of = core.emit, ops.imm, core.is_value, core.typ
 local arch = {}
 M.arch = arch
 
-local function need_trace(what)
-  if not core.current() then err.raise("cute.arch.%s can only be used while tracing a kernel", what) end
-end
+local function need_trace(what) core.need_trace("cute.arch." .. what) end
 
 -- The barrier operand as a pointer to i64 (the element type of an i64/u64
 -- tensor's pointer; other pointers are refused by name). Its alignment is

@@ -27,9 +27,7 @@ local M = {}
 
 local is_value, type_of, emit = core.is_value, core.type_of, core.emit
 
-local function need_trace(what)
-  if not core.current() then err.raise("%s can only be used while tracing a kernel", what) end
-end
+local need_trace = core.need_trace
 
 -- The descriptor operand: a traced TMA atom (a kernel argument), a TMA
 -- descriptor argument ({tma = true, ptr = ...}) or a pointer value.

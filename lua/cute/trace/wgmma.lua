@@ -42,9 +42,7 @@ local tensor_internal = tensor.internal
 local SMEM, RMEM = wg.OperandSource.SMEM, wg.OperandSource.RMEM
 local MN_MAJOR = wg.OperandMajorMode.MN
 
-local function need_trace(what)
-  if not core.current() then err.raise("%s can only be used while tracing a kernel", what) end
-end
+local need_trace = core.need_trace
 
 -- The kernel uses a warpgroup op: its block size must be a multiple of 128
 -- (checked at launch; the verifier checks launch bounds).
