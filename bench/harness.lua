@@ -187,7 +187,11 @@ function H.check_only() return os.getenv("CUTELUA_BENCH_CHECK") == "1" end
 
 function H:run_case(c)
   local row = { suite = c.suite, name = c.name, shape = c.shape or "", dtype = c.dtype or "", goal = c.goal }
-  local ok, e = pcall(function()
+  -- CUTELUA_TRACEBACK=full: an error's traceback goes to stderr as well
+  local handler = os.getenv("CUTELUA_TRACEBACK") == "full"
+    and function(m) io.stderr:write(debug.traceback(tostring(m), 2), "\n") return m end
+    or function(m) return m end
+  local ok, e = xpcall(function()
     local why = c.skip
     if type(why) == "function" then why = why(self) end
     if why then
@@ -234,7 +238,7 @@ function H:run_case(c)
       row.peer, row.peer_value, row.peer_unit = peer.name, peer.value, peer.unit
       row.ratio = row.value / peer.value
     end
-  end)
+  end, handler)
   if not ok then row.check = "ERROR: " .. tostring(e) end
   collectgarbage()
   self.results[#self.results + 1] = row

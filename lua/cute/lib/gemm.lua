@@ -424,6 +424,7 @@ local function dims3(t, what)
   if not tensor.is_device_tensor(t) then
     err.raise("cute.gemm: %s must be a device tensor, got %s", what, tostring(t))
   end
+  if not t:valid() then err.raise("cute.gemm: %s was freed (or its device was reset)", what) end
   local s, d = L.shape(t.layout), L.stride(t.layout)
   if type(s) ~= "table" or (#s ~= 2 and #s ~= 3) then
     err.raise("cute.gemm: %s must be a matrix (rows, cols) or a batch of them (rows, cols, L), got %s", what,
@@ -523,6 +524,9 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
     .. "a sm_90 target and K-major bf16/f16 operands that meet TMA's rules: the warp-specialised TMA + wgmma kernel"
 end
 
+local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true, kernel = true, arch = true,
+  config = true, stream = true, tune = true }
+
 --- What cute.gemm(A, B, C, opts) launches, without launching: a table with
 -- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
 -- grid, block, config and C. With fake tensors (cute.fake_tensor; a fake C
@@ -533,6 +537,16 @@ function M.plan(A, B, C, opts)
     opts, C = C, nil
   end
   opts = opts or {}
+  if type(opts) ~= "table" then err.raise("cute.gemm: opts must be a table, got %s", type(opts)) end
+  for key in pairs(opts) do
+    if not PLAN_OPTIONS[key] then
+      local names = {}
+      for n in pairs(PLAN_OPTIONS) do names[#names + 1] = n end
+      table.sort(names)
+      err.raise("cute.gemm: unknown option '%s'%s (the options are: %s)", tostring(key),
+        err.did_you_mean(tostring(key), names), table.concat(names, ", "))
+    end
+  end
   local as, ad = dims3(A, "A")
   local bs, bd = dims3(B, "B")
   local m, k, batch = as[1], as[2], as[3]
@@ -557,13 +571,21 @@ function M.plan(A, B, C, opts)
   local Cv = view(C, { m, n, batch }, { cd[1], cd[2], cd[3] })
   local amaj = major_of({ ad[1], ad[2] }, "A", tostring(A.layout))
   local bmaj = major_of({ bd[2], bd[1] }, "B", tostring(B.layout))
-  local alpha, beta = opts.alpha or 1, opts.beta or 0
+  -- per-tensor scales (fp8's dequantisation factors) fold into alpha
+  for _, key in ipairs { "alpha", "beta", "scale_a", "scale_b" } do
+    if opts[key] ~= nil and type(opts[key]) ~= "number" then
+      err.raise("cute.gemm: opts.%s must be a number, got %s", key, type(opts[key]))
+    end
+  end
+  local alpha, beta = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1), opts.beta or 0
   -- Hopper: the warp-specialised TMA + wgmma kernel (cute.lib.gemm_sm90) when it can
   local use90, why = M.choose_sm90(dt, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv, m, n, k, batch, opts)
   if use90 then
     local p = require("cute.lib.gemm_sm90").plan(Av, Bv, Cv, { m = m, n = n, k = k, l = batch },
       { a = { ad[1], ad[2], ad[3] }, b = { bd[2], bd[1], bd[3] } }, alpha, beta, opts)
-    p.C, p.kernel_name, p.why = C, "sm90", why
+    p.C, p.kernel_name = C, "sm90"
+    p.why = why .. string.format("; tile 128x%dx%d, %d stages, group %d (%s)", p.config.bn, p.config.bk,
+      p.config.stages, p.config.group, p.config_source)
     return p, opts
   end
   local base = M.pick(m, n, k, dt)
@@ -600,14 +622,70 @@ function M.plan(A, B, C, opts)
     opts
 end
 
+-- Plans of repeated calls: planning (kernel views, TMA descriptors, the
+-- tile choice) costs ~100 us of host time, more than a decode-sized GEMM
+-- runs. A call with the same A, B and C objects and the same options reuses
+-- the plan (and with it the views whose layouts the launch guard knows).
+-- Keyed weakly by the tensor objects, so freeing or dropping a tensor drops
+-- its plans; a freed tensor (not valid) is never looked up. Not cached: C
+-- made by the call, opts.config (a table the caller may change).
+local plan_cache = setmetatable({}, { __mode = "k" })
+M._plan_cache = plan_cache -- (for tests)
+local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune" }
+
+local function options_key(opts)
+  if opts == nil then return "" end
+  local parts = {}
+  for key in pairs(opts) do
+    if key ~= "stream" then
+      local known = false
+      for _, k in ipairs(OPT_KEYS) do known = known or k == key end
+      if not known then return nil end -- (plan explains what it does not take)
+    end
+  end
+  for i, k in ipairs(OPT_KEYS) do parts[i] = tostring(opts[k]) end
+  return table.concat(parts, ",")
+end
+
+local function cached_plan(A, B, C, opts)
+  if C == nil or not tensor.is_device_tensor(C) or A.fake or B.fake or C.fake then return nil end
+  if not (A:valid() and B:valid() and C:valid()) then return nil end
+  local okey = options_key(opts)
+  if not okey then return nil end
+  local byB = plan_cache[A]
+  local byC = byB and byB[B]
+  local byO = byC and byC[C]
+  return byO and byO[okey], okey
+end
+
+local function remember_plan(A, B, C, okey, p)
+  local byB = plan_cache[A] or setmetatable({}, { __mode = "k" })
+  plan_cache[A] = byB
+  local byC = byB[B] or setmetatable({}, { __mode = "k" })
+  byB[B] = byC
+  local byO = byC[C] or {}
+  byC[C] = byO
+  byO[okey] = p
+end
+
 -- C = alpha * A @ B + beta * C on device tensors (M.gemm)
 local function host_gemm(A, B, C, opts)
-  local p
-  p, opts = M.plan(A, B, C, opts)
+  local p, okey = cached_plan(A, B, C, opts)
+  if not p then
+    p = M.plan(A, B, C, opts)
+    p.launcher = p.kernel { grid = p.grid, block = p.block }
+    -- (the cached plan must not hold C: a weak key its own value reaches is
+    -- never collected in LuaJIT, which has no ephemerons)
+    if okey then remember_plan(A, B, C, okey, { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block,
+      launcher = p.launcher }) end
+  end
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
-  local a = p.args
-  p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(unpack(a))
-  return p.C
+  if opts and opts.stream then
+    p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(unpack(p.args))
+  else
+    p.launcher(unpack(p.args))
+  end
+  return p.C or C
 end
 
 --- cute.gemm. On the host, C = alpha * A @ B + beta * C on device tensors:

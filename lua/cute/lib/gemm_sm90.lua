@@ -35,7 +35,40 @@ local A = cute.arch
 
 local M = {}
 
-M.CONFIG = { bm = 128, bn = 256, bk = 64, stages = 4, group = 8 }
+-- The defaults (bk is one 128-byte swizzle row of K: 64 bf16/f16, 128 fp8 or
+-- int8, 32 tf32); M.pick_config chooses bn and stages for a problem.
+M.CONFIG = { bm = 128, bn = 256, stages = 4, group = 8 }
+
+-- Streaming multiprocessors of the device (132 on an H100 SXM when there is none).
+local function sm_count()
+  local ok, info = pcall(cute.device_info)
+  return ok and info.sm_count or 132
+end
+M.sm_count = sm_count
+
+--- The tile width and stages for an M x N x K (x L) problem with inputs `name`
+-- on `sms` multiprocessors: the widest BN (256, 128, 64, 32) whose tiles fill
+-- the machine's waves best, a narrower tile counting as 10% less efficient a
+-- halving (its wgmma reads more shared memory a flop); as many stages as fit
+-- (at most 4 for 256-wide tiles, 8 otherwise: narrow tiles come with skinny,
+-- memory-bound problems, which want more loads in flight).
+function M.pick_config(m, n, k, l, name, sms)
+  local _ = k
+  sms = sms or sm_count()
+  local _ = name -- (a k-tile is 128 bytes of K whatever the dtype)
+  local best, best_score
+  local penalty = 1
+  for _, bn in ipairs { 256, 128, 64, 32 } do
+    local tiles = math.ceil(m / 128) * math.ceil(n / bn) * (l or 1)
+    local waves = math.ceil(tiles / sms)
+    local score = tiles / (waves * sms) * penalty
+    if not best_score or score > best_score + 1e-9 then best, best_score = bn, score end
+    penalty = penalty * 0.9
+  end
+  local stage_bytes = (128 + best) * 128
+  local fit = math.floor((227 * 1024 - 1024) / stage_bytes)
+  return { bm = 128, bn = best, stages = math.min(fit, best == 256 and 4 or 8) }
+end
 
 -- TMA LOAD (swap point): a 3-d tiled TMA load of the box at (x, y, z) of the
 -- tensor that `desc` (a CuteTmaDesc kernel parameter) describes into shared
@@ -77,22 +110,47 @@ end
 
 local kernels = {}
 
+-- The input dtypes gemm_sm90 takes: the wgmma op for a BN-wide atom, the
+-- dtype the data has in memory (tf32 is f32 data), the accumulator's dtype.
+local INPUTS = {
+  bf16 = { k = 16, acc = "f32" }, f16 = { k = 16, acc = "f32" },
+  e4m3 = { k = 32, acc = "f32" }, e5m2 = { k = 32, acc = "f32" },
+  i8 = { k = 32, acc = "i32" }, u8 = { k = 32, acc = "i32" },
+  tf32 = { k = 8, acc = "f32", storage = "f32" },
+}
+M.INPUTS = INPUTS
+
+local function wgmma_op(name, bn)
+  local S, K = wg.OperandSource.SMEM, wg.OperandMajorMode.K
+  local t = cute.dtype.get(name)
+  local shape = { 64, bn, INPUTS[name].k }
+  if name == "bf16" or name == "f16" then return wg.MmaF16BF16Op(t, cute.f32, shape, S, K, K) end
+  if name == "e4m3" or name == "e5m2" then return wg.MmaF8Op(t, t, cute.f32, shape, S, K, K) end
+  if name == "i8" or name == "u8" then return wg.MmaI8Op(t, t, shape, S, K, K) end
+  return wg.MmaTF32Op(shape, S, K, K)
+end
+
+-- The operand dtype of a tensor dtype (f32 data is read as tf32).
+local function input_name(dt) return dt.name == "f32" and "tf32" or dt.name end
+M.input_name = input_name
+
 local function build(cfg, trace_key)
   local BM, BN, BK, STAGES, GROUP = cfg.bm, cfg.bn, cfg.bk, cfg.stages, cfg.group
-  local ta = cute.dtype.get(cfg.a_dtype)
-  local atom = cute.make_mma_atom(wg.MmaF16BF16Op(ta, cute.f32, { 64, BN, 16 }, wg.OperandSource.SMEM,
-    wg.OperandMajorMode.K, wg.OperandMajorMode.K))
+  local inp = INPUTS[cfg.a_dtype]
+  local ta = cute.dtype.get(inp.storage or cfg.a_dtype) -- the data in memory
+  local tacc = cute.dtype.get(inp.acc)
+  local atom = cute.make_mma_atom(wgmma_op(cfg.a_dtype, BN))
   local mma = cute.make_tiled_mma(atom, { BM / 64, 1, 1 })
   local consumers = mma.size -- 256 threads: BM / 64 warpgroups
   local threads = 128 + consumers
-  local kblocks = BK / 16
+  local kblocks = BK / inp.k
   local layA = wg.make_smem_layout_a("K", { BM, BN, BK }, ta, STAGES) -- S<3,3,3> o (BM,BK,STAGES)
   local layB = wg.make_smem_layout_b("K", { BM, BN, BK }, ta, STAGES)
   local stage_a, stage_b = BM * BK, BN * BK -- elements a stage
   local tx_bytes = (stage_a + stage_b) * ta.bytes
   local _ = cute._
 
-  return cute.kernel("gemm_sm90_" .. ta.name .. "_" .. BM .. "x" .. BN .. "x" .. BK,
+  return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK,
     function(descA, descB, C, K, alpha, beta)
       cute.launch_bounds(threads, 1)
       local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
@@ -161,7 +219,7 @@ local function build(cfg, trace_key)
           A.warpgroup_commit_group()
         end
 
-        cute.range(first, total, step, function(t)
+        local function tile(t)
           local bm, bn, l = coords(t)
           -- k-tile 0 (every tile has one: K >= 1)
           pipe:consumer_wait(cs)
@@ -185,16 +243,26 @@ local function build(cfg, trace_key)
           local gC = cute.local_tile(C[{ _, _, l }], { BM, BN }, { bm, bn })
           local tCgC = thr:partition_C(gC)
           local function value(i, old)
+            if tacc.is_integer then -- integer alpha and beta (plan checks), in i32
+              local v = acc[i] * alpha:to(tacc)
+              if cfg.beta then v = v + old:to(tacc) * beta:to(tacc) end
+              return v:to(C.dtype)
+            end
             local v = acc[i] * alpha
             if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
             return v:to(C.dtype)
           end
           local rm, rn = Mr - bm * BM, Nr - bn * BN
           cute.if_(cute.and_(rm:ge(BM), rn:ge(BN)), function()
-            local out = cute.make_fragment_like(acc, C.dtype)
-            local old = cfg.beta and tCgC:load()
-            for i = 0, n - 1 do out[i] = value(i, old and old[i]) end
-            cute.copy(out, tCgC)
+            if cfg.beta then
+              -- element by element: a whole fragment of 32-bit C next to the
+              -- accumulators would not fit in 232 registers
+              for i = 0, n - 1 do tCgC[i] = value(i, tCgC[i]) end
+            else
+              local out = cute.make_fragment_like(acc, C.dtype)
+              for i = 0, n - 1 do out[i] = value(i) end
+              cute.copy(out, tCgC)
+            end
           end, function()
             for i = 0, n - 1 do
               local c = tCcC[i]
@@ -203,7 +271,9 @@ local function build(cfg, trace_key)
               end)
             end
           end)
-        end)
+        end
+
+        cute.range(first, total, step, tile)
       end)
     end, { arch = "sm_90a", trace_key = trace_key })
 end
@@ -212,7 +282,9 @@ end
 -- stages, group, beta (C is read)}; cached by its key (the trace key).
 function M.kernel(cfg)
   local key = {}
-  for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta" } do key[#key + 1] = tostring(cfg[k]) end
+  for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta" } do
+    key[#key + 1] = tostring(cfg[k])
+  end
   key = table.concat(key, ",")
   local k = kernels[key]
   if not k then
@@ -225,8 +297,8 @@ end
 --- Why this kernel cannot take a problem (nil when it can): A (M, K, L) and
 -- B (N, K, L) kernel views' strides (elements), their dtype, the tensors.
 function M.unsupported(dt, a_stride, b_stride, Ao, Bo, batch)
-  if dt.name ~= "bf16" and dt.name ~= "f16" then
-    return "its inputs are " .. dt.name .. " (gemm_sm90 takes bf16 and f16)"
+  if not INPUTS[input_name(dt)] then
+    return "its inputs are " .. dt.name .. " (gemm_sm90 takes bf16, f16, e4m3, e5m2, i8, u8 and f32 as tf32)"
   end
   if a_stride[2] ~= 1 or b_stride[2] ~= 1 then
     return "A or B is not K-major (gemm_sm90 takes a row-major A and a column-major B for now)"
@@ -254,7 +326,7 @@ end
 -- a stage, so each tile must be one box.
 function M.tma_atoms(cfg, Av, Bv)
   local cp = cute.nvgpu.cpasync
-  local ta = cute.dtype.get(cfg.a_dtype)
+  local ta = cute.dtype.get(INPUTS[cfg.a_dtype].storage or cfg.a_dtype)
   local layA = wg.make_smem_layout_a("K", { cfg.bm, cfg.bn, cfg.bk }, ta)
   local layB = wg.make_smem_layout_b("K", { cfg.bm, cfg.bn, cfg.bk }, ta)
   local atomA = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), Av, layA, { cfg.bm, cfg.bk })
@@ -282,41 +354,122 @@ local function descriptor(atom, t, dims, strides)
     oob = "zero" }
 end
 
+--- The configurations autotuning times for a problem (cute.gemm(..., {tune =
+-- true})): the heuristic's pick first, then the other tile widths and stage
+-- counts that make sense for its size, and a wider rasterisation group.
+function M.candidates(m, n, k, l, name)
+  local list, seen = {}, {}
+  local function add(bn, stages, group)
+    local fit = math.floor((227 * 1024 - 1024) / ((128 + bn) * 128))
+    stages = math.min(stages, fit)
+    local key = bn .. "," .. stages .. "," .. group
+    if not seen[key] then
+      seen[key] = true
+      list[#list + 1] = { bm = 128, bn = bn, stages = stages, group = group }
+    end
+  end
+  local d = M.pick_config(m, n, k, l, name)
+  add(d.bn, d.stages, M.CONFIG.group)
+  if m > 256 then
+    add(256, 4, 8)
+    add(256, 3, 8)
+    add(256, 4, 16)
+    add(128, 7, 8)
+    add(128, 4, 8)
+  else
+    for _, bn in ipairs { 256, 128, 64, 32 } do add(bn, 8, 8) end
+  end
+  return list
+end
+
+-- The autotuner's name for this kernel, and its built-in default (the
+-- heuristic) for when nothing is cached and tuning is off.
+local TUNE_NAME = "cute.lib.gemm_sm90"
+require("cute.autotune").defaults[TUNE_NAME] = function(_, problem)
+  local c = M.pick_config(problem.m, problem.n, problem.k, problem.l, problem.name)
+  return { bm = c.bm, bn = c.bn, stages = c.stages, group = M.CONFIG.group }
+end
+
+local function pow2_up(x)
+  local p = 1
+  while p < x do p = p * 2 end
+  return p
+end
+
+-- The tile configuration of a problem on this device: opts.config as given;
+-- else the autotuner's (a tuned result cached for this device, shape class
+-- and dtypes; with opts.tune = true, measured now on scratch output;
+-- otherwise the heuristic). Returns the config and where it came from.
+local function tuned_config(Av, Bv, Cv, dims, strides, alpha, beta, opts, name)
+  local m, n, k, l = dims.m, dims.n, dims.k, dims.l
+  if Av.fake or opts.tune == false then
+    local c = M.pick_config(m, n, k, l, name)
+    c.group = M.CONFIG.group
+    return c, "heuristic"
+  end
+  local scratch
+  local function builder(cfg)
+    scratch = scratch or cute.tensor(Cv.dtype, Cv.layout)
+    local o = { config = cfg, tune = false }
+    local p = M.plan(Av, Bv, scratch, dims, strides, alpha, 0, o)
+    local launch = p.kernel { grid = p.grid, block = p.block }
+    return function() launch(unpack(p.args)) end
+  end
+  local shape = string.format("%dx%dx%dx%d", pow2_up(m), pow2_up(n), pow2_up(k), l)
+  local cfg, report = require("cute.autotune").autotune(builder, M.candidates(m, n, k, l, name), {}, {
+    name = TUNE_NAME, shape_class = shape, dtypes = name .. "->" .. Cv.dtype.name, tune = opts.tune == true,
+    problem = { m = m, n = n, k = k, l = l, name = name } })
+  if scratch then scratch:free() end
+  local _ = beta
+  return cfg, report.source, report
+end
+
 --- The launch for kernel views Av (M, K, L), Bv (N, K, L), Cv (M, N, L)
 -- (cute.lib.gemm.plan made them and checked M.unsupported): the kernel, its
 -- arguments, grid and block.
 function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
-  local cfg = {}
+  local name = input_name(Av.dtype)
+  local bytes = Av.dtype.bytes
+  local bk = 128 / bytes -- one 128-byte swizzle row of K
+  local cfg = { bk = bk }
   for k, v in pairs(M.CONFIG) do cfg[k] = v end
+  local source, report = "opts.config", nil
+  if opts.config == nil then
+    local chosen
+    chosen, source, report = tuned_config(Av, Bv, Cv, dims, strides, alpha, beta, opts, name)
+    for k, v in pairs(chosen) do cfg[k] = v end
+  end
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
   -- 2 consumer warpgroups (the register split 40 / 232 is for 384 threads),
   -- one 128B swizzle row of K, one TMA box of B (at most 256 rows)
-  if cfg.bm ~= 128 or cfg.bk ~= 64 then
-    err.raise("cute.gemm: gemm_sm90 tiles are 128 x BN x 64 (two consumer warpgroups, one 128-byte swizzle row of "
-      .. "K), got bm = %s, bk = %s", tostring(cfg.bm), tostring(cfg.bk))
+  if cfg.bm ~= 128 or cfg.bk ~= bk then
+    err.raise("cute.gemm: gemm_sm90 tiles for %s are 128 x BN x %d (two consumer warpgroups, one 128-byte swizzle "
+      .. "row of K), got bm = %s, bk = %s", name, bk, tostring(cfg.bm), tostring(cfg.bk))
   end
   if type(cfg.bn) ~= "number" or cfg.bn % 16 ~= 0 or cfg.bn < 16 or cfg.bn > 256 then
     err.raise("cute.gemm: gemm_sm90's bn is a multiple of 16 from 16 to 256, got %s", tostring(cfg.bn))
   end
-  local stage_bytes = (cfg.bm + cfg.bn) * cfg.bk * 2
+  local stage_bytes = (cfg.bm + cfg.bn) * cfg.bk * bytes
   local max_stages = math.floor((227 * 1024 - 1024) / stage_bytes)
   if type(cfg.stages) ~= "number" or cfg.stages % 1 ~= 0 or cfg.stages < 2 or cfg.stages > max_stages then
-    err.raise("cute.gemm: gemm_sm90 with a 128x%dx64 tile takes 2 to %d stages (%d bytes each), got %s", cfg.bn,
-      max_stages, stage_bytes, tostring(cfg.stages))
+    err.raise("cute.gemm: gemm_sm90 with a %dx%dx%d tile takes 2 to %d stages (%d bytes each), got %s", cfg.bm,
+      cfg.bn, bk, max_stages, stage_bytes, tostring(cfg.stages))
   end
-  cfg.a_dtype = Av.dtype.name
+  cfg.a_dtype = name
   cfg.beta = beta ~= 0
+  if INPUTS[name].acc == "i32" and (alpha % 1 ~= 0 or beta % 1 ~= 0) then
+    err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
+  end
   local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
   local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
   local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
   local dB = descriptor(atomB, Bv, { n, k, batch }, strides.b)
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
-  local sms = 132
-  local ok, info = pcall(cute.device_info)
-  if ok and info.sm_count then sms = info.sm_count end
+  local sms = sm_count()
   return {
     kernel = M.kernel(cfg), args = { dA, dB, Cv, cute.i32(k), cute.f32(alpha), cute.f32(beta) },
-    grid = { math.min(tiles, sms), 1, 1 }, block = 128 + cfg.bm / 64 * 128, config = cfg,
+    grid = { math.min(tiles, sms), 1, 1 }, block = 128 + cfg.bm / 64 * 128, config = cfg, config_source = source,
+    tune_report = report,
   }
 end
 

@@ -24,16 +24,40 @@ end
 describe("cute.lib.gemm_sm90 (CPU)", function()
   it("plan picks the Hopper kernel for K-major bf16/f16 on sm_90a and says why", function()
     for _, dt in ipairs { cute.bf16, cute.f16 } do
-      local A, B = fakes(dt, 1000, 500, 304)
+      local A, B = fakes(dt, 2000, 2000, 304)
       local p = G.plan(A, B, nil, { arch = "sm_90a" })
       assert.equal("sm90", p.kernel_name)
       assert.matches("TMA %+ wgmma", p.why)
       assert.equal(384, p.block)
       assert.same({ 128, 256, 64, 4 }, { p.config.bm, p.config.bn, p.config.bk, p.config.stages })
-      -- tiles: 8 x 2 = 16 (fewer than the SMs: one CTA a tile)
-      assert.equal(16, p.grid[1])
+      -- tiles: 16 x 8 = 128 (fewer than the SMs: one CTA a tile)
+      assert.equal(128, p.grid[1])
       assert.equal("gemm_sm90_" .. dt.name .. "_128x256x64", p.kernel.name)
     end
+    -- the other input dtypes: k-tiles of 128 bytes
+    for _, c in ipairs { { cute.e4m3, 128, "e4m3" }, { cute.e5m2, 128, "e5m2" }, { cute.i8, 128, "i8" },
+      { cute.u8, 128, "u8" }, { cute.f32, 32, "tf32" } } do
+      local A, B = fakes(c[1], 4096, 4096, 4096)
+      local p = G.plan(A, B, nil, { arch = "sm_90a" })
+      assert.equal("sm90", p.kernel_name)
+      assert.equal(c[2], p.config.bk)
+      assert.equal("gemm_sm90_" .. c[3] .. "_128x256x" .. c[2], p.kernel.name)
+    end
+  end)
+
+  it("picks the tile width that fills the machine's waves, and more stages for narrow tiles", function()
+    local S = require "cute.lib.gemm_sm90"
+    local function pick(m, n, k, l) local c = S.pick_config(m, n, k, l, "bf16", 132) return { c.bn, c.stages } end
+    assert.same({ 256, 4 }, pick(4096, 4096, 4096, 1)) -- 512 tiles: 3.9 waves either way; the widest
+    assert.same({ 256, 4 }, pick(2048, 2048, 2048, 1)) -- 128 tiles: one wave
+    assert.same({ 64, 8 }, pick(16, 8192, 8192, 1)) -- 128 tiles of 64 instead of 32 of 256
+    assert.same({ 32, 8 }, pick(1, 4096, 4096, 1))
+    assert.same({ 256, 4 }, pick(128, 8192, 8192, 4)) -- batches fill the machine too
+    -- the kernel views of a skinny problem plan those tiles, and the grid covers them
+    local A, B = fakes(cute.bf16, 16, 8192, 8192)
+    local p = G.plan(A, B, nil, { arch = "sm_90a" })
+    assert.same({ 64, 8 }, { p.config.bn, p.config.stages })
+    assert.equal(128, p.grid[1])
   end)
 
   it("plan falls back to the sm_80 kernel and says why", function()
@@ -46,10 +70,6 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       { arch = "sm_90a" })
     assert.equal("sm80", k)
     assert.matches("not multiples of 16 bytes", w)
-    k, w = why(cute.fake_tensor(cute.f32, { 256, 256 }, "row"), cute.fake_tensor(cute.f32, { 256, 256 }, "col"),
-      { arch = "sm_90a" })
-    assert.equal("sm80", k)
-    assert.matches("f32", w)
     k, w = why(A, B, { arch = "sm_90a", kernel = "sm80" })
     assert.equal("sm80", k)
     assert.matches("forces", w)
@@ -115,8 +135,8 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       assert.equal(1, H.count(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"))
       assert.equal(1, H.count(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"))
       -- two batches of 4 (the first k-tile of a tile, then the loop's)
-      assert.equal(8, H.count(ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32." .. c[1].name .. "."
-        .. c[1].name))
+      assert.equal(8, H.count(ptx, "wgmma.mma_async.sync.aligned.m64n" .. p.config.bn .. "k16.f32." .. c[1].name
+        .. "." .. c[1].name))
       assert.equal(1, H.count(ptx, "wgmma.wait_group.sync.aligned 1;"))
       assert.equal(1, H.count(ptx, "wgmma.wait_group.sync.aligned 0;"))
       assert.matches("cp%.async%.bulk%.tensor%.3d%.shared::cluster%.global%.mbarrier::complete_tx::bytes", ptx)
@@ -125,8 +145,10 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       for cnt in ptx:gmatch("mbarrier%.init%.shared::cta%.b64 %[%%r%d+%], (%d+);") do
         inits[cnt] = (inits[cnt] or 0) + 1
       end
-      assert.same({ ["1"] = 4, ["256"] = 4 }, inits)
-      assert.matches("mbarrier%.arrive%.expect_tx%.shared::cta%.b64 _, %[%%r%d+%], 49152;", ptx)
+      local st = p.config.stages
+      assert.same({ ["1"] = st, ["256"] = st }, inits)
+      assert.matches("mbarrier%.arrive%.expect_tx%.shared::cta%.b64 _, %[%%r%d+%], " .. (128 + p.config.bn) * 128
+        .. ";", ptx)
     end
   end)
 
@@ -142,10 +164,57 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       local msg = H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", kernel = "sm90", config = config }) end)
       return msg -- (not a tail call: error_at finds this line as its caller's)
     end
-    assert.matches("tiles are 128 x BN x 64", refused { bm = 64 })
-    assert.matches("tiles are 128 x BN x 64", refused { bk = 128 })
+    assert.matches("tiles for bf16 are 128 x BN x 64", refused { bm = 64 })
+    assert.matches("tiles for bf16 are 128 x BN x 64", refused { bk = 128 })
     assert.matches("bn is a multiple of 16 from 16 to 256", refused { bn = 100 })
-    assert.matches("takes 2 to 4 stages %(49152 bytes each%), got 5", refused { stages = 5 })
+    assert.matches("takes 2 to 4 stages %(49152 bytes each%), got 5", refused { bn = 256, stages = 5 })
+  end)
+
+  it("compiles fp8, int8 and tf32 kernels: wgmma k32 / k8 from 128-byte k-tiles, no spill", function()
+    for _, c in ipairs {
+      { cute.e4m3, "k32.f32.e4m3.e4m3", { c_dtype = cute.bf16, scale_a = 0.5, scale_b = 4 } },
+      { cute.e5m2, "k32.f32.e5m2.e5m2", { c_dtype = cute.f16 } },
+      { cute.i8, "k32.s32.s8.s8", { c_dtype = cute.i32, beta = 1 } },
+      { cute.u8, "k32.s32.u8.u8", {} },
+      { cute.f32, "k8.f32.tf32.tf32", { c_dtype = cute.f32 } },
+    } do
+      local p, h = compile(c[1], 2048, 2048, 2048, c[3])
+      assert.equal("sm90", p.kernel_name)
+      local r = h:resources()[p.kernel.name]
+      assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
+      assert.is_nil(h:log():find("(C75", 1, true), h:log())
+      -- batches of BK / k = 4 (the first k-tile of a tile, then the loop's, which the optimiser may unroll)
+      local count = H.count(h:ptx(), "wgmma.mma_async.sync.aligned.m64n256" .. c[2])
+      assert.is_true(count >= 8 and count % 4 == 0, c[1].name .. ": " .. count)
+    end
+    -- the scales fold into alpha
+    local p = compile(cute.e4m3, 256, 256, 256, { alpha = 3, scale_a = 0.5, scale_b = 4, c_dtype = cute.bf16 })
+    assert.equal(6, p.args[5].value)
+    local A, B = fakes(cute.i8, 256, 256, 256)
+    assert.matches("integer GEMMs take integer alpha and beta",
+      H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", alpha = 0.5 }) end))
+    assert.matches("opts%.scale_a must be a number",
+      H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", scale_a = "2" }) end))
+  end)
+
+  it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
+    local S = require "cute.lib.gemm_sm90"
+    local tune = require "cute.autotune"
+    for _, c in ipairs { { 4096, 4096, 4096 }, { 16, 8192, 8192 }, { 1000, 500, 300 } } do
+      local list = S.candidates(c[1], c[2], c[3], 1, "bf16")
+      local d = S.pick_config(c[1], c[2], c[3], 1, "bf16")
+      assert.same({ d.bn, d.stages }, { list[1].bn, list[1].stages })
+      local def = tune.defaults["cute.lib.gemm_sm90"]("NVIDIA H100 80GB HBM3", { m = c[1], n = c[2], k = c[3], l = 1,
+        name = "bf16" })
+      assert.same(list[1], def)
+      for _, cfg in ipairs(list) do -- every candidate fits in shared memory
+        assert.is_true((128 + cfg.bn) * 128 * cfg.stages <= 227 * 1024 - 1024)
+      end
+    end
+    -- cute.gemm's options are checked, with a suggestion
+    local A, B = fakes(cute.bf16, 256, 256, 256)
+    assert.matches("unknown option 'tunes'.*did you mean 'tune'",
+      H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", tunes = true }) end))
   end)
 
   it("SASS: HGMMA 64x256x16, UTMALDG, USETMAXREG (when a disassembler is present)", function()
@@ -194,8 +263,9 @@ local function operands(dt, m, n, k, l, cdt, seed)
     B = cute.tensor(dt, { k, n }, "col")
     C = cute.tensor(cdt, { m, n }, "row")
   end
-  A:uniform(-1, 1, seed)
-  B:uniform(-1, 1, seed + 1)
+  local lo = dt.name == "u8" and 0 or -1 -- (unsigned: 0..1)
+  A:uniform(lo, 1, seed)
+  B:uniform(lo, 1, seed + 1)
   return A, B, C
 end
 
@@ -212,13 +282,16 @@ local function check(dt, m, n, k, opts)
     C:uniform(-1, 1, 7)
     c0 = C:to_host() -- a host copy: compared by coordinate
   else
-    C:fill(0 / 0)
+    C:fill(cdt.is_integer and -12345 or 0 / 0) -- poisoned: every entry must be written
   end
-  local p = G.plan(A, B, C, { alpha = opts.alpha, beta = beta })
+  local o = { alpha = opts.alpha, beta = beta, scale_a = opts.scale_a, scale_b = opts.scale_b, config = opts.config,
+    kernel = opts.config and "sm90" or nil }
+  local p = G.plan(A, B, C, o)
   assert.equal("sm90", p.kernel_name, p.why)
-  cute.gemm(A, B, C, { alpha = opts.alpha, beta = beta })
+  cute.gemm(A, B, C, o)
   cute.synchronize()
-  cute.testing.check_gemm(A, B, C, { alpha = opts.alpha, beta = beta, c0 = c0, samples = opts.samples or 4000,
+  cute.testing.check_gemm(A, B, C, { alpha = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1),
+    beta = beta, c0 = c0, samples = opts.samples or 4000, rtol = opts.rtol,
     what = string.format("%s %dx%dx%d", dt.name, m, n, k) })
 end
 
@@ -245,6 +318,79 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     check(cute.f16, 512, 768, 256, { c_dtype = cute.f16, alpha = 0.5 })
     check(cute.bf16, 333, 517, 200, { c_dtype = cute.f32, alpha = 2, beta = -1 })
     check(cute.f16, 640, 384, 128, { c_dtype = cute.f16, alpha = 1.5, beta = 0.5 })
+  end)
+
+  it("fp8 (e4m3, e5m2) with per-tensor scales, int8, tf32 #gpu", function()
+    if not need_sm90() then return end
+    -- fp8 products are exact in f32: the error is the f32 sums' and one rounding to C
+    check(cute.e4m3, 1024, 1024, 1024, { c_dtype = cute.bf16, rtol = 2 ^ -8 })
+    -- (f32 out: the fp8 wgmma's own accumulation is less precise than f32's, ~2^-13 of the sum of
+    -- |products| measured on the H100)
+    check(cute.e4m3, 300, 520, 208, { c_dtype = cute.f32, scale_a = 0.5, scale_b = 3, rtol = 2 ^ -10 })
+    check(cute.e5m2, 512, 256, 384, { c_dtype = cute.f16, beta = 1, rtol = 2 ^ -10 })
+    check(cute.e4m3, 4096, 4096, 4096, { c_dtype = cute.bf16, rtol = 2 ^ -8, samples = 1000 })
+    -- int8: exact
+    check(cute.i8, 256, 384, 512, { c_dtype = cute.i32 })
+    check(cute.u8, 200, 136, 300, { c_dtype = cute.i32, alpha = 2, beta = -1 })
+    -- tf32 (f32 data, the low 13 mantissa bits not used): within 2^-9 of the sum of |products|
+    check(cute.f32, 512, 512, 512, { c_dtype = cute.f32, rtol = 2 ^ -9 })
+    check(cute.f32, 333, 200, 100, { c_dtype = cute.f32, rtol = 2 ^ -9 })
+  end)
+
+  it("skinny (decode) shapes on narrow tiles #gpu", function()
+    if not need_sm90() then return end
+    check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000 })
+    check(cute.bf16, 1, 4096, 4096, { c_dtype = cute.bf16, samples = 2000 })
+    check(cute.f16, 7, 1000, 520, { c_dtype = cute.f16 })
+  end)
+
+  it("repeated calls reuse their plan; new contents, new tensors and freed tensors are seen #gpu", function()
+    if not need_sm90() then return end
+    local cache = G._plan_cache
+    local A, B, C = operands(cute.bf16, 256, 512, 128, nil, cute.f32, 5)
+    C:fill(0 / 0)
+    cute.gemm(A, B, C)
+    local key, plan = next(cache[A][B][C])
+    assert.is_table(plan)
+    A:uniform(-1, 1, 99) -- new contents: the same plan, the new result
+    cute.gemm(A, B, C)
+    assert.equal(plan, cache[A][B][C][key])
+    cute.synchronize()
+    cute.testing.check_gemm(A, B, C, { what = "second call" })
+    cute.gemm(A, B, C, { alpha = 2 }) -- other options: another plan
+    cute.synchronize()
+    cute.testing.check_gemm(A, B, C, { alpha = 2, what = "alpha 2" })
+    local C2 = cute.tensor(cute.f32, { 256, 512 }, "row"):fill(0 / 0)
+    cute.gemm(A, B, C2)
+    cute.synchronize()
+    cute.testing.check_gemm(A, B, C2, { what = "another C" })
+    C2:free() -- a freed tensor is refused, never launched from the cache
+    assert.has_error(function() cute.gemm(A, B, C2) end, "cute.gemm: C was freed (or its device was reset)")
+    -- dropped tensors drop their plans
+    A, B, C, C2 = nil, nil, nil, nil -- luacheck: ignore 311 (dropped so that the GC takes them)
+    collectgarbage()
+    collectgarbage()
+    local left = 0
+    for _ in pairs(cache) do left = left + 1 end
+    assert.equal(0, left)
+  end)
+
+  it("opts.tune times the candidates once and caches the winner by device, shape class and dtypes #gpu", function()
+    if not need_sm90() then return end
+    local A, B, C = operands(cute.bf16, 1000, 1500, 520, nil, cute.bf16, 3)
+    C:uniform(-1, 1, 4)
+    local c0 = C:to_host()
+    -- tuning launches on scratch output: C keeps its values for beta
+    local p = G.plan(A, B, C, { tune = true, beta = 1 })
+    assert.is_true(p.config_source == "tuned" or p.config_source == "cache", p.config_source)
+    assert.matches("%((%a+)%)$", p.why)
+    local again = G.plan(A, B, C, { beta = 1 }) -- no tuning asked: the cached winner
+    assert.equal("cache", again.config_source)
+    assert.same({ p.config.bn, p.config.stages, p.config.group },
+      { again.config.bn, again.config.stages, again.config.group })
+    cute.gemm(A, B, C, { beta = 1 })
+    cute.synchronize()
+    cute.testing.check_gemm(A, B, C, { beta = 1, c0 = c0, samples = 3000, what = "tuned" })
   end)
 
   it("batched #gpu", function()
