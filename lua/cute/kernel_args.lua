@@ -247,6 +247,11 @@ local function make_params(trace, specs, names, checked)
         layout_t = L.make_layout(shape, stride)
       end
       args[i] = ttensor.make_tensor(p, layout_t, s.dtype)
+      -- named as the user named the parameter, in error messages (with the argument's shape)
+      if names[i] and names[i] ~= "..." then
+        rawset(args[i], "name", names[i])
+        rawset(args[i], "arg_shape", L.shape(layout))
+      end
       tensors[#tensors + 1] = { arg = i, ptr = p, name = names[i] or ("#" .. i) }
     end
   end

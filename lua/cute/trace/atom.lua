@@ -208,8 +208,8 @@ function M._mma_gemm(tiled, d, a, b, c)
   check_frag(d, "D", at.values.c)
   local mm, nn, kk = extent(a, 1), extent(b, 1), extent(a, 2)
   if extent(b, 2) ~= kk or extent(c, 1) ~= mm or extent(c, 2) ~= nn or extent(d, 1) ~= mm or extent(d, 2) ~= nn then
-    err.raise("cute.gemm: shapes do not agree: A %s, B %s, C %s, D %s", tostring(a.layout), tostring(b.layout),
-      tostring(c.layout), tostring(d.layout))
+    err.raise("cute.gemm: shapes do not agree: A %s, B %s, C %s, D %s", core.describe(a), core.describe(b),
+      core.describe(c), core.describe(d))
   end
   local va, vb, vc = at.values.a, at.values.b, at.values.c
   local function first(t, i, j)

@@ -84,7 +84,9 @@ end
 
 local function rank2(t, what)
   local r = L.rank(t.layout)
-  if r < 2 then err.raise("%s: expected a tensor of rank 2 or more (rows, cols[, ...]), got %s", what, tostring(t)) end
+  if r < 2 then
+    err.raise("%s: expected a tensor of rank 2 or more (rows, cols[, ...]), got %s", what, core.describe(t))
+  end
 end
 
 --- This thread's part of A (an M x K tensor, or M x K x ... with more

@@ -37,6 +37,7 @@ local function is_tensor(x) return getmetatable(x) == Tensor end
 M.is_tensor = is_tensor
 
 local function new(fields) return setmetatable(fields, Tensor) end
+local describe -- (below: a tensor in the user's terms)
 
 -- ---------------------------------------------------------------------------
 -- Construction
@@ -160,9 +161,9 @@ local function check_bounds(t, c)
   if bad then
     if type(c) == "table" then
       err.raise("coordinate %s is out of bounds of %s: %s is not in 0..%s, the extent of its mode", it.pretty_str(c),
-        tostring(t), arith.show(bad), arith.show(n - 1))
+        describe(t), arith.show(bad), arith.show(n - 1))
     end
-    err.raise("index %s is out of bounds of %s, which has %s elements (0..%s)", arith.show(c), tostring(t),
+    err.raise("index %s is out of bounds of %s, which has %s elements (0..%s)", arith.show(c), describe(t),
       arith.show(n), arith.show(n - 1))
   end
 end
@@ -175,9 +176,9 @@ local function coord_offset(t, c)
     local rank = type(shape) == "table" and #shape or 1
     if type(c) == "table" and #c ~= rank and not L.is_layout(c) then
       err.raise("indexing %s with %d coordinates %s: it has rank %d, so give %d (or one index, 0..size-1)",
-        tostring(t), #c, it.pretty_str(c), rank, rank)
+        describe(t), #c, it.pretty_str(c), rank, rank)
     end
-    err.raise("%s (indexing %s)", (tostring(off):gsub("^[^:]*:%d+: ", "")), tostring(t))
+    err.raise("%s (indexing %s)", (tostring(off):gsub("^[^:]*:%d+: ", "")), describe(t))
   end
   return off
 end
@@ -231,16 +232,16 @@ local function with_offset(t, off, layout)
   if t.engine == "ptr" then
     local align = align_after(t, off)
     return new { engine = "ptr", ptr = address(t, off, align), layout = layout, dtype = t.dtype, space = t.space,
-      align = align }
+      align = align, of = t.name or t.of }
   elseif t.engine == "rmem" then
     if type(off) ~= "number" then
       err.raise("slicing a register fragment at a run-time position: fragments are indexed statically")
     end
     return new { engine = "rmem", var = t.var, base = t.base + off, layout = layout, dtype = t.dtype, space = "rmem",
-      fid = t.fid, elem_type = t.elem_type }
+      fid = t.fid, elem_type = t.elem_type, of = t.name or t.of }
   end
   -- identity: offsets are coordinates; compose the offset into the layout
-  return new { engine = "identity", layout = layout, offset = off, space = "none" }
+  return new { engine = "identity", layout = layout, offset = off, space = "none", of = t.name or t.of }
 end
 
 
@@ -283,6 +284,21 @@ Tensor.__tostring = function(t)
   return string.format("tensor<%s> o %s", what, tostring(t.layout))
 end
 
+-- A tensor in the user's terms, for error messages: a kernel argument by its
+-- parameter's name, shape (the argument's, where the trace has run-time
+-- extents) and dtype; a part of one (a slice, tile, partition) as itself and
+-- whose part it is; any other as tostring shows it.
+function describe(t)
+  if t.name then
+    return string.format("tensor '%s' (shape %s, %s)", t.name, it.pretty_str(t.arg_shape or L.shape(t.layout)),
+      t.dtype.name)
+  end
+  if t.of then return string.format("%s (a part of tensor '%s')", tostring(t), t.of) end
+  return tostring(t)
+end
+M.describe = describe
+Tensor.__describe = describe -- (cute.trace.core's describe)
+
 Tensor.__len = function(t) return L.size(t.layout) end
 
 --- The sub-tensor kept by the cute._ modes of coordinate c.
@@ -304,14 +320,23 @@ function methods.view(t, layout)
   local c = {}
   for k, v in pairs(t) do c[k] = v end
   c.layout = layout
+  c.name, c.arg_shape, c.of = nil, nil, t.name or t.of
   return new(c)
 end
 
 -- ---------------------------------------------------------------------------
 -- Tiling and partitioning (CuTe's names, now on tensors)
 
+-- fn(t.layout, ...), its errors naming the tensor t (in the user's terms).
+local function on_layout(t, fn, ...)
+  local r = { pcall(fn, t.layout, ...) }
+  if r[1] then return unpack(r, 2, table.maxn(r)) end
+  if type(r[2]) ~= "string" then error(r[2], 0) end
+  err.raise("%s (of %s)", (r[2]:gsub("^[^:]*:%d+: ", "")), describe(t))
+end
+
 local function apply(t, fn, ...)
-  return with_offset(t, 0, fn(t.layout, ...))
+  return with_offset(t, 0, on_layout(t, fn, ...))
 end
 
 --- local_tile(t, tiler, coord[, proj]): the tile at coord of t divided by the
@@ -319,7 +344,7 @@ end
 -- of tiler and coord that apply.
 function M.local_tile(t, tiler, coord, proj)
   if not is_tensor(t) then return LT.local_tile(t, tiler, coord, proj) end
-  local layout, off = LT.local_tile(t.layout, tiler, coord, proj)
+  local layout, off = on_layout(t, LT.local_tile, tiler, coord, proj)
   return with_offset(t, off, layout)
 end
 
@@ -327,7 +352,7 @@ end
 -- thread `index` of the thread layout owns (CuTe's outer partition).
 function M.local_partition(t, tile, index, proj)
   if not is_tensor(t) then return LT.local_partition(t, tile, index, proj) end
-  local layout, off = LT.local_partition(t.layout, tile, index, proj)
+  local layout, off = on_layout(t, LT.local_partition, tile, index, proj)
   return with_offset(t, off, layout)
 end
 
@@ -441,7 +466,8 @@ function M.copy(src, dst, pred)
   if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
   local n = L.size(src.layout)
   if n ~= L.size(dst.layout) then
-    err.raise("copy: sizes differ (%s vs %s)", arith.show(n), arith.show(L.size(dst.layout)))
+    err.raise("copy: sizes differ (%s vs %s): src is %s, dst is %s", arith.show(n), arith.show(L.size(dst.layout)),
+      describe(src), describe(dst))
   end
   if type(n) ~= "number" then
     err.raise("copy: the size must be static (got %s); copy a tile at a time", arith.show(n))

@@ -294,7 +294,7 @@ local function ptr_word(p) return emit("ptrtoint", core.i32, p) end
 local function desc_plan(t, at, which, what)
   if not tensor.is_tensor(t) or t.engine ~= "ptr" or t.space ~= "shared" then
     err.raise("%s: %s of an SS wgmma is thr_mma:partition_%s (or make_fragment_%s) of a shared-memory tensor, "
-      .. "got %s", what, which, which, which, tensor.is_tensor(t) and tostring(t) or core.describe(t))
+      .. "got %s", what, which, which, which, core.describe(t))
   end
   local lay = t.layout
   local composed = not L.is_layout(lay)
@@ -358,7 +358,7 @@ end
 local function check_frag(t, what, nv, name)
   if not tensor.is_tensor(t) or t.engine ~= "rmem" then
     err.raise("%s: %s must be a register fragment (thr_mma:make_fragment_%s), got %s", what, name, name:sub(1, 1),
-      tensor.is_tensor(t) and tostring(t) or core.describe(t))
+      core.describe(t))
   end
   local v = L.size(t.layout, 0)
   if v ~= nv then
