@@ -212,6 +212,12 @@ local function bool_of(x, what)
   err.raise("%s: expected a bool value or a Lua boolean, got %s", what, describe(x))
 end
 
+--- The logical and of bool values (Lua booleans are folded now); more than two chain.
+-- @param a a bool value or Lua boolean
+-- @param b a bool value or Lua boolean
+-- @param ... further operands
+-- @return a bool value
+-- @usage local inside = cute.and_(i:lt(m), j:lt(n))
 function M.and_(a, b, ...)
   if type(a) == "boolean" and type(b) == "boolean" then return a and b end
   local r = emit("and", core.bool, bool_of(a, "cute.and_"), bool_of(b, "cute.and_"))
@@ -219,6 +225,12 @@ function M.and_(a, b, ...)
   return r
 end
 
+--- The logical or of bool values (Lua booleans are folded now); more than two chain.
+-- @param a a bool value or Lua boolean
+-- @param b a bool value or Lua boolean
+-- @param ... further operands
+-- @return a bool value
+-- @usage local edge = cute.or_(i:eq(0), i:eq(n - 1))
 function M.or_(a, b, ...)
   if type(a) == "boolean" and type(b) == "boolean" then return a or b end
   local r = emit("or", core.bool, bool_of(a, "cute.or_"), bool_of(b, "cute.or_"))
@@ -226,6 +238,10 @@ function M.or_(a, b, ...)
   return r
 end
 
+--- The logical not of a bool value (a Lua boolean is folded now).
+-- @param a a bool value or Lua boolean
+-- @return a bool value
+-- @usage cute.if_(cute.not_(done), function() ... end)
 function M.not_(a)
   if type(a) == "boolean" then return not a end
   return emit("xor", core.bool, bool_of(a, "cute.not_"), core.const(core.bool, true))
@@ -269,6 +285,11 @@ local ROUND = { rn = true, rz = true, rm = true, rp = true, rna = true }
 --- x converted to dtype dt; opts.round ("rn" "rz" "rm" "rp" "rna") and
 -- opts.sat (saturate) where PTX has them. Integers truncate toward zero when
 -- converted from floats; bool converts to 0/1 and from (x ~= 0).
+-- @param x a value (or Lua number)
+-- @param dt the dtype to convert to
+-- @param opts optional: {round = "rn"|"rz"|"rm"|"rp"|"rna", sat = bool}
+-- @return a value of dtype dt
+-- @usage local h = cute.to(x, cute.f16)  -- or x:to(cute.f16)
 function M.to(x, dt, opts)
   local target = core.scalar(dtype.get(dt))
   if not is_value(x) then
@@ -296,6 +317,10 @@ end
 Value.to = M.to
 
 --- The same bits as another dtype of the same size.
+-- @param x a value
+-- @param dt a dtype of x's size in bits
+-- @return a value of dtype dt
+-- @usage local bits = cute.bitcast(x, cute.u32)
 function M.bitcast(x, dt)
   local target = core.scalar(dtype.get(dt))
   return emit("bitcast", target, x)
@@ -324,11 +349,32 @@ local function minmax(name, sop, uop, fop)
     return r
   end
 end
+--- The larger of two or more values (Lua numbers are compared now).
+-- @function max
+-- @param a a value or Lua number
+-- @param b a value or Lua number
+-- @param ... further operands
+-- @return a value of the operands' common type
+-- @usage local relu = cute.max(x, 0)
+
+--- The smaller of two or more values (Lua numbers are compared now).
+-- @function min
+-- @param a a value or Lua number
+-- @param b a value or Lua number
+-- @param ... further operands
+-- @return a value of the operands' common type
+-- @usage local lo = cute.min(x, 0)
+
 M.min = minmax("min", "smin", "umin", "fmin")
 M.max = minmax("max", "smax", "umax", "fmax")
 Value.min, Value.max = M.min, M.max
 
 --- c ? a : b (CuTe DSL's where). With a Lua boolean c the choice is made now.
+-- @param c a bool value (or a Lua boolean)
+-- @param a the value where c holds
+-- @param b the value where it does not
+-- @return a value of a's and b's common type
+-- @usage local y = cute.where(x:gt(0), x, 0)
 function M.where(c, a, b)
   if type(c) == "boolean" then return c and a or b end
   c = bool_of(c, "cute.where")
@@ -376,8 +422,103 @@ do
   require("cute._c").ir.ops_in_family("MATH", buf, 1024)
   for name in ffi.string(buf):gmatch("%S+") do MATH[#MATH + 1] = name end
 end
+--- x rounded up to an integer (as a float) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function ceil
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.ceil(x)
+
+--- x rounded down to an integer (as a float) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function floor
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.floor(x)
+
+--- The error function of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function erf
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.erf(x)
+
+--- The hyperbolic tangent of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function tanh
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.tanh(x)
+
+--- The cosine of x (radians) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function cos
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.cos(x)
+
+--- The sine of x (radians) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function sin
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.sin(x)
+
+--- The natural logarithm of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function log
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.log(x)
+
+--- e to the power x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function exp
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.exp(x)
+
+--- The base-2 logarithm of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function log2
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.log2(x)
+
+--- 2 to the power x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function exp2
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.exp2(x)
+
+--- 1 / x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function rcp
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.rcp(x)
+
+--- 1 / sqrt(x) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function rsqrt
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.rsqrt(x)
+
+--- The square root of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function sqrt
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.sqrt(x)
+
 for _, name in ipairs(MATH) do M[name] = math_fn(name) end
 
+--- The absolute value of x (unsigned values are returned as they are).
+-- @param x a value or Lua number
+-- @return a value of x's type
+-- @usage local d = cute.abs(a - b)
 function M.abs(x)
   if type(x) == "number" then return math.abs(x) end
   local t = type_of(x)
@@ -386,6 +527,11 @@ function M.abs(x)
 end
 
 --- a * b + c rounded once (floats).
+-- @param a a float value (or Lua number)
+-- @param b a float value (or Lua number)
+-- @param c a float value (or Lua number)
+-- @return a value of the operands' type
+-- @usage acc = cute.fma(a, b, acc)
 function M.fma(a, b, c)
   local first = is_value(a) and a or (is_value(b) and b or c)
   if not is_value(first) then return a * b + c end
@@ -395,6 +541,10 @@ function M.fma(a, b, c)
 end
 
 --- a % b for floats with the sign of a (C's fmod).
+-- @param a a value (or Lua number)
+-- @param b a value (or Lua number)
+-- @return a value of the operands' common type
+-- @usage local r = cute.fmod(x, 1.0)
 function M.fmod(a, b)
   local t = arith_type(a, b, "cute.fmod")
   if t.kind ~= "float" then return mod(a, b) end
@@ -437,6 +587,12 @@ local ASM_FLAGS = { sideeffect = 0x8, convergent = 0x10, memory = 0x20 }
 -- name the result (first, when ret is given) then the operands, in the
 -- LLVM constraint syntax ("=r,r,l": an i32 result, an i32 and an i64 input).
 -- With no result the asm is a side effect by default.
+-- @param text the PTX text, with $0, $1, ... for the operands
+-- @param constraints the LLVM constraint string ("=r,r,l")
+-- @param operands optional: a list of the input values
+-- @param opts optional: {ret = dtype, sideeffect = bool, convergent = bool, memory = bool}
+-- @return the result value (with opts.ret), else nothing
+-- @usage local lane = cute.asm("mov.u32 $0, %laneid;", "=r", {}, {ret = cute.u32})
 function M.asm(text, constraints, operands, opts)
   local T = core.current()
   if not T then err.raise("cute.asm can only be used while tracing a kernel") end

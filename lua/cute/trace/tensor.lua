@@ -43,6 +43,11 @@ local describe -- (below: a tensor in the user's terms)
 -- Construction
 
 --- A tensor over a pointer value (global or shared memory) with a layout.
+-- @param ptr a pointer value (global or shared memory)
+-- @param layout a Layout, ComposedLayout or shape
+-- @param dt optional: the element dtype (default: the pointer's)
+-- @return a Tensor
+-- @usage local t = cute.make_tensor(p, cute.make_layout({16, 16}))
 function M.make_tensor(ptr, layout, dt)
   if is_value(ptr) and type_of(ptr).kind == "ptr" then
     local pt = type_of(ptr)
@@ -63,6 +68,10 @@ end
 
 --- A register fragment of dtype dt with a layout or shape (CuTe DSL's
 -- make_rmem_tensor; make_fragment is the same). Its elements are uninitialised.
+-- @param layout_or_shape a static Layout or shape
+-- @param dt the element dtype (cute.f32, ...)
+-- @return a Tensor in registers
+-- @usage local acc = cute.make_rmem_tensor({4, 4}, cute.f32)
 function M.make_rmem_tensor(layout_or_shape, dt)
   local T = core.current()
   if not T then err.raise("make_rmem_tensor can only be used while tracing a kernel") end
@@ -78,6 +87,10 @@ end
 M.make_fragment = M.make_rmem_tensor
 
 --- A register fragment with the shape of t (compact, column-major) and its dtype or dt.
+-- @param t a Tensor
+-- @param dt optional: the element dtype (default t's)
+-- @return a Tensor in registers
+-- @usage local frag = cute.make_fragment_like(tile)
 function M.make_fragment_like(t, dt)
   local layout = is_tensor(t) and t.layout or t
   return M.make_rmem_tensor(L.make_layout(L.shape(layout)), dt or (is_tensor(t) and t.dtype))
@@ -85,6 +98,9 @@ end
 M.make_rmem_tensor_like = M.make_fragment_like
 
 --- A coordinate tensor: element c is c itself (for predication at the edges).
+-- @param shape a shape (integers or values)
+-- @return a Tensor of coordinates
+-- @usage local coords = cute.make_identity_tensor({m, n})
 function M.make_identity_tensor(shape)
   return new { engine = "identity", layout = L.make_identity_layout(shape), space = "none" }
 end
@@ -302,6 +318,10 @@ Tensor.__describe = describe -- (cute.trace.core's describe)
 Tensor.__len = function(t) return L.size(t.layout) end
 
 --- The sub-tensor kept by the cute._ modes of coordinate c.
+-- @param t the Tensor
+-- @param c a coordinate with cute._ in the modes kept
+-- @return a Tensor
+-- @usage local row = t:slice({i, cute._})  -- or t[{i, cute._}]
 function methods.slice(t, c)
   check_bounds(t, c)
   local layout, off = L.slice_and_offset(c, t.layout)
@@ -309,6 +329,10 @@ function methods.slice(t, c)
 end
 
 --- The address of element c as a pointer value (for atomics, cp.async, ...).
+-- @param t the Tensor (in global or shared memory)
+-- @param c optional: the coordinate (default 0)
+-- @return a pointer value
+-- @usage cute.atomic_add(t:ptr_at(i), 1)
 function methods.ptr_at(t, c)
   if t.engine ~= "ptr" then err.raise("ptr_at: only tensors in memory have addresses") end
   return address(t, coord_offset(t, c or 0))
@@ -316,6 +340,10 @@ end
 methods.ptr = methods.ptr_at
 
 --- A view with another layout over the same memory.
+-- @param t the Tensor
+-- @param layout the new Layout (its cosize within the memory)
+-- @return a Tensor
+-- @usage local flat = t:view(cute.make_layout(256))
 function methods.view(t, layout)
   local c = {}
   for k, v in pairs(t) do c[k] = v end
@@ -342,6 +370,12 @@ end
 --- local_tile(t, tiler, coord[, proj]): the tile at coord of t divided by the
 -- tiler (CuTe's inner partition). proj (e.g. {1, cute.X, 1}) selects the modes
 -- of tiler and coord that apply.
+-- @param t a Tensor (or a Layout)
+-- @param tiler the tile's shape (or a tiler of layouts)
+-- @param coord the tile's coordinate in the grid of tiles
+-- @param proj optional: a tuple of 1 and cute.X selecting modes of tiler and coord
+-- @return a Tensor (a Layout for a Layout)
+-- @usage local tile = cute.local_tile(a, {128, 32}, {cute.block_idx().x, cute._})
 function M.local_tile(t, tiler, coord, proj)
   if not is_tensor(t) then return LT.local_tile(t, tiler, coord, proj) end
   local layout, off = on_layout(t, LT.local_tile, tiler, coord, proj)
@@ -350,11 +384,52 @@ end
 
 --- local_partition(t, thr_layout, index[, proj]): the elements of t that
 -- thread `index` of the thread layout owns (CuTe's outer partition).
+-- @param t a Tensor (or a Layout)
+-- @param tile the thread layout
+-- @param index the thread's index in it
+-- @param proj optional: a tuple of 1 and cute.X selecting modes
+-- @return a Tensor (a Layout for a Layout)
+-- @usage local mine = cute.local_partition(tile, cute.make_layout({16, 8}), cute.thread_idx().x)
 function M.local_partition(t, tile, index, proj)
   if not is_tensor(t) then return LT.local_partition(t, tile, index, proj) end
   local layout, off = on_layout(t, LT.local_partition, tile, index, proj)
   return with_offset(t, off, layout)
 end
+
+--- composition(t, B): the tensor (or layout) seen through the layout B: (t o B)(c) = t(B(c)).
+-- @function composition
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... B, a Layout, shape or tiler
+-- @return the same kind as t
+-- @usage local v = cute.composition(t, cute.make_layout({4, 8}, {8, 1}))
+
+--- flat_divide(t, tiler): the tensor (or layout) as (tile modes..., rest modes...).
+-- @function flat_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local z = cute.flat_divide(t, {16, 16})
+
+--- tiled_divide(t, tiler): the tensor (or layout) as (tile, rest modes...).
+-- @function tiled_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local z = cute.tiled_divide(t, {16, 16})
+
+--- zipped_divide(t, tiler): the tensor (or layout) as (tile, rest), as cute.zipped_divide does to layouts.
+-- @function zipped_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local z = cute.zipped_divide(t, {16, 16})
+
+--- logical_divide(t, tiler): a tensor (or layout) divided by the tiler, as cute.logical_divide does to layouts.
+-- @function logical_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local d = cute.logical_divide(t, cute.make_layout(4))
 
 for _, name in ipairs { "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition" } do
   local f = name == "composition" and L.composition or LA[name]
@@ -371,6 +446,48 @@ local function layout_of(x)
   if l and is_any_layout(l) and not is_any_layout(x) then return l end
   return nil
 end
+
+--- cosize(x, i, ...): L(size(L) - 1) + 1 of a tensor's or layout's layout L: the span of memory it addresses.
+-- @function cosize
+-- @param x a Tensor or Layout
+-- @param ... an optional 0-based mode path
+-- @return a number (or a value)
+-- @usage cute.cosize(cute.make_layout({4, 8}, {1, 8}))  -- 60
+
+--- stride(x, i, ...): the stride of a tensor or layout (of mode i, ...).
+-- @function stride
+-- @param x a Tensor or Layout
+-- @param ... an optional 0-based mode path
+-- @return an integer or tuple (values for run-time strides)
+-- @usage local ld = cute.stride(t, 1)
+
+--- shape(x, i, ...): the shape of a tensor or layout (of mode i, ...); a tuple is its own shape.
+-- @function shape
+-- @param x a Tensor, Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return an integer or tuple (values for run-time extents)
+-- @usage local m = cute.shape(t, 0)
+
+--- depth(x, i, ...): the nesting depth of a tensor's, layout's or tuple's shape (of mode i, ...).
+-- @function depth
+-- @param x a Tensor, Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return a number
+-- @usage cute.depth(cute.make_layout({4, {2, 2}}))  -- 2
+
+--- rank(x, i, ...): the number of top-level modes of a tensor, layout or tuple (of mode i, ...).
+-- @function rank
+-- @param x a Tensor, Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return a number
+-- @usage cute.rank(cute.make_layout({4, 8}))  -- 2
+
+--- size(x, i, ...): the number of elements of a tensor, layout or tuple (of mode i, ...).
+-- @function size
+-- @param x a Tensor (in a kernel, or a device tensor), Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return a number (or a value, for run-time extents)
+-- @usage local n = cute.size(t)
 
 for _, name in ipairs { "size", "rank", "depth", "shape", "stride", "cosize" } do
   M[name] = function(x, ...)
@@ -395,6 +512,9 @@ local function each(t, f)
 end
 
 --- Sets every element to v (unrolled; the tensor's size must be static).
+-- @param t the Tensor
+-- @param v the value (a traced value or Lua number)
+-- @usage acc:fill(0)
 function methods.fill(t, v)
   each(t, function(i) t[i] = v end)
   return t
@@ -522,6 +642,9 @@ function M.copy(src, dst, pred)
 end
 
 --- A register fragment holding the tensor's elements (vectorised loads).
+-- @param t the Tensor
+-- @return a Tensor in registers
+-- @usage local frag = tile:load()
 function methods.load(t)
   local frag = M.make_fragment_like(t)
   M.copy(t, frag)
@@ -529,6 +652,9 @@ function methods.load(t)
 end
 
 --- Writes a fragment (or any tensor of the same size) into this tensor.
+-- @param t the Tensor written
+-- @param src the Tensor read (the same size)
+-- @usage tile:store(frag)
 function methods.store(t, src)
   M.copy(src, t)
   return t
@@ -575,6 +701,11 @@ end
 
 --- A static shared-memory tensor of dtype dt with a layout (or a
 -- ComposedLayout carrying a swizzle), aligned to `align` bytes (default 128).
+-- @param dt the element dtype
+-- @param layout a static Layout, ComposedLayout or shape
+-- @param align optional: the alignment in bytes (default 128)
+-- @return a Tensor in shared memory
+-- @usage local s = cute.make_smem_tensor(cute.f32, cute.make_layout({32, 33}))
 function M.make_smem_tensor(dt, layout, align)
   local T = core.current()
   if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
@@ -646,6 +777,8 @@ end
 -- than kept live across (LLVM would otherwise reuse, say, the f32 values of a
 -- bf16 row converted before a block reduction, and hold 32 registers where
 -- the packed row needs 16). Values are unchanged; no instruction results.
+-- @param t a register fragment (Tensor)
+-- @usage cute.opaque(row)
 function M.opaque(t)
   if not is_tensor(t) or t.engine ~= "rmem" then
     err.raise("cute.opaque: expected a register fragment, got %s", core.describe(t))
