@@ -759,6 +759,9 @@ end
 
 --- Exports kernels (see the module comment); returns the paths written:
 -- {header = , object = , source = , shared = (when spec.shared)}.
+-- @param spec {name =, dir =, prefix =, arch =, shared =, kernels = {...}} (see above)
+-- @return a table of the paths written
+-- @usage cute.export({name = "vadd", dir = "out", arch = {"sm_80"}, kernels = {...}})
 function M.export(spec)
   if type(spec) ~= "table" then err.raise("cute.export: expected a table {name = , dir = , kernels = {...}}") end
   local name = c_ident(spec.name, "name")

@@ -193,6 +193,9 @@ end
 
 --- An MMA atom from an op (cute.nvgpu.warp.Mma*Op(...)); an error lists the
 -- atoms that exist when the combination is not one.
+-- @param op an MMA op: cute.nvgpu.warp.MmaF16BF16Op(ab_dtype, acc_dtype, {M, N, K}), ...
+-- @return an MMA atom
+-- @usage local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(cute.f16, cute.f32, {16, 8, 16}))
 function M.make_mma_atom(op)
   -- ops of other modules (cute.nvgpu.warpgroup) give their atoms' fields
   local mt = getmetatable(op)
@@ -263,6 +266,11 @@ end
 -- permutation_mnk ({TM, TN, TK}, multiples of the warps' tile; default the
 -- warps' tile): each thread then holds TM / (atom M * WM) x TN / (atom N * WN)
 -- atoms of C and TK / atom K steps of A and B.
+-- @param atom an MMA atom
+-- @param atom_layout_mnk optional: the warps (or warpgroups), {WM, WN, 1}
+-- @param permutation_mnk optional: the tile covered, {TM, TN, TK}
+-- @return a tiled MMA (tiled_mma:get_slice(tid), :make_fragment_*, ...)
+-- @usage local mma = cute.make_tiled_mma(atom, {2, 2, 1})
 function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
   if getmetatable(atom) ~= MmaAtom then
     local mt = getmetatable(atom)
@@ -389,6 +397,11 @@ CopyAtom.__tostring = function(a) return string.format("CopyAtom(%s, %s, %d bits
 -- element index of the atom's values. For ldmatrix, 32 threads: each gives
 -- the address of one 16-byte row (src: 8 contiguous elements a thread) and
 -- receives 2 elements a matrix (dst).
+-- @param op a copy op: cute.nvgpu.CopyUniversalOp(), cute.nvgpu.cpasync.CopyG2SOp(), ...
+-- @param dt the element dtype
+-- @param opts optional: {num_bits_per_copy = 32 | 64 | 128}
+-- @return a copy atom
+-- @usage local atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.f32, {num_bits_per_copy = 128})
 function M.make_copy_atom(op, dt, opts)
   if getmetatable(op) ~= CopyOp then
     err.raise("make_copy_atom: expected a copy op (cute.nvgpu.CopyUniversalOp(), cute.nvgpu.cpasync.CopyG2SOp(), "
@@ -449,6 +462,11 @@ end
 -- make_tiled_copy_tv): thread i of thr_layout holds the val_layout block at
 -- its place; the tile is their raked product. The atom's vector must fit the
 -- value block's contiguous first mode.
+-- @param atom a copy atom
+-- @tparam Layout thr_layout the threads' layout over the tile
+-- @tparam Layout val_layout each thread's block of values
+-- @return a tiled copy (tiled_copy:get_slice(tid):partition_S(t), ...)
+-- @usage local tc = cute.make_tiled_copy_tv(atom, cute.make_layout({32, 8}), cute.make_layout({1, 4}))
 function M.make_tiled_copy_tv(atom, thr_layout, val_layout)
   if getmetatable(atom) ~= CopyAtom then
     err.raise("make_tiled_copy_tv: expected a copy atom, got %s", tostring(atom))
@@ -492,8 +510,22 @@ end
 
 --- A tiled copy matched to a tiled MMA's A (B, C) operand: the same threads
 -- and values, so that the copy fills (or empties) the MMA's fragments.
+-- @param atom a copy atom
+-- @param mma a tiled MMA
+-- @return a tiled copy
+-- @usage local s2r_a = cute.make_tiled_copy_A(ldmatrix_atom, mma)
 function M.make_tiled_copy_A(atom, mma) return tiled_copy_mma(atom, mma, "A") end
+--- A tiled copy matched to a tiled MMA's B operand (see make_tiled_copy_A).
+-- @param atom a copy atom
+-- @param mma a tiled MMA
+-- @return a tiled copy
+-- @usage local s2r_b = cute.make_tiled_copy_B(ldmatrix_atom, mma)
 function M.make_tiled_copy_B(atom, mma) return tiled_copy_mma(atom, mma, "B") end
+--- A tiled copy matched to a tiled MMA's C operand (see make_tiled_copy_A).
+-- @param atom a copy atom
+-- @param mma a tiled MMA
+-- @return a tiled copy
+-- @usage local r2s_c = cute.make_tiled_copy_C(stmatrix_atom, mma)
 function M.make_tiled_copy_C(atom, mma) return tiled_copy_mma(atom, mma, "C") end
 
 --- Inside a kernel: the slice of the tiled copy for thread tid
@@ -576,6 +608,10 @@ local function write_svg(svg, path, what)
 end
 
 --- Writes the SVG picture of an MMA atom or tiled MMA (A, B and C) to path.
+-- @param x an MMA atom or tiled MMA
+-- @param path optional: the file (stdout without one)
+-- @return the path
+-- @usage cute.print_svg_mma(mma, "mma.svg")
 function M.print_svg_mma(x, path) return write_svg(M.svg_mma(x), path, "print_svg_mma") end
 
 --- The SVG picture of a tiled copy: its (thread, value) layout over its tile.
@@ -587,6 +623,10 @@ function M.svg_copy(t)
 end
 
 --- Writes the SVG picture of a tiled copy to path.
+-- @param t a tiled copy
+-- @param path optional: the file (stdout without one)
+-- @return the path
+-- @usage cute.print_svg_copy(tc, "copy.svg")
 function M.print_svg_copy(t, path) return write_svg(M.svg_copy(t), path, "print_svg_copy") end
 
 return M

@@ -26,6 +26,9 @@ A.constexpr = setmetatable({}, {
 
 local StaticMark = { __name = "static" }
 --- The tensor with its whole layout compile-time (specialised on every extent and stride).
+-- @param t a device tensor (or fake tensor)
+-- @return the tensor marked static, as a kernel argument
+-- @usage k:compile(cute.static(cute.fake_tensor(cute.f32, {16, 16})))
 function A.static(t) return setmetatable({ tensor = t }, StaticMark) end
 
 -- ---------------------------------------------------------------------------

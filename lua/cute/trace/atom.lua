@@ -354,6 +354,9 @@ end
 --- cute.copy(atom_or_tiled_copy, src, dst[, pred]) copies with the atom
 -- (copy_with); cute.copy(src, dst[, pred]) copies tensors elementwise
 -- (cute.trace.tensor's copy).
+-- @param x a copy atom or tiled copy (or the source tensor)
+-- @param ... src, dst[, pred] (or dst[, pred])
+-- @usage cute.copy(tiled_copy, tAgA, tAsA)
 function M.copy(x, ...)
   if atom.is_copy_atom(x) or atom.is_tiled_copy(x) then return M.copy_with(x, ...) end
   if require("cute.nvgpu.tma").is_tma_atom(x) then return require("cute.trace.tma").copy(x, ...) end

@@ -307,6 +307,9 @@ end
 
 --- cute.prefetch(tma_atom, part:gmem_tile(c)): an L2 prefetch of every box
 -- of this CTA's tile.
+-- @param at a TMA atom
+-- @param src the tile in global memory (part:gmem_tile(c))
+-- @usage cute.prefetch(tma_a, part:gmem_tile({k, 0}))
 function M.prefetch(at, src)
   return core.at_user_line(function()
     need_trace("cute.prefetch")
