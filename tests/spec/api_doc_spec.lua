@@ -1,0 +1,177 @@
+-- The public API's doc comments: every function exported as cute.<name>
+-- (EXPORTS in lua/cute/init.lua) and every public method of the public
+-- objects has a doc comment (LDoc's `---`) with a summary and a @param (or
+-- @tparam) for each of its parameters, varargs as `...`. The comment is found
+-- in the source through debug.getinfo (file and line of the definition), the
+-- parameters through debug.getlocal. (scripts/api-doc checks the comments'
+-- form: the ctest api-doc fails on any LDoc warning.)
+local cute = require "cute"
+
+-- the source lines of a file, cached
+local files = {}
+local function lines_of(path)
+  local l = files[path]
+  if l == nil then
+    l = {}
+    local f = io.open(path, "r")
+    if f then
+      for line in f:lines() do l[#l + 1] = line end
+      f:close()
+    end
+    files[path] = l
+  end
+  return l
+end
+
+-- The doc comment above line n of a file: the block of comment lines that
+-- ends just above it, from its last line starting with `---`; nil if none.
+local function doc_comment(path, n)
+  local l = lines_of(path)
+  local first = n
+  while first > 1 and l[first - 1] and l[first - 1]:match("^%s*%-%-") do first = first - 1 end
+  local start
+  for i = n - 1, first, -1 do
+    if l[i]:match("^%s*%-%-%-") and not l[i]:match("^%s*%-%-%-%-") then
+      start = i
+      break
+    end
+  end
+  if not start then return nil end
+  local out = {}
+  for i = start, n - 1 do out[#out + 1] = l[i]:gsub("^%s*%-%-%-?%s?", "", 1) end
+  return out
+end
+
+-- The parameter names of a Lua function (self left out), and whether it takes `...`.
+local function params(fn)
+  local info = debug.getinfo(fn, "u")
+  local names = {}
+  for i = 1, info.nparams or 0 do
+    local name = debug.getlocal(fn, i)
+    if name ~= "self" then names[#names + 1] = name end
+  end
+  if info.isvararg then names[#names + 1] = "..." end
+  return names
+end
+
+-- The LDoc block that declares `@function name` in a file (for functions
+-- made in a loop, which have no definition of their own to comment); nil if none.
+local function declared(path, name)
+  local l = lines_of(path)
+  for i, line in ipairs(l) do
+    if line:match("^%s*%-%-%s*@function%s+([%w_.:]+)%s*$") == name then
+      local a, b = i, i
+      while a > 1 and l[a - 1]:match("^%s*%-%-") and not l[a]:match("^%s*%-%-%-") do a = a - 1 end
+      while l[b + 1] and l[b + 1]:match("^%s*%-%-") and not l[b + 1]:match("^%s*%-%-%-") do b = b + 1 end
+      local out = {}
+      for j = a, b do out[#out + 1] = l[j]:gsub("^%s*%-%-%-?%s?", "", 1) end
+      return out
+    end
+  end
+  return nil
+end
+
+-- A wrapper function(...) that calls its upvalue f (cute.trace.sync's
+-- guard against use outside a kernel): the function it wraps.
+local function unwrap(fn)
+  local info = debug.getinfo(fn, "u")
+  if info.nparams ~= 0 or not info.isvararg then return fn end
+  for i = 1, info.nups do
+    local name, v = debug.getupvalue(fn, i)
+    if name == "f" and type(v) == "function" then return v end
+  end
+  return fn
+end
+
+-- nil when the doc comment of fn (called `name` in its module) is complete,
+-- else what is missing.
+local function problem(fn, name)
+  fn = unwrap(fn)
+  local info = debug.getinfo(fn, "S")
+  if info.what ~= "Lua" then return nil end
+  local path = info.source:match("^@(.*)$")
+  if not path then return "no source file (" .. info.source .. ")" end
+  path = path:match("(lua/cute/.*)$") or path
+  local where = path .. ":" .. info.linedefined
+  local doc = name and declared(path, name) or doc_comment(path, info.linedefined)
+  if not doc then return where .. ": no doc comment (---)" end
+  if not doc[1]:match("%S") then return where .. ": the doc comment has no summary" end
+  local documented = {}
+  for _, line in ipairs(doc) do
+    local p = line:match("^%s*@param%s+([%w_.]+)") or line:match("^%s*@tparam%s+%S+%s+([%w_.]+)")
+    if p then documented[p] = true end
+  end
+  local missing = {}
+  for _, p in ipairs(params(fn)) do
+    if not documented[p] then missing[#missing + 1] = p end
+  end
+  if #missing > 0 then return where .. ": no @param for " .. table.concat(missing, ", ") end
+  return nil
+end
+
+-- name -> function: the public API
+local function public_functions()
+  local out = {}
+  local function add(name, f)
+    if type(f) == "function" then out[name] = f end
+  end
+  local function add_table(prefix, t)
+    for k, v in pairs(t) do
+      if type(k) == "string" and not k:match("^_") then add(prefix .. k, v) end
+    end
+  end
+  -- cute.<name>
+  for name in pairs(getmetatable(cute).exports.where) do add("cute." .. name, cute[name]) end
+  -- Layout and ComposedLayout methods
+  add_table("Layout:", getmetatable(cute.make_layout(4)).__index)
+  local composed = cute.make_composed_layout(cute.make_swizzle(1, 0, 1), 0, cute.make_layout(4))
+  local composed_index = getmetatable(composed).__index
+  if type(composed_index) == "table" then add_table("ComposedLayout:", composed_index) end
+  -- tensors in kernels: trace.tensor's methods (an upvalue of Tensor.__index)
+  local index = require("cute.trace.tensor").Tensor.__index
+  for i = 1, math.huge do
+    local name, v = debug.getupvalue(index, i)
+    if not name then break end
+    if name == "methods" then add_table("Tensor:", v) end
+  end
+  -- device tensors (runtime tensor API) and their host copies
+  add_table("DeviceTensor:", getmetatable(cute.fake_tensor(cute.f32, 16)).__index)
+  local host_index = require("cute.tensor").HostTensor.__index
+  for i = 1, math.huge do
+    local name, v = debug.getupvalue(host_index, i)
+    if not name then break end
+    if name == "host_methods" then add_table("HostTensor:", v) end
+  end
+  -- kernel objects
+  add_table("cute.kernel:", require("cute.kernel").Kernel)
+  -- runtime objects
+  for _, o in ipairs { "Buffer", "Stream", "Event", "Module", "Kernel" } do add_table("cute." .. o .. ":", cute[o]) end
+  -- cute.lib.* entry points, cute.testing, cute.autotune
+  for _, m in ipairs(getmetatable(cute.lib).__complete()) do add_table("cute.lib." .. m .. ".", cute.lib[m]) end
+  add_table("cute.testing.", cute.testing)
+  add_table("cute.autotune.", cute.autotune)
+  return out
+end
+
+describe("the public API's doc comments", function()
+  it("finds a doc comment's summary and parameters", function()
+    -- (the finder itself, on functions of this file's kind)
+    assert.same({ "fn" }, params(params))
+    assert.same({ "name", "..." }, params(function(name, ...) return name, ... end))
+    assert.matches("no doc comment", problem(lines_of))
+    assert.is_nil(problem(cute.make_layout))
+  end)
+
+  it("has a summary and a @param for each parameter on every public function", function()
+    local bad = {}
+    local n = 0
+    for name, f in pairs(public_functions()) do
+      n = n + 1
+      local p = problem(f, name:match("([%w_]+)$"))
+      if p then bad[#bad + 1] = name .. " (" .. p .. ")" end
+    end
+    table.sort(bad)
+    assert.is_true(n > 300, n .. " public functions found")
+    assert.equal("", table.concat(bad, "\n"), #bad .. " of " .. n .. " public functions lack doc comments")
+  end)
+end)
