@@ -232,6 +232,8 @@ function M.make_mma_atom(op)
 end
 
 --- The MMA atoms that exist, as text (one per line).
+-- @treturn string
+-- @usage print(cute.mma_atoms())
 function M.mma_atoms() return list_atoms() end
 
 -- ---------------------------------------------------------------------------
@@ -320,14 +322,27 @@ function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
 end
 
 --- The (thread, value) -> m + TM k layout of A over the tile (and B, C).
+-- @return a Layout
+-- @usage local tv = mma:tv_layout_A()
 function TiledMma:tv_layout_A() return self.tv_a end
+--- The (thread, value) layout of B over the tile.
+-- @return a Layout
+-- @usage local tv = mma:tv_layout_B()
 function TiledMma:tv_layout_B() return self.tv_b end
+--- The (thread, value) layout of C over the tile.
+-- @return a Layout
+-- @usage local tv = mma:tv_layout_C()
 function TiledMma:tv_layout_C() return self.tv_c end
 --- The tile {M, N, K} one pass of the tiled MMA covers.
+-- @return a table {M, N, K}
+-- @usage local mnk = mma:get_tile_size()
 function TiledMma:get_tile_size() return { self.tile_mnk[1], self.tile_mnk[2], self.tile_mnk[3] } end
 
 --- Inside a kernel: the slice of the tiled MMA for thread tid (a value or a
 -- number), which partitions tensors and makes fragments (cute.trace.partition).
+-- @param tid the thread's index (a value or number)
+-- @return a thread slice (partition_A/B/C, make_fragment_A/B/C, ...)
+-- @usage local thr = mma:get_slice(cute.thread_idx().x)
 function TiledMma:get_slice(tid) return partition.thr_mma(self, tid) end
 TiledMma.get_thr_slice = TiledMma.get_slice
 
@@ -335,6 +350,9 @@ TiledMma.get_thr_slice = TiledMma.get_slice
 -- tiled_mma.set(Field.ACCUMULATE, x)): for a warpgroup MMA,
 -- cute.nvgpu.warpgroup.Field.ACCUMULATE (or "ACCUMULATE") false, or a false
 -- bool value, makes the next cute.gemm's first k-block ignore C (D = A B).
+-- @param field cute.nvgpu.warpgroup.Field.ACCUMULATE (or "ACCUMULATE")
+-- @param value a Lua boolean or a bool value
+-- @usage mma:set(cute.nvgpu.warpgroup.Field.ACCUMULATE, false)
 function TiledMma:set(field, value)
   local name = type(field) == "table" and field.name or field
   if name ~= "ACCUMULATE" or not self.atom.wgmma then
@@ -530,6 +548,9 @@ function M.make_tiled_copy_C(atom, mma) return tiled_copy_mma(atom, mma, "C") en
 
 --- Inside a kernel: the slice of the tiled copy for thread tid
 -- (cute.trace.partition).
+-- @param tid the thread's index (a value or number)
+-- @return a thread slice (partition_S, partition_D, retile)
+-- @usage local thr = tiled_copy:get_slice(cute.thread_idx().x)
 function TiledCopy:get_slice(tid) return partition.thr_copy(self, tid) end
 TiledCopy.get_thr_slice = TiledCopy.get_slice
 

@@ -56,6 +56,8 @@ function M.timer(launch, bench_opts)
 end
 
 --- cutelua's build id (a key part); replaceable for tests.
+-- @return a string
+-- @usage print(cute.autotune.build_id())
 function M.build_id() return compiler.build_id() or "unknown-build" end
 
 -- ---- keys --------------------------------------------------------------------
@@ -254,6 +256,7 @@ local function cache_put(dir, key, cfg_text, time_ms, cfg)
 end
 
 --- Forgets the cached results held in memory (the disk entries stay).
+-- @usage cute.autotune.clear_memory()
 function M.clear_memory() memory = {} end
 
 -- ---- tuning ----------------------------------------------------------------------

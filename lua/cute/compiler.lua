@@ -753,6 +753,9 @@ function compiler.compile_module(m, opts, info)
 end
 
 --- The compiled module as bytes of one stage ("ptx", "cubin", "log", ...).
+-- @param name the stage: "ptx", "cubin", "log", "meta", ...
+-- @treturn string
+-- @usage local cubin = compiled:stage("cubin")
 function Module:stage(name)
   local cached = rawget(self, "_stage_" .. name)
   if cached then return cached end
@@ -761,12 +764,22 @@ function Module:stage(name)
   return s
 end
 
+--- The PTX text.
+-- @treturn string
+-- @usage print(k:compile(x):ptx())
 function Module:ptx() return self:stage("ptx") end
+--- The cubin (bytes).
+-- @treturn string
+-- @usage io.open("k.cubin", "wb"):write(compiled:cubin())
 function Module:cubin() return self:stage("cubin") end
 --- nvJitLink's info log (ptxas's -v output).
+-- @treturn string
+-- @usage print(compiled:log())
 function Module:log() return self:stage("log") end
 --- The bytes given as info.meta when the module was compiled ("" if none),
 -- also after a cache hit in another process.
+-- @treturn string
+-- @usage local m = compiled:meta()
 function Module:meta() return self:stage("meta") end
 
 -- The IR module behind a Module made by compile_module (traced now if it
@@ -778,6 +791,8 @@ end
 
 --- The printed cutelua IR, when the caller gave it (as text, or as a
 -- function that produces it now, e.g. by tracing the kernel again).
+-- @treturn string
+-- @usage print(k:compile(x):ir())
 function Module:ir()
   local s = part(self._r, "ir")
   if s ~= "" then return s end
@@ -799,6 +814,8 @@ end
 
 --- The NVVM IR compiled (for PTX input: an error). After a cache hit it is
 -- produced again by the source function, when there is one.
+-- @treturn string
+-- @usage print(compiled:ll())
 function Module:ll()
   local s = part(self._r, "ll")
   if s ~= "" then return s end
@@ -817,6 +834,8 @@ function Module:ll()
 end
 
 --- SASS through nvdisasm or cuobjdump (a clear error where neither exists).
+-- @treturn string
+-- @usage print(compiled:sass())
 function Module:sass()
   local s = part(self._r, "sass")
   if s ~= "" then return s end
@@ -825,6 +844,8 @@ function Module:sass()
 end
 
 --- The kernels in the cubin, in symbol table order.
+-- @return a list of names
+-- @usage for _, name in ipairs(compiled:kernels()) do print(name) end
 function Module:kernels()
   if C.cubin_kernels(self._r) ~= 0 then fail(self._r) end
   local out = {}
@@ -838,6 +859,8 @@ local function or_nil(v) v = tonumber(v); return v >= 0 and v or nil end
 -- reachable by name: {name, kind ("kernel"/"function"), arch, registers,
 -- barriers, smem, cmem, stack, spill_stores, spill_loads, compile_ms}.
 -- Fields ptxas did not report are nil.
+-- @return a list of tables, also keyed by name
+-- @usage print(compiled:resources()[1].registers)
 function Module:resources()
   local n = C.report(self._r, nil, 0)
   local k = ffi.new("NvKernelReport[?]", math.max(n, 1))
@@ -856,6 +879,8 @@ function Module:resources()
 end
 
 --- The resource report as a printable table, with the spill warnings.
+-- @treturn string
+-- @usage print(k:compile(x):report())
 function Module:report()
   C.report_text(self._r)
   local w = part(self._r, "warnings")
@@ -863,6 +888,8 @@ function Module:report()
 end
 
 --- The spill warnings, one string per kernel that spills.
+-- @return a list of strings
+-- @usage assert(#compiled:warnings() == 0)
 function Module:warnings()
   C.report_text(self._r)
   local out = {}
@@ -870,10 +897,17 @@ function Module:warnings()
   return out
 end
 
+--- The compile cache's key of the module.
+-- @treturn string
+-- @usage print(compiled:cache_key())
 function Module:cache_key() return self.key end
 
 --- Writes the stages in `keep` (default: the options' keep, else all) to
 -- `dir` (default: the options' dump_dir); returns the paths written.
+-- @param keep optional: the stages to write (a list such as {"ptx", "cubin"}, or true for all)
+-- @param dir optional: the directory
+-- @return a list of paths
+-- @usage compiled:dump({"ptx"}, "/tmp/k")
 function Module:dump(keep, dir)
   local t = { keep = keep or (self.options.c.keep ~= 0 and self.options:get("keep") or true) }
   if dir then t.dump_dir = dir end

@@ -482,6 +482,7 @@ local launch_cfg = ffi.new("RtLaunch")
 -- (cute.i32(n), cute.f32(x)), FFI values (structs by value, 64-bit integers).
 -- @param cfg the configuration: {grid =, block =, smem =, cluster =, stream =}
 -- @param ... the kernel's arguments
+-- @return the arguments' anchors (what keeps their memory alive during the launch)
 -- @usage k:launch({grid = {64}, block = {256}}, buf, cute.i32(n))
 function Kernel:launch(cfg, ...)
   fill_launch(cfg, launch_cfg)

@@ -370,6 +370,7 @@ end
 -- and layout: a device copy), or an FFI pointer to the raw storage
 -- (cosize elements).
 -- @param src a Lua table, a device tensor or an FFI pointer
+-- @return the tensor (for chaining)
 -- @usage a:copy_from({1, 2, 3, 4})
 function methods:copy_from(src)
   local n = L.size(self.layout)
@@ -415,6 +416,7 @@ end
 
 --- Copies the raw storage (cosize elements) into an FFI pointer.
 -- @param dst an FFI pointer with room for cosize elements
+-- @return dst
 -- @usage t:copy_to(ffi.new("float[?]", t:cosize()))
 function methods:copy_to(dst)
   if type(dst) ~= "cdata" then err.raise("copy_to: expected an FFI pointer, got %s", type(dst)) end
@@ -424,6 +426,7 @@ end
 
 --- Sets every element to v.
 -- @param v a Lua number
+-- @return the tensor (for chaining)
 -- @usage t:fill(0)
 function methods:fill(v)
   local n = L.size(self.layout)
@@ -473,6 +476,7 @@ end
 --- Element i (coordinate order) = start + i * step.
 -- @param start optional: the first value (default 0)
 -- @param step optional: the difference (default 1)
+-- @return the tensor (for chaining)
 -- @usage t:iota()
 function methods:iota(start, step)
   start, step = start or 0, step or 1
@@ -517,6 +521,7 @@ end
 -- @param lo optional: the lower bound (default 0)
 -- @param hi optional: the upper bound (default 1)
 -- @param seed optional: an integer seed
+-- @return the tensor (for chaining)
 -- @usage t:uniform(-1, 1, 42)
 function methods:uniform(lo, hi, seed) return random_fill(self, false, lo or 0, hi or 1, seed) end
 
@@ -524,6 +529,7 @@ function methods:uniform(lo, hi, seed) return random_fill(self, false, lo or 0, 
 -- @param mean optional: default 0
 -- @param std optional: the standard deviation, default 1
 -- @param seed optional: an integer seed
+-- @return the tensor (for chaining)
 -- @usage t:normal(0, 0.02, 7)
 function methods:normal(mean, std, seed) return random_fill(self, true, mean or 0, std or 1, seed) end
 
@@ -546,6 +552,7 @@ end
 
 --- Writes the raw storage (cosize elements, native byte order) to a file.
 -- @param path the file's path
+-- @return the tensor (for chaining)
 -- @usage t:write_file("a.bin")
 function methods:write_file(path)
   local f, e = io.open(path, "wb")
@@ -560,6 +567,7 @@ end
 --- Reads the raw storage (cosize elements) from a file written by write_file
 -- (or any file of exactly that many bytes).
 -- @param path the file's path
+-- @return the tensor (for chaining)
 -- @usage t:read_file("a.bin")
 function methods:read_file(path)
   local f, e = io.open(path, "rb")

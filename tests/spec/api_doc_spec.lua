@@ -71,6 +71,32 @@ local function declared(path, name)
   return nil
 end
 
+-- Whether a function's source (lines linedefined .. lastlinedefined) has a
+-- `return` with a value in its own body (not in a nested function). A
+-- returned call (`return f(x)`: a tail call, often of a function returning
+-- nothing) does not count.
+local function returns_value(path, info)
+  local l = lines_of(path)
+  local stack, functions = {}, 0 -- open blocks ("f" a function, "b" another), functions among them
+  for i = info.linedefined, info.lastlinedefined do
+    local line = (l[i] or ""):gsub("%-%-.*$", ""):gsub('"[^"]*"', '""'):gsub("'[^']*'", "''")
+    for word, rest in line:gmatch("([%a_][%w_]*)()") do
+      if word == "function" then
+        stack[#stack + 1] = "f"
+        functions = functions + 1
+      elseif word == "if" or word == "do" then
+        stack[#stack + 1] = "b"
+      elseif word == "end" and #stack > 0 then
+        if table.remove(stack) == "f" then functions = functions - 1 end
+      elseif word == "return" and functions == 1 then
+        local nxt = line:sub(rest):match("^%s*([^%s;]+)")
+        if nxt and not nxt:match("^end$") and not line:sub(rest):match("^%s*[%w_.:]+%(") then return true end
+      end
+    end
+  end
+  return false
+end
+
 -- A wrapper function(...) that calls its upvalue f (cute.trace.sync's
 -- guard against use outside a kernel): the function it wraps.
 local function unwrap(fn)
@@ -106,6 +132,11 @@ local function problem(fn, name)
     if not documented[p] then missing[#missing + 1] = p end
   end
   if #missing > 0 then return where .. ": no @param for " .. table.concat(missing, ", ") end
+  local tags = table.concat(doc, "\n")
+  if not tags:find("@usage", 1, true) then return where .. ": no @usage line" end
+  if returns_value(path, info) and not (tags:find("@return", 1, true) or tags:find("@treturn", 1, true)) then
+    return where .. ": returns a value, but has no @return"
+  end
   return nil
 end
 
@@ -142,8 +173,26 @@ local function public_functions()
     if not name then break end
     if name == "host_methods" then add_table("HostTensor:", v) end
   end
-  -- kernel objects
+  -- kernel objects, and what k:compile returns
+  add("cute.kernel", require("cute.kernel").kernel)
   add_table("cute.kernel:", require("cute.kernel").Kernel)
+  add_table("compiled:", getmetatable(cute.kernel("api_doc", function(x) x[0] = 1 end)
+    :with({ arch = "sm_80" }):compile(cute.fake_tensor(cute.f32, 1))).__index)
+  -- atoms: tiled MMAs and copies, and their per-thread slices
+  local op = cute.nvgpu.warp.MmaF16BF16Op(cute.f16, cute.f32, { 16, 8, 16 })
+  local mma = cute.make_tiled_mma(cute.make_mma_atom(op))
+  add_table("TiledMma:", getmetatable(mma).__index)
+  local copy = cute.make_tiled_copy_tv(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.f32),
+    cute.make_layout(32), cute.make_layout(1))
+  add_table("TiledCopy:", getmetatable(copy).__index)
+  local partition = require "cute.trace.partition"
+  for _, f in ipairs { partition.thr_mma, partition.thr_copy } do
+    for i = 1, math.huge do
+      local name, v = debug.getupvalue(f, i)
+      if not name then break end
+      if name == "ThrMma" or name == "ThrCopy" then add_table(name .. ":", v.__index) end
+    end
+  end
   -- runtime objects
   for _, o in ipairs { "Buffer", "Stream", "Event", "Module", "Kernel" } do add_table("cute." .. o .. ":", cute[o]) end
   -- cute.lib.* entry points, cute.testing, cute.autotune

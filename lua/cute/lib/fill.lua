@@ -86,6 +86,7 @@ M.kernel = fill_k
 -- @param a the first parameter (start, lower bound or mean)
 -- @param b the second parameter (step, upper bound or standard deviation)
 -- @param seed optional: an integer seed (uniform, normal)
+-- @return t
 -- @usage cute.lib.fill.launch(t, "uniform", 0, 1, 42)
 function M.launch(t, mode, a, b, seed)
   local n = t:size()

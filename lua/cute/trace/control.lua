@@ -213,6 +213,7 @@ function M.while_(cond_fn, body_fn)
 end
 
 --- Leaves the innermost dynamic loop.
+-- @usage cute.if_(x[i]:eq(0), function() cute.break_() end)
 function M.break_()
   if not core.current() or not core.in_loop() then err.raise("cute.break_() outside a dynamic loop") end
   core.update_loc()
@@ -221,6 +222,7 @@ function M.break_()
 end
 
 --- Goes to the next iteration of the innermost dynamic loop.
+-- @usage cute.if_(x[i]:eq(0), function() cute.continue_() end)
 function M.continue_()
   if not core.current() or not core.in_loop() then err.raise("cute.continue_() outside a dynamic loop") end
   core.update_loc()

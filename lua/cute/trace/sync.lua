@@ -109,6 +109,7 @@ function M.globaltimer() return emit("timer", core.i64, nil, nil, nil, imm("W", 
 -- Barriers and fences
 
 --- __syncthreads(): every thread of the block waits here.
+-- @usage cute.sync_threads()
 function M.sync_threads() emit("barrier", nil) end
 
 --- A named barrier: id 0-15, count threads (a multiple of 32; default: the block).

@@ -514,6 +514,7 @@ end
 --- Sets every element to v (unrolled; the tensor's size must be static).
 -- @param t the Tensor
 -- @param v the value (a traced value or Lua number)
+-- @return t (for chaining)
 -- @usage acc:fill(0)
 function methods.fill(t, v)
   each(t, function(i) t[i] = v end)
@@ -654,6 +655,7 @@ end
 --- Writes a fragment (or any tensor of the same size) into this tensor.
 -- @param t the Tensor written
 -- @param src the Tensor read (the same size)
+-- @return t (for chaining)
 -- @usage tile:store(frag)
 function methods.store(t, src)
   M.copy(src, t)
@@ -725,6 +727,8 @@ end
 -- dynamic smem size is computed from what was carved (not typed by hand).
 --   local smem = cute.smem_allocator()
 --   local sA = smem:tensor(cute.bf16, layout_a, 128)
+-- @return an allocator (smem:tensor(dtype, layout[, align]), smem:reuse(...))
+-- @usage local smem = cute.smem_allocator()
 function M.smem_allocator()
   local T = core.current()
   if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
@@ -778,6 +782,7 @@ end
 -- bf16 row converted before a block reduction, and hold 32 registers where
 -- the packed row needs 16). Values are unchanged; no instruction results.
 -- @param t a register fragment (Tensor)
+-- @return t
 -- @usage cute.opaque(row)
 function M.opaque(t)
   if not is_tensor(t) or t.engine ~= "rmem" then
