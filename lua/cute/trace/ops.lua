@@ -197,6 +197,48 @@ local function compare(op)
   end
 end
 
+--- a:ge(b): a >= b as a bool value.
+-- @function Value:ge
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:ge(n), function() cute.return_() end)
+
+--- a:gt(b): a > b as a bool value.
+-- @function Value:gt
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage local y = cute.where(x:gt(0), x, 0)
+
+--- a:le(b): a <= b as a bool value.
+-- @function Value:le
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage local inside = i:le(n - 1)
+
+--- a:lt(b): a < b as a bool value (Lua's < decides at trace time, so it is refused on values).
+-- @function Value:lt
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:lt(n), function() x[i] = 0 end)
+
+--- a:ne(b): a ~= b as a bool value.
+-- @function Value:ne
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:ne(j), function() ... end)
+
+--- a:eq(b): a == b as a bool value (Lua's == cannot return one; see docs/tracer.md).
+-- @function Value:eq
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:eq(0), function() ... end)
+
 for _, op in ipairs { "eq", "ne", "lt", "le", "gt", "ge" } do Value[op] = compare(op) end
 
 -- ---------------------------------------------------------------------------
@@ -260,17 +302,49 @@ local function int_binop(name, irop, uirop)
   end
 end
 
+--- a:band(b): the bitwise and of integers (and of bools).
+-- @function Value:band
+-- @param a an integer value
+-- @param b an integer value or Lua number
+-- @return a value of the common type
+-- @usage local low = x:band(0xff)
 Value.band = int_binop("band", "and")
+--- a:bor(b): the bitwise or of integers (and of bools).
+-- @function Value:bor
+-- @param a an integer value
+-- @param b an integer value or Lua number
+-- @return a value of the common type
+-- @usage local v = x:bor(1)
 Value.bor = int_binop("bor", "or")
+--- a:bxor(b): the bitwise exclusive or of integers (and of bools).
+-- @function Value:bxor
+-- @param a an integer value
+-- @param b an integer value or Lua number
+-- @return a value of the common type
+-- @usage local partner = lane:bxor(1)
 Value.bxor = int_binop("bxor", "xor")
 local shl_raw = int_binop("shl", "shl")
+--- a:shl(b): a shifted left by b bits (integers).
+-- @param a an integer value
+-- @param b the shift (an integer value or Lua number)
+-- @return a value of a's type
+-- @usage local m = one:shl(k)
 function Value.shl(a, b)
   local r = shl_raw(a, b)
   if type(b) == "number" then with_div(r, pow2(a) + b) end
   return r
 end
 --- Shift right: arithmetic for signed integers, logical for unsigned.
+-- @function Value:shr
+-- @param a an integer value
+-- @param b the shift (an integer value or Lua number)
+-- @return a value of a's type
+-- @usage local hi = x:shr(16)
 Value.shr = int_binop("shr", "ashr", "lshr")
+--- a:bnot(): the bitwise not of an integer.
+-- @param a an integer value
+-- @return a value of a's type
+-- @usage local mask = x:bnot()
 function Value.bnot(a)
   local t = type_of(a)
   if not is_int(t) then err.raise("bnot on a %s value: integers only", t.name) end
@@ -561,6 +635,10 @@ local SPACE_BITS = { shared = 32, ["local"] = 32, shared_cluster = 32 }
 
 --- The address of a pointer value as an integer (i64; i32 for shared, local
 -- and shared_cluster pointers, as PTX takes them).
+-- @param p a pointer value
+-- @param bits optional: 32 or 64 (default by the address space)
+-- @return a u32 or u64 value
+-- @usage local a = t:ptr_at(0):addr()
 function Value.addr(p, bits)
   local t = type_of(p)
   if t.kind ~= "ptr" then err.raise("addr: expected a pointer value, got a %s", t.name) end
@@ -570,6 +648,11 @@ end
 
 --- The pointer in another address space ("generic", "global", "shared", ...) or
 -- with another element dtype: p:cast("generic"), p:cast(nil, cute.u64).
+-- @param p a pointer value
+-- @param space optional: the address space (default p's)
+-- @param dt optional: the element dtype (default p's)
+-- @return a pointer value
+-- @usage local g = p:cast("generic")
 function Value.cast(p, space, dt)
   local t = type_of(p)
   if t.kind ~= "ptr" then err.raise("cast: expected a pointer value, got a %s", t.name) end
