@@ -249,7 +249,10 @@ end
 local function copy_cp_async(at, src, dst, pred)
   local nv = L.size(src.layout, 0)
   local n = L.size(src.layout)
-  if L.size(dst.layout) ~= n then err.raise("cute.copy: source and destination sizes differ") end
+  if L.size(dst.layout) ~= n then
+    err.raise("cute.copy: source and destination sizes differ: src is %s, dst is %s", core.describe(src),
+      core.describe(dst))
+  end
   local per = at.values
   local bytes = at.bits / 8
   for i = 0, n - 1, per do
@@ -277,7 +280,8 @@ local function copy_matrix(tc, src, dst)
     end
     local frag = dst
     if not tensor.is_tensor(frag) or frag.engine ~= "rmem" then
-      err.raise("cute.copy: ldmatrix copies into a register fragment (thr_copy:retile(fragment))")
+      err.raise("cute.copy: ldmatrix copies into a register fragment (thr_copy:retile(fragment)), got %s",
+        core.describe(frag))
     end
     local total = L.size(frag.layout)
     if total ~= src.n_instr * src.per then
@@ -295,7 +299,8 @@ local function copy_matrix(tc, src, dst)
     err.raise("cute.copy: stmatrix copies to thr_copy:partition_D(smem tile)")
   end
   if not tensor.is_tensor(src) or src.engine ~= "rmem" then
-    err.raise("cute.copy: stmatrix copies from a register fragment (thr_copy:retile(fragment))")
+    err.raise("cute.copy: stmatrix copies from a register fragment (thr_copy:retile(fragment)), got %s",
+      core.describe(src))
   end
   local total = L.size(src.layout)
   if total ~= dst.n_instr * dst.per then

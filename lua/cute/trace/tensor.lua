@@ -584,7 +584,9 @@ end
 -- pred: optional bool-valued tensor or function(i) -> bool value selecting the
 -- elements to copy (predicated elements are left alone).
 function M.copy(src, dst, pred)
-  if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
+  if not (is_tensor(src) and is_tensor(dst)) then
+    err.raise("copy(src, dst): tensors expected, got %s and %s", core.describe(src), core.describe(dst))
+  end
   local n = L.size(src.layout)
   if n ~= L.size(dst.layout) then
     err.raise("copy: sizes differ (%s vs %s): src is %s, dst is %s", arith.show(n), arith.show(L.size(dst.layout)),

@@ -58,6 +58,20 @@ describe("tensor names in errors", function()
       1, true)
   end)
 
+  it("name the tensors of a copy with an atom, or what is not a tensor", function()
+    local g2s = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp("global"), cute.f32, { num_bits_per_copy = 128 })
+    local msg = H.error_at(function()
+      H.ir(function(src)
+        cute.copy(g2s, src, cute.make_smem_tensor(cute.f32, cute.make_layout(8)))
+      end, { cute.static(B) })
+    end, 2)
+    assert.matches("cute.copy: source and destination sizes differ: src is tensor 'src' (shape 16, f32), dst is "
+      .. "tensor<shared f32> o 8:1", msg, 1, true)
+    msg = H.error_at(function() H.ir(function(x) cute.copy(x, 3) end, { B }) end)
+    assert.matches("copy(src, dst): tensors expected, got tensor 'x' (shape 16, f32) and the Lua number 3", msg, 1,
+      true)
+  end)
+
   it("name the tensor an MMA partition needs two modes of", function()
     local op = cute.nvgpu.warp.MmaF16BF16Op(cute.f16, cute.f32, { 16, 8, 16 })
     local mma = cute.make_tiled_mma(cute.make_mma_atom(op))
