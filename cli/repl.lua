@@ -336,6 +336,24 @@ local function doc_by_name(short)
       end
     end
   end
+  -- a function made in a loop, declared by an LDoc block `-- @function name`
+  -- (or `-- @function T:name`) next to the loop: the block is its doc
+  for _, mod in ipairs(mods) do
+    local file = "lua/cute/" .. mod:gsub("%.", "/") .. ".lua"
+    local lines = source_lines("@" .. file) or {}
+    for i, l in ipairs(lines) do
+      local declared = l:match("^%s*%-%-%s*@function%s+([%w_.:]+)%s*$")
+      if declared and declared:match("([%w_]+)$") == short then
+        local last = i
+        while lines[last + 1] and lines[last + 1]:match("^%s*%-%-") and not lines[last + 1]:match("^%s*%-%-%-") do
+          last = last + 1
+        end
+        local doc = comment_above(lines, last + 1)
+        while #doc > 0 and not (lines[last + 1 - #doc] or ""):match("^%s*%-%-%-") do table.remove(doc, 1) end
+        if #doc > 0 then return "cute." .. short .. " (" .. mod .. ")", doc, file .. ":" .. i end
+      end
+    end
+  end
 end
 
 --- The help text for a value (what `help(x)` and `?x` print): a function's
