@@ -122,7 +122,7 @@ end
 -- each integer, rounded up to a power of two.
 -- @param args a list of launch arguments
 -- @treturn string
--- @usage cute.autotune.shape_class({a, b, 3000})  -- "4096x4096,4096x4096,4096"
+-- @usage cute.autotune.shape_class({cute.fake_tensor(cute.f16, {4096, 4096}), 3000})  -- "4096x4096,4096"
 function M.shape_class(args)
   local parts = {}
   for _, a in ipairs(args) do
@@ -140,7 +140,7 @@ end
 --- The default dtypes of a list of arguments: each tensor's dtype name.
 -- @param args a list of launch arguments
 -- @treturn string
--- @usage cute.autotune.dtypes({a, b})  -- "f16,f16"
+-- @usage cute.autotune.dtypes({cute.fake_tensor(cute.f16, 8), cute.fake_tensor(cute.bf16, 8)})  -- "f16,bf16"
 function M.dtypes(args)
   local parts = {}
   for _, a in ipairs(args) do

@@ -35,7 +35,7 @@ local function is_small_int(x) return type(x) == "number" and x == floor(x) and 
 -- @param m the number of least-significant bits kept (MBase)
 -- @param s the distance of the shift (SShift)
 -- @return a Swizzle, callable on an offset
--- @usage local sw = cute.make_swizzle(3, 3, 3); sw(64)  -- 72
+-- @usage cute.make_swizzle(3, 3, 3)(64)  -- 72
 function M.Swizzle(b, m, s)
   local args = string.format("Swizzle(%s,%s,%s)", arith.show(b), arith.show(m), arith.show(s))
   if not (is_small_int(b) and is_small_int(m) and is_small_int(s)) then

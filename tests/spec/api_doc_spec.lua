@@ -111,17 +111,27 @@ local function unwrap(fn)
   return fn
 end
 
--- nil when the doc comment of fn (called `name` in its module) is complete,
--- else what is missing.
-local function problem(fn, name)
+-- The doc comment of fn (called `name` in its module): the comment's lines
+-- (nil if none), where fn is ("file:line"), its file and debug info; nothing
+-- for a C function, or nil and why.
+local function doc_of(fn, name)
   fn = unwrap(fn)
   local info = debug.getinfo(fn, "S")
   if info.what ~= "Lua" then return nil end
   local path = info.source:match("^@(.*)$")
-  if not path then return "no source file (" .. info.source .. ")" end
+  if not path then return nil, "no source file (" .. info.source .. ")" end
   path = path:match("(lua/cute/.*)$") or path
   local where = path .. ":" .. info.linedefined
-  local doc = name and declared(path, name) or doc_comment(path, info.linedefined)
+  return name and declared(path, name) or doc_comment(path, info.linedefined), where, path, info
+end
+
+-- nil when the doc comment of fn (called `name` in its module) is complete,
+-- else what is missing.
+local function problem(fn, name)
+  local doc, where, path, info = doc_of(fn, name)
+  if not where then return nil end
+  if not path then return where end
+  fn = unwrap(fn)
   if not doc then return where .. ": no doc comment (---)" end
   if not doc[1]:match("%S") then return where .. ": the doc comment has no summary" end
   local documented = {}
@@ -206,6 +216,23 @@ local function public_functions()
   return out
 end
 
+-- How a @usage line shows a result: strings quoted, tuples and layouts in
+-- CuTe notation.
+local function show(...)
+  local out = {}
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if type(v) == "string" then
+      out[i] = string.format("%q", v)
+    elseif type(v) == "table" then
+      out[i] = cute.pretty_str(v)
+    else
+      out[i] = tostring(v)
+    end
+  end
+  return table.concat(out, ", ")
+end
+
 describe("the public API's doc comments", function()
   it("finds a doc comment's summary and parameters", function()
     -- (the finder itself, on functions of this file's kind)
@@ -244,5 +271,33 @@ describe("the public API's doc comments", function()
     table.sort(bad)
     assert.is_true(n > 350, n .. " public functions found")
     assert.equal("", table.concat(bad, "\n"), #bad .. " of " .. n .. " public functions lack doc comments")
+  end)
+
+  it("shows in @usage lines the results the examples give", function()
+    -- `@usage cute.f(...)  -- result` (or `local x = cute.f(...)  -- result`):
+    -- the expression is run (on the host, with `cute` in scope) and shown
+    local seen, bad, n = {}, {}, 0
+    for name, f in pairs(public_functions()) do
+      local doc, where = doc_of(f, name:match("([%w_]+)$"))
+      for _, line in ipairs(doc or {}) do
+        local code, want = line:match("^%s*@usage%s+(.-)%s%s%-%-%s(.+)$")
+        if code then
+          code = code:gsub("^local%s+[%w_,%s]+=%s*", "")
+          if code:match("^cute%.") and not want:match("^or ") and not seen[code] then
+            seen[code] = true
+            n = n + 1
+            local fn = assert(loadstring("return " .. code, "=@usage"))
+            setfenv(fn, setmetatable({ cute = cute }, { __index = _G }))
+            local r = { pcall(fn) }
+            local got = r[1] and show(unpack(r, 2, table.maxn(r))) or ("error: " .. tostring(r[2]))
+            if got ~= want then bad[#bad + 1] = string.format("%s: %s gives %s, the comment says %s", where, code,
+              got, want) end
+          end
+        end
+      end
+    end
+    table.sort(bad)
+    assert.is_true(n >= 50, n .. " examples with results")
+    assert.equal("", table.concat(bad, "\n"))
   end)
 end)
