@@ -37,7 +37,7 @@ local function is_tensor(x) return getmetatable(x) == Tensor end
 M.is_tensor = is_tensor
 
 local function new(fields) return setmetatable(fields, Tensor) end
-local describe -- (below: a tensor in the user's terms)
+local describe, on_layout -- (below: a tensor in the user's terms; its layout's errors naming it)
 
 -- ---------------------------------------------------------------------------
 -- Construction
@@ -190,11 +190,13 @@ local function coord_offset(t, c)
   if not ok then
     local shape = L.shape(t.layout)
     local rank = type(shape) == "table" and #shape or 1
-    if type(c) == "table" and #c ~= rank and not L.is_layout(c) then
-      err.raise("indexing %s with %d coordinates %s: it has rank %d, so give %d (or one index, 0..size-1)",
-        describe(t), #c, it.pretty_str(c), rank, rank)
+    if it.is_tuple(c) and #c ~= rank then
+      err.raise("indexing %s with %d coordinate%s %s: it has rank %d, so give %d (or one index, 0..size-1)",
+        describe(t), #c, #c == 1 and "" or "s", it.pretty_str(c), rank, rank)
     end
-    err.raise("%s (indexing %s)", (tostring(off):gsub("^[^:]*:%d+: ", "")), describe(t))
+    -- (the layout's message without its location and "calling <layout>: ")
+    local why = tostring(off):gsub("^[^:]*:%d+: ", ""):gsub("^calling %S+: ", "")
+    err.raise("%s (indexing %s)", why, describe(t))
   end
   return off
 end
@@ -290,7 +292,7 @@ Tensor.__index = function(t, k)
 end
 
 Tensor.__newindex = function(t, k, v)
-  if type(k) == "string" then err.raise("tensor fields are read-only (%s)", k) end
+  if type(k) == "string" then err.raise("tensor fields are read-only (%s of %s)", k, describe(t)) end
   store_at(t, coord_offset(t, k), v)
 end
 
@@ -324,7 +326,7 @@ Tensor.__len = function(t) return L.size(t.layout) end
 -- @usage local row = t:slice({i, cute._})  -- or t[{i, cute._}]
 function methods.slice(t, c)
   check_bounds(t, c)
-  local layout, off = L.slice_and_offset(c, t.layout)
+  local layout, off = on_layout(t, function(l) return L.slice_and_offset(c, l) end)
   return with_offset(t, off, layout)
 end
 
@@ -356,7 +358,7 @@ end
 -- Tiling and partitioning (CuTe's names, now on tensors)
 
 -- fn(t.layout, ...), its errors naming the tensor t (in the user's terms).
-local function on_layout(t, fn, ...)
+function on_layout(t, fn, ...)
   local r = { pcall(fn, t.layout, ...) }
   if r[1] then return unpack(r, 2, table.maxn(r)) end
   if type(r[2]) ~= "string" then error(r[2], 0) end
@@ -504,8 +506,8 @@ end
 local function each(t, f)
   local n = L.size(t.layout)
   if type(n) ~= "number" then
-    err.raise("this operation needs a tensor of static size (got size %s); loop with cute.range instead",
-      arith.show(n))
+    err.raise("this operation needs a tensor of static size, got %s of size %s; loop with cute.range instead",
+      describe(t), arith.show(n))
   end
   for i = 0, n - 1 do f(i) end
   return n

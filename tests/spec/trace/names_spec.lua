@@ -17,6 +17,21 @@ describe("tensor names in errors", function()
     assert.is_nil(msg:find("value %", 1, true))
   end)
 
+  it("name the argument of an index that is not one", function()
+    local msg = H.error_at(function() H.ir(function(_, b) b[1.5] = 1 end, { A, B }) end)
+    assert.matches("coordinate 1.5 is not a non-negative integer below 2^53 (indexing tensor 'b' (shape 16, f32))",
+      msg, 1, true)
+    msg = H.error_at(function() H.ir(function(_, b) b[cute.f32(1.5)] = 1 end, { A, B }) end)
+    assert.matches("coordinate f32(1.5) is not an integer (indexing tensor 'b' (shape 16, f32))", msg, 1, true)
+    msg = H.error_at(function() H.ir(function(a) a[{ 1, { 2, 3 } }] = 1 end, { cute.static(A) }) end)
+    assert.matches("coordinate (2,3) does not match shape 64 (indexing tensor 'a' (shape (128,64), f32))", msg, 1,
+      true)
+    msg = H.error_at(function() H.ir(function(a) a[{ 1 }] = 1 end, { A }) end)
+    assert.matches("indexing tensor 'a' (shape (128,64), f32) with 1 coordinate (1): it has rank 2", msg, 1, true)
+    msg = H.error_at(function() H.ir(function(a) a.data = 1 end, { A }) end)
+    assert.matches("tensor fields are read-only (data of tensor 'a' (shape (128,64), f32))", msg, 1, true)
+  end)
+
   it("name the argument of an index out of bounds, with its static shape", function()
     local msg = H.error_at(function() H.ir(function(src) src[{ 1, 64 }] = 1 end, { cute.static(A) }) end)
     assert.matches("coordinate (1,64) is out of bounds of tensor 'src' (shape (128,64), f32): 64 is not in 0..63",
@@ -44,6 +59,13 @@ describe("tensor names in errors", function()
       msg, 1, true)
     msg = H.error_at(function() H.ir(function(a) cute.local_partition(a, { 4, 4, 4 }, 0) end, { A }) end)
     assert.matches("of tensor 'a' (shape (128,64), f32)", msg, 1, true)
+  end)
+
+  it("name the tensor a slice or a whole-tensor operation cannot take", function()
+    local msg = H.error_at(function() H.ir(function(_, b) b:slice({ 1, cute._ }) end, { A, B }) end)
+    assert.matches("coordinate (1,_) does not match shape ? (of tensor 'b' (shape 16, f32))", msg, 1, true)
+    msg = H.error_at(function() H.ir(function(a) a:fill(1) end, { A }) end)
+    assert.matches("needs a tensor of static size, got tensor 'a' (shape (128,64), f32) of size ?", msg, 1, true)
   end)
 
   it("name both tensors of a copy whose sizes differ", function()
