@@ -188,8 +188,7 @@ local function public_functions()
   -- kernel objects, and what k:compile returns
   add("cute.kernel", require("cute.kernel").kernel)
   add_table("cute.kernel:", require("cute.kernel").Kernel)
-  add_table("compiled:", getmetatable(cute.kernel("api_doc", function(x) x[0] = 1 end)
-    :with({ arch = "sm_80" }):compile(cute.fake_tensor(cute.f32, 1))).__index)
+  add_table("compiled:", require("cute.compiler").Module)
   -- values in kernels (a:lt(b), x:to(cute.f16), p:cast("generic"), ...)
   add_table("Value:", require("cute.trace.core").Value)
   -- atoms: tiled MMAs and copies, and their per-thread slices
