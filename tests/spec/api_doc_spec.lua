@@ -54,14 +54,15 @@ local function params(fn)
   return names
 end
 
--- The LDoc block that declares `@function name` (or `@function T:name`) in a
--- file (for functions made in a loop, which have no definition of their own
--- to comment); nil if none.
+-- The LDoc block that declares `@function d` in a file, d the public name
+-- or its end (`shuffle` for cute.shuffle, `Value:lt`, `PipelineAsync.create`):
+-- for functions made in a loop or a table, which have no definition of their
+-- own to comment; nil if none.
 local function declared(path, name)
   local l = lines_of(path)
   for i, line in ipairs(l) do
-    local declared_name = line:match("^%s*%-%-%s*@function%s+([%w_.:]+)%s*$")
-    if declared_name and declared_name:match("([%w_]+)$") == name then
+    local d = line:match("^%s*%-%-%s*@function%s+([%w_.:]+)%s*$")
+    if d and (d == name or name:sub(-#d - 1):match("^[.:]") and name:sub(-#d) == d) then
       local a, b = i, i
       while a > 1 and l[a - 1]:match("^%s*%-%-") and not l[a]:match("^%s*%-%-%-") do a = a - 1 end
       while l[b + 1] and l[b + 1]:match("^%s*%-%-") and not l[b + 1]:match("^%s*%-%-%-") do b = b + 1 end
@@ -264,7 +265,7 @@ describe("the public API's doc comments", function()
     local n = 0
     for name, f in pairs(public_functions()) do
       n = n + 1
-      local p = problem(f, name:match("([%w_]+)$"))
+      local p = problem(f, name)
       if p then bad[#bad + 1] = name .. " (" .. p .. ")" end
     end
     table.sort(bad)
@@ -277,7 +278,7 @@ describe("the public API's doc comments", function()
     -- the expression is run (on the host, with `cute` in scope) and shown
     local seen, bad, n = {}, {}, 0
     for name, f in pairs(public_functions()) do
-      local doc, where = doc_of(f, name:match("([%w_]+)$"))
+      local doc, where = doc_of(f, name)
       for _, line in ipairs(doc or {}) do
         local code, want = line:match("^%s*@usage%s+(.-)%s%s%-%-%s(.+)$")
         if code then
