@@ -166,20 +166,38 @@ end })
 
 --- mma.sync with f16 or bf16 inputs: ab_dtype (f16, bf16), acc_dtype (f32,
 -- or f16 for f16 inputs), shape_mnk {16, 8, 16} or {16, 8, 8}.
+-- @param ab_dtype cute.f16 or cute.bf16
+-- @param acc_dtype cute.f32 (or cute.f16 for f16 inputs)
+-- @param shape_mnk {16, 8, 16} or {16, 8, 8}
+-- @return an MMA op (for cute.make_mma_atom)
+-- @usage local op = cute.nvgpu.warp.MmaF16BF16Op(cute.bf16, cute.f32, {16, 8, 16})
 function warp.MmaF16BF16Op(ab_dtype, acc_dtype, shape_mnk)
   return mma_op("MmaF16BF16Op", shape_mnk or { 16, 8, 16 }, ab_dtype, ab_dtype, acc_dtype or dtype.f32)
 end
 
 --- mma.sync with tf32 inputs and f32 accumulators: shape {16, 8, 8} or {16, 8, 4}.
+-- @param shape_mnk optional: {16, 8, 8} (the default) or {16, 8, 4}
+-- @return an MMA op
+-- @usage local op = cute.nvgpu.warp.MmaTF32Op({16, 8, 8})
 function warp.MmaTF32Op(shape_mnk) return mma_op("MmaTF32Op", shape_mnk or { 16, 8, 8 }, "tf32", "tf32", "f32") end
 
 --- mma.sync with 8-bit integer inputs (i8 or u8 each) and i32 accumulators:
 -- shape {16, 8, 32} or {16, 8, 16}.
+-- @param a_dtype cute.i8 or cute.u8
+-- @param b_dtype cute.i8 or cute.u8
+-- @param shape_mnk {16, 8, 32} or {16, 8, 16}
+-- @return an MMA op
+-- @usage local op = cute.nvgpu.warp.MmaI8Op(cute.i8, cute.i8, {16, 8, 32})
 function warp.MmaI8Op(a_dtype, b_dtype, shape_mnk)
   return mma_op("MmaI8Op", shape_mnk or { 16, 8, 32 }, a_dtype or "i8", b_dtype or a_dtype or "i8", "i32")
 end
 
 --- mma.sync with fp8 inputs (e4m3 or e5m2 each) and f32 accumulators, sm_89+: shape {16, 8, 32}.
+-- @param a_dtype cute.e4m3 or cute.e5m2
+-- @param b_dtype cute.e4m3 or cute.e5m2
+-- @param shape_mnk {16, 8, 32}
+-- @return an MMA op
+-- @usage local op = cute.nvgpu.warp.MmaFP8Op(cute.e4m3, cute.e4m3, {16, 8, 32})
 function warp.MmaFP8Op(a_dtype, b_dtype, shape_mnk)
   return mma_op("MmaFP8Op", shape_mnk or { 16, 8, 32 }, a_dtype or "e4m3", b_dtype or a_dtype or "e4m3", "f32")
 end
@@ -373,10 +391,15 @@ CopyOp.__index = CopyOp
 CopyOp.__tostring = function(o) return "CopyOp(" .. o.name .. ")" end
 
 --- A universal copy: plain loads and stores, vectorised to num_bits_per_copy.
+-- @return a copy op (for cute.make_copy_atom)
+-- @usage local op = cute.nvgpu.CopyUniversalOp()
 function M.nvgpu.CopyUniversalOp() return setmetatable({ name = "universal", kind = "universal" }, CopyOp) end
 
 --- cp.async global -> shared (sm_80+): cache_mode "always" (.ca, 4/8/16
 -- bytes) or "global" (.cg, 16 bytes: L2 only).
+-- @param cache_mode optional: "always" (.ca, the default) or "global" (.cg)
+-- @return a copy op
+-- @usage local op = cute.nvgpu.cpasync.CopyG2SOp("global")
 function cpasync.CopyG2SOp(cache_mode)
   cache_mode = cache_mode or "always"
   if cache_mode ~= "always" and cache_mode ~= "global" then
@@ -397,10 +420,18 @@ end
 
 --- ldmatrix (sm_75+): num_matrices (1, 2, 4) 8 x 8 matrices of 16-bit
 -- elements from shared memory to registers, optionally transposed.
+-- @param transpose optional: a boolean
+-- @param num_matrices optional: 1, 2 or 4 (the default)
+-- @return a copy op
+-- @usage local op = cute.nvgpu.warp.LdMatrix8x8x16bOp(false, 4)
 function warp.LdMatrix8x8x16bOp(transpose, num_matrices) return matrix_op("ldmatrix", "LdMatrix8x8x16bOp", transpose,
   num_matrices) end
 
 --- stmatrix (sm_90+): the reverse of ldmatrix.
+-- @param transpose optional: a boolean
+-- @param num_matrices optional: 1, 2 or 4 (the default)
+-- @return a copy op
+-- @usage local op = cute.nvgpu.warp.StMatrix8x8x16bOp(false, 4)
 function warp.StMatrix8x8x16bOp(transpose, num_matrices) return matrix_op("stmatrix", "StMatrix8x8x16bOp", transpose,
   num_matrices) end
 
