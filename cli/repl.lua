@@ -336,6 +336,65 @@ local function doc_by_name(short)
       end
     end
   end
+  -- a function made in a loop, declared by an LDoc block `-- @function name`
+  -- (or `-- @function T:name`) next to the loop: the block is its doc
+  for _, mod in ipairs(mods) do
+    local file = "lua/cute/" .. mod:gsub("%.", "/") .. ".lua"
+    local lines = source_lines("@" .. file) or {}
+    for i, l in ipairs(lines) do
+      local declared = l:match("^%s*%-%-%s*@function%s+([%w_.:]+)%s*$")
+      if declared and declared:match("([%w_]+)$") == short then
+        local last = i
+        while lines[last + 1] and lines[last + 1]:match("^%s*%-%-") and not lines[last + 1]:match("^%s*%-%-%-") do
+          last = last + 1
+        end
+        local doc = comment_above(lines, last + 1)
+        while #doc > 0 and not (lines[last + 1 - #doc] or ""):match("^%s*%-%-%-") do table.remove(doc, 1) end
+        if #doc > 0 then return "cute." .. short .. " (" .. mod .. ")", doc, file .. ":" .. i end
+      end
+    end
+  end
+end
+
+-- A doc comment's lines for a person: the text as it is, then its LDoc tags
+-- as "Parameters:" (one line each, the names aligned), "Returns:" and
+-- "Usage:" (a line that follows a tag continues it; @function is left out).
+local function render_doc(doc)
+  local text, params, returns, usages = {}, {}, {}, {}
+  local last
+  for _, l in ipairs(doc) do
+    local tag, rest = l:match("^%s*@(%w+)%s*(.*)$")
+    if tag == "param" or tag == "tparam" then
+      local ty, name, what
+      if tag == "tparam" then ty, name, what = rest:match("^(%S+)%s+(%S+)%s*(.*)$") else
+        name, what = rest:match("^(%S+)%s*(.*)$")
+      end
+      last = { name = name or rest, what = ((ty and ("(" .. ty .. ") ") or "") .. (what or "")) }
+      params[#params + 1] = last
+    elseif tag == "return" or tag == "treturn" then
+      last = { what = rest }
+      returns[#returns + 1] = last
+    elseif tag == "usage" then
+      last = { what = rest }
+      usages[#usages + 1] = last
+    elseif tag then
+      last = nil -- (@function and other tags: not shown)
+    elseif last then
+      last.what = last.what .. " " .. l:gsub("^%s+", "")
+    else
+      text[#text + 1] = l
+    end
+  end
+  local out = text
+  if #params > 0 then
+    local w = 0
+    for _, p in ipairs(params) do w = math.max(w, #p.name) end
+    out[#out + 1] = "Parameters:"
+    for _, p in ipairs(params) do out[#out + 1] = string.format("  %-" .. w .. "s  %s", p.name, p.what) end
+  end
+  for _, r in ipairs(returns) do out[#out + 1] = "Returns: " .. r.what end
+  for _, u in ipairs(usages) do out[#out + 1] = "Usage: " .. u.what end
+  return out
 end
 
 --- The help text for a value (what `help(x)` and `?x` print): a function's
@@ -368,7 +427,7 @@ function M.doc(v, name)
     end
     if #doc > 0 then
       out[#out + 1] = ""
-      for _, l in ipairs(doc) do out[#out + 1] = "  " .. l end
+      for _, l in ipairs(render_doc(doc)) do out[#out + 1] = "  " .. l end
     else
       out[#out + 1] = "  (no doc comment)"
     end

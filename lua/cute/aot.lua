@@ -53,6 +53,9 @@ end
 
 --- Checks an exported library's file without loading it (cutelua_aot_check_file):
 -- true, or false and why.
+-- @param path the shared library's path
+-- @return true, or false and the reason
+-- @usage assert(cute.aot.check_file("out/vadd.so"))
 function M.check_file(path)
   local ebuf = ffi.new("char[1024]")
   if aot_c().check_file(path, ebuf, 1024) ~= 0 then return false, ffi.string(ebuf) end
@@ -759,6 +762,9 @@ end
 
 --- Exports kernels (see the module comment); returns the paths written:
 -- {header = , object = , source = , shared = (when spec.shared)}.
+-- @param spec {name =, dir =, prefix =, arch =, shared =, kernels = {...}} (see above)
+-- @return a table of the paths written
+-- @usage cute.export({name = "vadd", dir = "out", arch = {"sm_80"}, kernels = {...}})
 function M.export(spec)
   if type(spec) ~= "table" then err.raise("cute.export: expected a table {name = , dir = , kernels = {...}}") end
   local name = c_ident(spec.name, "name")
@@ -871,6 +877,9 @@ end
 -- kernels are called by name: m.kernel_name(args...) with the kernel's
 -- arguments (device tensors for tensors, numbers for scalars) or the flat C
 -- parameters, and an optional last {stream = s}.
+-- @param path the shared library's path
+-- @return a module: its kernels by name
+-- @usage local m = cute.aot.load("out/vadd.so"); m.vadd_f32(a, b, c)
 function M.load(path)
   if type(path) ~= "string" then err.raise("cute.aot.load: expected the path of an exported library, got %s", type(path)) end
   -- the file first: a truncated or altered library would crash the process inside dlopen

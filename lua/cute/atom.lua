@@ -166,20 +166,38 @@ end })
 
 --- mma.sync with f16 or bf16 inputs: ab_dtype (f16, bf16), acc_dtype (f32,
 -- or f16 for f16 inputs), shape_mnk {16, 8, 16} or {16, 8, 8}.
+-- @param ab_dtype cute.f16 or cute.bf16
+-- @param acc_dtype cute.f32 (or cute.f16 for f16 inputs)
+-- @param shape_mnk {16, 8, 16} or {16, 8, 8}
+-- @return an MMA op (for cute.make_mma_atom)
+-- @usage local op = cute.nvgpu.warp.MmaF16BF16Op(cute.bf16, cute.f32, {16, 8, 16})
 function warp.MmaF16BF16Op(ab_dtype, acc_dtype, shape_mnk)
   return mma_op("MmaF16BF16Op", shape_mnk or { 16, 8, 16 }, ab_dtype, ab_dtype, acc_dtype or dtype.f32)
 end
 
 --- mma.sync with tf32 inputs and f32 accumulators: shape {16, 8, 8} or {16, 8, 4}.
+-- @param shape_mnk optional: {16, 8, 8} (the default) or {16, 8, 4}
+-- @return an MMA op
+-- @usage local op = cute.nvgpu.warp.MmaTF32Op({16, 8, 8})
 function warp.MmaTF32Op(shape_mnk) return mma_op("MmaTF32Op", shape_mnk or { 16, 8, 8 }, "tf32", "tf32", "f32") end
 
 --- mma.sync with 8-bit integer inputs (i8 or u8 each) and i32 accumulators:
 -- shape {16, 8, 32} or {16, 8, 16}.
+-- @param a_dtype cute.i8 or cute.u8
+-- @param b_dtype cute.i8 or cute.u8
+-- @param shape_mnk {16, 8, 32} or {16, 8, 16}
+-- @return an MMA op
+-- @usage local op = cute.nvgpu.warp.MmaI8Op(cute.i8, cute.i8, {16, 8, 32})
 function warp.MmaI8Op(a_dtype, b_dtype, shape_mnk)
   return mma_op("MmaI8Op", shape_mnk or { 16, 8, 32 }, a_dtype or "i8", b_dtype or a_dtype or "i8", "i32")
 end
 
 --- mma.sync with fp8 inputs (e4m3 or e5m2 each) and f32 accumulators, sm_89+: shape {16, 8, 32}.
+-- @param a_dtype cute.e4m3 or cute.e5m2
+-- @param b_dtype cute.e4m3 or cute.e5m2
+-- @param shape_mnk {16, 8, 32}
+-- @return an MMA op
+-- @usage local op = cute.nvgpu.warp.MmaFP8Op(cute.e4m3, cute.e4m3, {16, 8, 32})
 function warp.MmaFP8Op(a_dtype, b_dtype, shape_mnk)
   return mma_op("MmaFP8Op", shape_mnk or { 16, 8, 32 }, a_dtype or "e4m3", b_dtype or a_dtype or "e4m3", "f32")
 end
@@ -193,6 +211,9 @@ end
 
 --- An MMA atom from an op (cute.nvgpu.warp.Mma*Op(...)); an error lists the
 -- atoms that exist when the combination is not one.
+-- @param op an MMA op: cute.nvgpu.warp.MmaF16BF16Op(ab_dtype, acc_dtype, {M, N, K}), ...
+-- @return an MMA atom
+-- @usage local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(cute.f16, cute.f32, {16, 8, 16}))
 function M.make_mma_atom(op)
   -- ops of other modules (cute.nvgpu.warpgroup) give their atoms' fields
   local mt = getmetatable(op)
@@ -229,6 +250,8 @@ function M.make_mma_atom(op)
 end
 
 --- The MMA atoms that exist, as text (one per line).
+-- @treturn string
+-- @usage print(cute.mma_atoms())
 function M.mma_atoms() return list_atoms() end
 
 -- ---------------------------------------------------------------------------
@@ -263,6 +286,11 @@ end
 -- permutation_mnk ({TM, TN, TK}, multiples of the warps' tile; default the
 -- warps' tile): each thread then holds TM / (atom M * WM) x TN / (atom N * WN)
 -- atoms of C and TK / atom K steps of A and B.
+-- @param atom an MMA atom
+-- @param atom_layout_mnk optional: the warps (or warpgroups), {WM, WN, 1}
+-- @param permutation_mnk optional: the tile covered, {TM, TN, TK}
+-- @return a tiled MMA (tiled_mma:get_slice(tid), :make_fragment_*, ...)
+-- @usage local mma = cute.make_tiled_mma(atom, {2, 2, 1})
 function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
   if getmetatable(atom) ~= MmaAtom then
     local mt = getmetatable(atom)
@@ -312,14 +340,27 @@ function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
 end
 
 --- The (thread, value) -> m + TM k layout of A over the tile (and B, C).
+-- @return a Layout
+-- @usage local tv = mma:tv_layout_A()
 function TiledMma:tv_layout_A() return self.tv_a end
+--- The (thread, value) layout of B over the tile.
+-- @return a Layout
+-- @usage local tv = mma:tv_layout_B()
 function TiledMma:tv_layout_B() return self.tv_b end
+--- The (thread, value) layout of C over the tile.
+-- @return a Layout
+-- @usage local tv = mma:tv_layout_C()
 function TiledMma:tv_layout_C() return self.tv_c end
 --- The tile {M, N, K} one pass of the tiled MMA covers.
+-- @return a table {M, N, K}
+-- @usage local mnk = mma:get_tile_size()
 function TiledMma:get_tile_size() return { self.tile_mnk[1], self.tile_mnk[2], self.tile_mnk[3] } end
 
 --- Inside a kernel: the slice of the tiled MMA for thread tid (a value or a
 -- number), which partitions tensors and makes fragments (cute.trace.partition).
+-- @param tid the thread's index (a value or number)
+-- @return a thread slice (partition_A/B/C, make_fragment_A/B/C, ...)
+-- @usage local thr = mma:get_slice(cute.thread_idx().x)
 function TiledMma:get_slice(tid) return partition.thr_mma(self, tid) end
 TiledMma.get_thr_slice = TiledMma.get_slice
 
@@ -327,6 +368,9 @@ TiledMma.get_thr_slice = TiledMma.get_slice
 -- tiled_mma.set(Field.ACCUMULATE, x)): for a warpgroup MMA,
 -- cute.nvgpu.warpgroup.Field.ACCUMULATE (or "ACCUMULATE") false, or a false
 -- bool value, makes the next cute.gemm's first k-block ignore C (D = A B).
+-- @param field cute.nvgpu.warpgroup.Field.ACCUMULATE (or "ACCUMULATE")
+-- @param value a Lua boolean or a bool value
+-- @usage mma:set(cute.nvgpu.warpgroup.Field.ACCUMULATE, false)
 function TiledMma:set(field, value)
   local name = type(field) == "table" and field.name or field
   if name ~= "ACCUMULATE" or not self.atom.wgmma then
@@ -347,10 +391,15 @@ CopyOp.__index = CopyOp
 CopyOp.__tostring = function(o) return "CopyOp(" .. o.name .. ")" end
 
 --- A universal copy: plain loads and stores, vectorised to num_bits_per_copy.
+-- @return a copy op (for cute.make_copy_atom)
+-- @usage local op = cute.nvgpu.CopyUniversalOp()
 function M.nvgpu.CopyUniversalOp() return setmetatable({ name = "universal", kind = "universal" }, CopyOp) end
 
 --- cp.async global -> shared (sm_80+): cache_mode "always" (.ca, 4/8/16
 -- bytes) or "global" (.cg, 16 bytes: L2 only).
+-- @param cache_mode optional: "always" (.ca, the default) or "global" (.cg)
+-- @return a copy op
+-- @usage local op = cute.nvgpu.cpasync.CopyG2SOp("global")
 function cpasync.CopyG2SOp(cache_mode)
   cache_mode = cache_mode or "always"
   if cache_mode ~= "always" and cache_mode ~= "global" then
@@ -371,10 +420,18 @@ end
 
 --- ldmatrix (sm_75+): num_matrices (1, 2, 4) 8 x 8 matrices of 16-bit
 -- elements from shared memory to registers, optionally transposed.
+-- @param transpose optional: a boolean
+-- @param num_matrices optional: 1, 2 or 4 (the default)
+-- @return a copy op
+-- @usage local op = cute.nvgpu.warp.LdMatrix8x8x16bOp(false, 4)
 function warp.LdMatrix8x8x16bOp(transpose, num_matrices) return matrix_op("ldmatrix", "LdMatrix8x8x16bOp", transpose,
   num_matrices) end
 
 --- stmatrix (sm_90+): the reverse of ldmatrix.
+-- @param transpose optional: a boolean
+-- @param num_matrices optional: 1, 2 or 4 (the default)
+-- @return a copy op
+-- @usage local op = cute.nvgpu.warp.StMatrix8x8x16bOp(false, 4)
 function warp.StMatrix8x8x16bOp(transpose, num_matrices) return matrix_op("stmatrix", "StMatrix8x8x16bOp", transpose,
   num_matrices) end
 
@@ -389,6 +446,11 @@ CopyAtom.__tostring = function(a) return string.format("CopyAtom(%s, %s, %d bits
 -- element index of the atom's values. For ldmatrix, 32 threads: each gives
 -- the address of one 16-byte row (src: 8 contiguous elements a thread) and
 -- receives 2 elements a matrix (dst).
+-- @param op a copy op: cute.nvgpu.CopyUniversalOp(), cute.nvgpu.cpasync.CopyG2SOp(), ...
+-- @param dt the element dtype
+-- @param opts optional: {num_bits_per_copy = 32 | 64 | 128}
+-- @return a copy atom
+-- @usage local atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.f32, {num_bits_per_copy = 128})
 function M.make_copy_atom(op, dt, opts)
   if getmetatable(op) ~= CopyOp then
     err.raise("make_copy_atom: expected a copy op (cute.nvgpu.CopyUniversalOp(), cute.nvgpu.cpasync.CopyG2SOp(), "
@@ -449,6 +511,11 @@ end
 -- make_tiled_copy_tv): thread i of thr_layout holds the val_layout block at
 -- its place; the tile is their raked product. The atom's vector must fit the
 -- value block's contiguous first mode.
+-- @param atom a copy atom
+-- @tparam Layout thr_layout the threads' layout over the tile
+-- @tparam Layout val_layout each thread's block of values
+-- @return a tiled copy (tiled_copy:get_slice(tid):partition_S(t), ...)
+-- @usage local tc = cute.make_tiled_copy_tv(atom, cute.make_layout({32, 8}), cute.make_layout({1, 4}))
 function M.make_tiled_copy_tv(atom, thr_layout, val_layout)
   if getmetatable(atom) ~= CopyAtom then
     err.raise("make_tiled_copy_tv: expected a copy atom, got %s", tostring(atom))
@@ -492,12 +559,29 @@ end
 
 --- A tiled copy matched to a tiled MMA's A (B, C) operand: the same threads
 -- and values, so that the copy fills (or empties) the MMA's fragments.
+-- @param atom a copy atom
+-- @param mma a tiled MMA
+-- @return a tiled copy
+-- @usage local s2r_a = cute.make_tiled_copy_A(ldmatrix_atom, mma)
 function M.make_tiled_copy_A(atom, mma) return tiled_copy_mma(atom, mma, "A") end
+--- A tiled copy matched to a tiled MMA's B operand (see make_tiled_copy_A).
+-- @param atom a copy atom
+-- @param mma a tiled MMA
+-- @return a tiled copy
+-- @usage local s2r_b = cute.make_tiled_copy_B(ldmatrix_atom, mma)
 function M.make_tiled_copy_B(atom, mma) return tiled_copy_mma(atom, mma, "B") end
+--- A tiled copy matched to a tiled MMA's C operand (see make_tiled_copy_A).
+-- @param atom a copy atom
+-- @param mma a tiled MMA
+-- @return a tiled copy
+-- @usage local r2s_c = cute.make_tiled_copy_C(stmatrix_atom, mma)
 function M.make_tiled_copy_C(atom, mma) return tiled_copy_mma(atom, mma, "C") end
 
 --- Inside a kernel: the slice of the tiled copy for thread tid
 -- (cute.trace.partition).
+-- @param tid the thread's index (a value or number)
+-- @return a thread slice (partition_S, partition_D, retile)
+-- @usage local thr = tiled_copy:get_slice(cute.thread_idx().x)
 function TiledCopy:get_slice(tid) return partition.thr_copy(self, tid) end
 TiledCopy.get_thr_slice = TiledCopy.get_slice
 
@@ -576,6 +660,10 @@ local function write_svg(svg, path, what)
 end
 
 --- Writes the SVG picture of an MMA atom or tiled MMA (A, B and C) to path.
+-- @param x an MMA atom or tiled MMA
+-- @param path optional: the file (stdout without one)
+-- @return the path
+-- @usage cute.print_svg_mma(mma, "mma.svg")
 function M.print_svg_mma(x, path) return write_svg(M.svg_mma(x), path, "print_svg_mma") end
 
 --- The SVG picture of a tiled copy: its (thread, value) layout over its tile.
@@ -587,6 +675,10 @@ function M.svg_copy(t)
 end
 
 --- Writes the SVG picture of a tiled copy to path.
+-- @param t a tiled copy
+-- @param path optional: the file (stdout without one)
+-- @return the path
+-- @usage cute.print_svg_copy(tc, "copy.svg")
 function M.print_svg_copy(t, path) return write_svg(M.svg_copy(t), path, "print_svg_copy") end
 
 return M

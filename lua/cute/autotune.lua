@@ -45,6 +45,10 @@ local M = {}
 M.defaults = {}
 
 --- The timer: ms for one launch (median over repetitions). CPU tests replace it.
+-- @param launch a function launching the kernel once
+-- @param bench_opts optional: options for cute.bench
+-- @return milliseconds
+-- @usage cute.autotune.timer = function(launch) return my_time(launch) end
 function M.timer(launch, bench_opts)
   local o = { flush_l2 = true, min_time_ms = 50, warmup_ms = 10 }
   for k, v in pairs(bench_opts or {}) do o[k] = v end
@@ -52,6 +56,8 @@ function M.timer(launch, bench_opts)
 end
 
 --- cutelua's build id (a key part); replaceable for tests.
+-- @return a string
+-- @usage print(cute.autotune.build_id())
 function M.build_id() return compiler.build_id() or "unknown-build" end
 
 -- ---- keys --------------------------------------------------------------------
@@ -65,6 +71,10 @@ local function scalar_string(v)
 end
 
 -- A config as a canonical string (sorted keys, scalars only), or nil and why.
+--- A config as a canonical string (sorted keys, scalars only), or nil and why.
+-- @param cfg a config table
+-- @return a string, or nil and the reason
+-- @usage local text = cute.autotune.encode_config({bn = 128, stages = 4})
 local function encode_config(cfg)
   if type(cfg) ~= "table" then return nil, "a config must be a table, got " .. type(cfg) end
   local keys = {}
@@ -110,6 +120,9 @@ end
 
 --- The default shape class of a list of arguments: each tensor's extents and
 -- each integer, rounded up to a power of two.
+-- @param args a list of launch arguments
+-- @treturn string
+-- @usage cute.autotune.shape_class({cute.fake_tensor(cute.f16, {4096, 4096}), 3000})  -- "4096x4096,4096"
 function M.shape_class(args)
   local parts = {}
   for _, a in ipairs(args) do
@@ -125,6 +138,9 @@ function M.shape_class(args)
 end
 
 --- The default dtypes of a list of arguments: each tensor's dtype name.
+-- @param args a list of launch arguments
+-- @treturn string
+-- @usage cute.autotune.dtypes({cute.fake_tensor(cute.f16, 8), cute.fake_tensor(cute.bf16, 8)})  -- "f16,bf16"
 function M.dtypes(args)
   local parts = {}
   for _, a in ipairs(args) do
@@ -148,6 +164,9 @@ local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 --- The directory of the tuning cache: a sibling of the compile cache's
 -- (its directory with "-autotune" appended), or false when the compile cache
 -- is memory only.
+-- @param opts optional: autotune's options (opts.cache_dir overrides)
+-- @return a directory path, or false
+-- @usage print(cute.autotune.cache_dir())
 function M.cache_dir(opts)
   if opts and opts.cache_dir ~= nil then return opts.cache_dir end
   local ok, o = pcall(compiler.options, { arch = "sm_80" }) -- no GPU needed for the directory
@@ -237,6 +256,7 @@ local function cache_put(dir, key, cfg_text, time_ms, cfg)
 end
 
 --- Forgets the cached results held in memory (the disk entries stay).
+-- @usage cute.autotune.clear_memory()
 function M.clear_memory() memory = {} end
 
 -- ---- tuning ----------------------------------------------------------------------
@@ -277,8 +297,20 @@ local function prepare(builder, cfg, args)
     string.format("the builder returned a %s (expected a kernel and its launch config, or a function)", type(k))
 end
 
+--- Whether two configs are the same (their canonical strings are equal).
+-- @param a a config table
+-- @param b a config table
+-- @treturn bool
+-- @usage assert(cute.autotune.same_config(best, {bn = 128, stages = 4}))
 local function same_config(a, b) return encode_config(a) == encode_config(b) end
 
+--- cute.autotune(builder, configs, args[, opts]): the fastest config, tuned or from the cache (see above).
+-- @param builder function(config) -> kernel and launch config, or a launch function, or nil and why
+-- @param configs a non-empty list of config tables
+-- @param args the launch arguments (a list), or a function(config) making them
+-- @param opts optional: name, shape_class, dtypes, problem, tune, force, timer, bench, cache_dir, device
+-- @return the winning config and the report
+-- @usage local best, report = cute.autotune(build, {{bn = 128}, {bn = 256}}, {a, b, c}, {name = "my_gemm"})
 function M.autotune(builder, configs, args, opts)
   if type(builder) ~= "function" then err.raise("autotune: expected a builder function, got %s", type(builder)) end
   if type(configs) ~= "table" or #configs == 0 then err.raise("autotune: expected a non-empty list of configs") end

@@ -45,6 +45,10 @@ local function quantile(sorted, q)
 end
 
 --- Summarises a list of per-repetition milliseconds (also used by the benchmark harness).
+-- @param times a list of milliseconds, one per repetition
+-- @param opts optional: the options (bytes, flops, keep_times)
+-- @return the result table (median_ms, p10_ms, p90_ms, gbps, tflops, ...)
+-- @usage local r = cute.bench.summarise({0.21, 0.22, 0.2})
 function M.summarise(times, opts)
   opts = opts or {}
   local sorted = {}
@@ -83,9 +87,15 @@ end
 
 --- True when benchmarks should run in quick mode (CUTELUA_BENCH_QUICK=1): short
 -- runs that prove the harness works, not figures to quote.
+-- @return a boolean
+-- @usage local reps = cute.bench.quick() and 3 or 100
 function M.quick() return os.getenv("CUTELUA_BENCH_QUICK") == "1" end
 
 --- Times fn on the GPU; see the module comment for the options.
+-- @param fn the work to time: function(repetition)
+-- @param opts optional: the options (module comment)
+-- @return the result table (median_ms, gbps, tflops, ...; prints as a line)
+-- @usage print(cute.bench(function() k(cfg)(a, b) end, {bytes = 2 * n * 4}))
 function M.bench(fn, opts)
   if type(fn) ~= "function" then err.raise("bench: expected a function, got %s", type(fn)) end
   opts = opts or {}

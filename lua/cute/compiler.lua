@@ -61,6 +61,9 @@ local warning_handler = default_warning
 --- Sets the function that receives warnings (a kernel that spills, a cache
 -- entry found corrupt, a dump that could not be written); nil restores the
 -- default, which writes them to stderr. Returns the previous handler.
+-- @param fn function(message), or nil for the default
+-- @return the previous handler
+-- @usage local old = cute.compiler.set_warning_handler(function(msg) log[#log + 1] = msg end)
 function compiler.set_warning_handler(fn)
   if fn ~= nil and type(fn) ~= "function" then
     err.raise("compiler.set_warning_handler: expected a function or nil, got %s", type(fn))
@@ -71,6 +74,8 @@ function compiler.set_warning_handler(fn)
 end
 
 --- Sends a warning (one line or several) to the warning handler.
+-- @param msg the warning's text
+-- @usage cute.compiler.warn("cache entry corrupt: recompiling")
 function compiler.warn(msg)
   if type(msg) ~= "string" then err.raise("compiler.warn: expected a string, got %s", type(msg)) end
   for line in msg:gmatch("[^\n]+") do warning_handler(line) end
@@ -104,6 +109,8 @@ end
 -- "ptxas", "nvJitLink", "options", ...), message, text (all of it), log (the
 -- tool's), line and col (in the NVVM IR or PTX, `input` says which), excerpt,
 -- source (the Lua file:line, when found). nil before any failure.
+-- @return a table, or nil
+-- @usage local d = cute.compiler.last_diagnostic(); if d then print(d.phase, d.message) end
 function compiler.last_diagnostic() return last_diag end
 
 -- Raises the result's diagnostic at the user's line. `locate(diag)` (from the
@@ -150,6 +157,9 @@ end
 --- The names of the compile options, in C's order; with t.in_key, only
 -- those that change what is compiled by their value (a kernel's cache key
 -- material lists them).
+-- @param t optional: {in_key = true}
+-- @return a list of names
+-- @usage for _, n in ipairs(cute.compiler.option_names()) do print(n) end
 function compiler.option_names(t)
   local out = {}
   for _, name in ipairs(OPTION_LIST) do
@@ -284,6 +294,9 @@ end
 -- link (list of paths or {path=|data=, kind=, name=}), keep ("ptx,cubin",
 -- a list, or true for all), dump_dir, cache (boolean), cache_dir (false:
 -- memory only). An Options value passes through unchanged.
+-- @param t optional: a table of options, or an Options value
+-- @return an Options value (o:get(name), o:with(t))
+-- @usage local o = cute.compiler.options({arch = "sm_90a", lineinfo = true})
 function compiler.options(t)
   if getmetatable(t) == Options then return t end
   if t ~= nil and type(t) ~= "table" then err.raise("compiler.options: expected a table, got %s", type(t)) end
@@ -301,6 +314,8 @@ end
 --- Checks the options of table t (names, types, ranges) as compiler.options
 -- does, without reading the environment or asking the GPU for its arch; the
 -- kernels' options are checked so when a kernel is made.
+-- @param t a table of options
+-- @usage check_options({arch = "sm_80", opt = 3})
 local function check_options(t)
   if getmetatable(t) == Options then return end
   if type(t) ~= "table" then err.raise("compiler.options: expected a table, got %s", type(t)) end
@@ -396,12 +411,17 @@ end
 
 --- The target table: {name, cc, arch_specific, ptx_isa, description,
 -- features} per target, features a set of feature names ({WGMMA = true, ...}).
+-- @return a list of target rows
+-- @usage for _, t in ipairs(cute.compiler.archs()) do print(t.name, t.description) end
 function compiler.archs()
   load_targets()
   return arch_cache
 end
 
 --- The row of a target by name ("sm_90a"), or nil and why.
+-- @param name the target's name ("sm_90a")
+-- @return the row, or nil and why
+-- @usage print(cute.compiler.target("sm_90a").ptx_isa)
 function compiler.target(name)
   load_targets()
   local row = arch_by_name[name]
@@ -412,10 +432,16 @@ function compiler.target(name)
 end
 
 --- The target features: a list of {name, what}, in table order.
+-- @return a list of {name, what}
+-- @usage for _, f in ipairs(cute.compiler.features()) do print(f.name) end
 function compiler.features() return load_features() end
 
 --- Whether target `name` has feature `feature` (names as in the tables);
 -- raises on an unknown name.
+-- @param name the target's name
+-- @param feature the feature's name ("WGMMA", ...)
+-- @treturn bool
+-- @usage cute.compiler.target_has("sm_90a", "WGMMA")  -- true
 function compiler.target_has(name, feature)
   local row, why = compiler.target(name)
   if not row then err.raise("compiler.target_has: %s", why) end
@@ -427,6 +453,10 @@ end
 
 --- The refusal of a feature on a target, as C words it: "needs WGMMA,
 -- which sm_90 lacks (sm_90a has it)".
+-- @param name the target's name
+-- @param feature the feature's name
+-- @treturn string
+-- @usage print(cute.compiler.target_needs("sm_90", "WGMMA"))
 function compiler.target_needs(name, feature)
   local row = assert(compiler.target(name))
   local T = require("cute._c").target
@@ -436,6 +466,8 @@ function compiler.target_needs(name, feature)
 end
 
 --- The current GPU's target, or nil and why not.
+-- @return the target's name, or nil and why
+-- @usage local arch = cute.compiler.detect_arch() or "sm_80"
 function compiler.detect_arch()
   local why = ffi.new("char[256]")
   local i = C.arch_detect(why, 256)
@@ -444,6 +476,8 @@ function compiler.detect_arch()
 end
 
 --- "libnvvm 2.0 (NVVM IR 2.0, debug 3.2); nvJitLink 13.0; driver 13.0" (loads the libraries).
+-- @treturn string
+-- @usage print(cute.compiler.versions())
 function compiler.versions()
   local r = new_result()
   if C.versions(r) ~= 0 then fail(r) end
@@ -458,6 +492,8 @@ local build_id_cache
 -- once per process from the files under that directory, as they are then;
 -- modules that the build does not bundle yet are not seen. Returns nil and
 -- why when a file there cannot be read.
+-- @return a string, or nil and why
+-- @usage print(cute.compiler.build_id())
 function compiler.build_id()
   if build_id_cache then return build_id_cache end
   local dir = debug.getregistry()["cutelua.source_dir"] -- what the module searcher reads (src/host/cl_host.c)
@@ -470,6 +506,9 @@ function compiler.build_id()
 end
 
 --- The SHA-256 of a string, as 64 hex digits.
+-- @param s a string
+-- @treturn string
+-- @usage cute.compiler.sha256("abc"):sub(1, 8)  -- "ba7816bf"
 function compiler.sha256(s)
   local hex = ffi.new("char[65]")
   C.sha256_hex(s, #s, hex)
@@ -477,6 +516,9 @@ function compiler.sha256(s)
 end
 
 --- The SASS of a cubin (a string or a compiled module) through nvdisasm or cuobjdump.
+-- @param cubin a cubin (string) or a compiled module
+-- @treturn string
+-- @usage print(cute.compiler.sass(k:compile(x):cubin()))
 function compiler.sass(cubin)
   if type(cubin) == "table" and cubin.cubin then return cubin:sass() end
   if type(cubin) ~= "string" then
@@ -495,6 +537,10 @@ local function check_text(fn, text)
 end
 
 --- NVVM IR text -> PTX text.
+-- @param text the NVVM IR
+-- @param opts optional: compile options
+-- @return the PTX text
+-- @usage local ptx = cute.compiler.nvvm_to_ptx(ll, {arch = "sm_80"})
 function compiler.nvvm_to_ptx(text, opts)
   check_text("nvvm_to_ptx", text)
   opts = compiler.options(opts)
@@ -504,6 +550,10 @@ function compiler.nvvm_to_ptx(text, opts)
 end
 
 --- PTX text -> cubin (a string of bytes) and nvJitLink's info log.
+-- @param ptx the PTX text
+-- @param opts optional: compile options
+-- @return the cubin and the info log
+-- @usage local cubin, log = cute.compiler.ptx_to_cubin(ptx, {arch = "sm_80"})
 function compiler.ptx_to_cubin(ptx, opts)
   check_text("ptx_to_cubin", ptx)
   opts = compiler.options(opts)
@@ -513,6 +563,11 @@ function compiler.ptx_to_cubin(ptx, opts)
 end
 
 --- The cache key (64 hex digits) of a text under options, with an optional salt.
+-- @param text the source text
+-- @param opts optional: compile options
+-- @param salt optional: a string mixed into the key
+-- @treturn string
+-- @usage local key = cute.compiler.cache_key(ptx, {arch = "sm_80"})
 function compiler.cache_key(text, opts, salt)
   check_text("cache_key", text)
   if salt ~= nil and type(salt) ~= "string" then
@@ -525,6 +580,8 @@ function compiler.cache_key(text, opts, salt)
 end
 
 --- Counters of the cache in this process.
+-- @return a table of counters
+-- @usage print(cute.compiler.cache_stats().misses)
 function compiler.cache_stats()
   local s = ffi.new("NvCacheStats")
   C.cache_stats(s)
@@ -538,6 +595,8 @@ end
 
 --- Empties the cache: t.memory (default true) and t.disk (default false;
 -- the directory of t.options or the default options).
+-- @param t optional: {memory =, disk =, options =}
+-- @usage cute.compiler.cache_clear({disk = true})
 function compiler.cache_clear(t)
   t = t or {}
   local opts = compiler.options(t.options)
@@ -547,6 +606,8 @@ function compiler.cache_clear(t)
 end
 
 --- Caps the memory cache at `bytes` (default 256 MiB); the least recently used go first.
+-- @param bytes the limit in bytes
+-- @usage cute.compiler.cache_memory_limit(64 * 1024 * 1024)
 function compiler.cache_memory_limit(bytes)
   if type(bytes) ~= "number" or bytes < 0 then err.raise("compiler.cache_memory_limit: expected a byte count") end
   C.cache_set_memory_limit(bytes)
@@ -588,6 +649,11 @@ end
 -- them, called on a miss after the source function), refresh (true: do not
 -- look in the cache, compile and store over what is there), locate
 -- (function(diag) -> "file:line" for failures C could not map to Lua).
+-- @param source the NVVM IR or PTX text, or a function producing it (on a cache miss)
+-- @param opts optional: compile options
+-- @param info optional: the fields above
+-- @return a compiled module
+-- @usage local m = cute.compiler.compile(ptx_text, {arch = "sm_80"})
 function compiler.compile(source, opts, info)
   info = info or {}
   if type(info) ~= "table" then err.raise("compiler.compile: info must be a table, got %s", type(info)) end
@@ -687,6 +753,11 @@ local job = ffi.new("NvModuleJob")
 -- the IR or NVVM IR is asked for (a dump of them included); info.meta may then
 -- be a function (called after trace, on a miss); info.refresh compiles and
 -- stores over the entry without looking.
+-- @param m the IR module (or nil with info.trace)
+-- @param opts optional: compile options
+-- @param info optional: the fields above
+-- @return a compiled module
+-- @usage local m = cute.compiler.compile_module(irmod, {arch = "sm_80"}, {name = "k"})
 function compiler.compile_module(m, opts, info)
   info = info or {}
   opts = compiler.options(opts)
@@ -753,6 +824,9 @@ function compiler.compile_module(m, opts, info)
 end
 
 --- The compiled module as bytes of one stage ("ptx", "cubin", "log", ...).
+-- @param name the stage: "ptx", "cubin", "log", "meta", ...
+-- @treturn string
+-- @usage local cubin = compiled:stage("cubin")
 function Module:stage(name)
   local cached = rawget(self, "_stage_" .. name)
   if cached then return cached end
@@ -761,12 +835,22 @@ function Module:stage(name)
   return s
 end
 
+--- The PTX text.
+-- @treturn string
+-- @usage print(k:compile(x):ptx())
 function Module:ptx() return self:stage("ptx") end
+--- The cubin (bytes).
+-- @treturn string
+-- @usage io.open("k.cubin", "wb"):write(compiled:cubin())
 function Module:cubin() return self:stage("cubin") end
 --- nvJitLink's info log (ptxas's -v output).
+-- @treturn string
+-- @usage print(compiled:log())
 function Module:log() return self:stage("log") end
 --- The bytes given as info.meta when the module was compiled ("" if none),
 -- also after a cache hit in another process.
+-- @treturn string
+-- @usage local m = compiled:meta()
 function Module:meta() return self:stage("meta") end
 
 -- The IR module behind a Module made by compile_module (traced now if it
@@ -778,6 +862,8 @@ end
 
 --- The printed cutelua IR, when the caller gave it (as text, or as a
 -- function that produces it now, e.g. by tracing the kernel again).
+-- @treturn string
+-- @usage print(k:compile(x):ir())
 function Module:ir()
   local s = part(self._r, "ir")
   if s ~= "" then return s end
@@ -799,6 +885,8 @@ end
 
 --- The NVVM IR compiled (for PTX input: an error). After a cache hit it is
 -- produced again by the source function, when there is one.
+-- @treturn string
+-- @usage print(compiled:ll())
 function Module:ll()
   local s = part(self._r, "ll")
   if s ~= "" then return s end
@@ -817,6 +905,8 @@ function Module:ll()
 end
 
 --- SASS through nvdisasm or cuobjdump (a clear error where neither exists).
+-- @treturn string
+-- @usage print(compiled:sass())
 function Module:sass()
   local s = part(self._r, "sass")
   if s ~= "" then return s end
@@ -825,6 +915,8 @@ function Module:sass()
 end
 
 --- The kernels in the cubin, in symbol table order.
+-- @return a list of names
+-- @usage for _, name in ipairs(compiled:kernels()) do print(name) end
 function Module:kernels()
   if C.cubin_kernels(self._r) ~= 0 then fail(self._r) end
   local out = {}
@@ -838,6 +930,8 @@ local function or_nil(v) v = tonumber(v); return v >= 0 and v or nil end
 -- reachable by name: {name, kind ("kernel"/"function"), arch, registers,
 -- barriers, smem, cmem, stack, spill_stores, spill_loads, compile_ms}.
 -- Fields ptxas did not report are nil.
+-- @return a list of tables, also keyed by name
+-- @usage print(compiled:resources()[1].registers)
 function Module:resources()
   local n = C.report(self._r, nil, 0)
   local k = ffi.new("NvKernelReport[?]", math.max(n, 1))
@@ -856,6 +950,8 @@ function Module:resources()
 end
 
 --- The resource report as a printable table, with the spill warnings.
+-- @treturn string
+-- @usage print(k:compile(x):report())
 function Module:report()
   C.report_text(self._r)
   local w = part(self._r, "warnings")
@@ -863,6 +959,8 @@ function Module:report()
 end
 
 --- The spill warnings, one string per kernel that spills.
+-- @return a list of strings
+-- @usage assert(#compiled:warnings() == 0)
 function Module:warnings()
   C.report_text(self._r)
   local out = {}
@@ -870,10 +968,17 @@ function Module:warnings()
   return out
 end
 
+--- The compile cache's key of the module.
+-- @treturn string
+-- @usage print(compiled:cache_key())
 function Module:cache_key() return self.key end
 
 --- Writes the stages in `keep` (default: the options' keep, else all) to
 -- `dir` (default: the options' dump_dir); returns the paths written.
+-- @param keep optional: the stages to write (a list such as {"ptx", "cubin"}, or true for all)
+-- @param dir optional: the directory
+-- @return a list of paths
+-- @usage compiled:dump({"ptx"}, "/tmp/k")
 function Module:dump(keep, dir)
   local t = { keep = keep or (self.options.c.keep ~= 0 and self.options:get("keep") or true) }
   if dir then t.dump_dir = dir end

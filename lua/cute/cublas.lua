@@ -33,6 +33,8 @@ local g = ffi.new("RtGemm")
 -- spec: a, b, c, m, n, k, lda, ldb, ldc, trans_a, trans_b, dtype (of A and B),
 -- c_dtype (default: dtype; i32 for i8), alpha (1), beta (0), tf32 (false),
 -- batch, stride_a, stride_b, stride_c (elements), stream.
+-- @param spec the call's fields (above)
+-- @usage cute.cublas.gemm({a = A, b = B, c = C, m = m, n = n, k = k, lda = m, ldb = k, ldc = m, dtype = cute.f32})
 function M.gemm(spec)
   local t = dtype.get(spec.dtype or "f32")
   local tc = dtype.get(spec.c_dtype or (t == dtype.i8 and "i32" or t))
@@ -52,6 +54,8 @@ end
 
 --- Row-major C = alpha * op(A) @ op(B) + beta * C (see the module comment).
 -- Row-major X is column-major X^T, so this computes C^T = op(B)^T op(A)^T.
+-- @param spec {a =, b =, c =, m =, n =, k =, trans_a =, trans_b =, alpha =, beta =, dtype =, ...}
+-- @usage cute.cublas.gemm_rowmajor({a = A, b = B, c = C, m = m, n = n, k = k, dtype = cute.f16})
 function M.gemm_rowmajor(spec)
   local m, n, k = spec.m, spec.n, spec.k
   M.gemm {
@@ -92,6 +96,9 @@ end
 
 --- Checks a cuBLASLt matmul spec and returns the filled RtLtMatmul fields as a
 -- table (no GPU needed): the rules cuBLASLt has, named by field.
+-- @param spec the matmul's fields, as for lt_matmul
+-- @return a table of the RtLtMatmul fields
+-- @usage local f = cute.cublas.lt_check({a = A, b = B, d = D, m = m, n = n, k = k, dtype = cute.e4m3})
 function M.lt_check(spec)
   if type(spec) ~= "table" then err.raise("cublas.lt_matmul: expected a table, got %s", type(spec)) end
   local m, n, k = lt_extent(spec, "m"), lt_extent(spec, "n"), lt_extent(spec, "k")
@@ -166,6 +173,8 @@ end
 -- made once), workspace_bytes, stream. fp8 (e4m3, e5m2) needs trans_a = true
 -- and trans_b = false ("TN"). A row-major GEMM C = A @ B (A: M x K, B: K x N
 -- stored N x K) is lt_matmul{a = B, b = A, m = N, n = M, trans_a = true}.
+-- @param spec the matmul's fields (above)
+-- @usage cute.cublas.lt_matmul({a = B, b = A, d = C, m = N, n = M, k = K, trans_a = true, dtype = cute.bf16})
 function M.lt_matmul(spec)
   local r = M.lt_check(spec)
   lt.a_dtype, lt.b_dtype, lt.c_dtype, lt.d_dtype = r.a_dtype.code, r.b_dtype.code, r.c_dtype.code, r.d_dtype.code

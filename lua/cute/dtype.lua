@@ -54,6 +54,9 @@ local FLOAT_LIMITS = { -- largest finite value, and where round-to-nearest reach
 local floor = math.floor
 
 --- A Lua number as text that names it exactly (integers in full, not 1.0995e+12).
+-- @param v a Lua number
+-- @treturn string
+-- @usage cute.dtype.show_number(2 ^ 40)  -- "1099511627776"
 function M.show_number(v)
   if v == floor(v) and math.abs(v) < 1e21 then return string.format("%.0f", v) end
   if v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
@@ -66,6 +69,9 @@ end
 local show_number = M.show_number
 
 --- The values an integer dtype holds, as text ("-128..127").
+-- @param t an integer dtype
+-- @treturn string
+-- @usage cute.dtype.range_text(cute.i8)  -- "-128..127"
 function M.range_text(t)
   if t.kind == "bool" then return "0 or 1" end
   if t.bits == 64 then
@@ -88,6 +94,11 @@ end
 -- FFI take it (booleans of bool as 0/1, 64-bit literals as int64 cdata);
 -- raises at the user's line otherwise, naming the value, the dtype and `what`
 -- (the operation: "tensor store", "cute.i32()", ...).
+-- @param t the dtype
+-- @param x a Lua number, boolean or 64-bit integer cdata
+-- @param what the operation, for messages
+-- @return the value as the IR and the FFI take it
+-- @usage local v = cute.dtype.check_value(cute.i32, 7, "cute.i32()")
 function M.check_value(t, x, what)
   local pre = what and (what .. ": ") or ""
   local kind = t.kind
@@ -134,6 +145,10 @@ end
 local check_value = M.check_value
 
 --- True when the Lua number x is a value of dtype t (check_value's fast path).
+-- @param t the dtype
+-- @param x a Lua number
+-- @treturn bool
+-- @usage cute.dtype.fits(cute.u8, 300)  -- false
 function M.fits(t, x)
   if t.kind == "float" then return x < t.inf_at and x > -t.inf_at or x ~= x or x == math.huge or x == -math.huge end
   return x >= t.lo and x < t.hi and x == floor(x)
@@ -192,9 +207,14 @@ end
 load()
 
 --- All dtypes, in the C table's order.
+-- @return a list of dtypes
+-- @usage for _, dt in ipairs(cute.dtype.all()) do print(dt.name) end
 function M.all() return list end
 
 --- The dtype called `name` ("f32", "BFloat16", ...) or a dtype itself; raises for unknown names.
+-- @param name a dtype's name, or a dtype
+-- @return the dtype
+-- @usage cute.dtype.get("bf16").bits  -- 16
 function M.get(name)
   if getmetatable(name) == Dtype then return name end
   local t = by_name[name]
@@ -206,6 +226,10 @@ function M.get(name)
   return t
 end
 
+--- is_dtype(x): x is a dtype (cute.f32, ...).
+-- @param x any value
+-- @treturn bool
+-- @usage cute.dtype.is_dtype(cute.f32)  -- true
 function M.is_dtype(x) return getmetatable(x) == Dtype end
 
 -- cute.f32, cute.Float32, ... as fields of this module (lua/cute/init.lua's

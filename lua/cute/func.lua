@@ -26,6 +26,10 @@ Func.__index = Func
 local serial = 0
 
 --- A device function. opts: name, ret (the result dtype, when not inferred).
+-- @param fn the function (traced at each call site's argument types)
+-- @param opts optional: {name =, ret = dtype}
+-- @return a device function, callable from kernels
+-- @usage local sq = cute.func(function(x) return x * x end)
 function M.func(fn, opts)
   if type(fn) ~= "function" then err.raise("cute.func: expected a function, got %s", type(fn)) end
   opts = opts or {}

@@ -31,6 +31,10 @@ local U = setmetatable({}, { __name = "Underscore", __tostring = function() retu
 M._ = U
 M.X = U
 
+--- is_tuple(x): x is a tuple (a Lua array of integers, values and tuples; not a layout).
+-- @param x any value
+-- @treturn bool
+-- @usage cute.is_tuple({4, 8})  -- true
 local function is_tuple(x)
   if type(x) ~= "table" then return false end
   local mt = getmetatable(x)
@@ -41,8 +45,15 @@ M.is_tuple = is_tuple
 local function tup(t) return setmetatable(t, TUPLE) end
 
 --- True for an integer leaf (static or dynamic).
+-- @param x any value
+-- @treturn bool
+-- @usage cute.is_int(4)  -- true
 function M.is_int(x) return not is_tuple(x) and arith.is_int(x) end
 
+--- is_underscore(x): x is cute._ (the slice marker, also cute.X).
+-- @param x any value
+-- @treturn bool
+-- @usage cute.is_underscore(cute._)  -- true
 function M.is_underscore(x) return x == U end
 
 --- The deepest nesting of tuples the algebra accepts (a leaf has depth 0,
@@ -72,6 +83,9 @@ end
 
 --- CuTe notation of any value: tuples as (a,(b,c)), leaves as integers,
 -- other objects (layouts, swizzles) through tostring.
+-- @param x a tuple, integer or any object with tostring
+-- @treturn string
+-- @usage cute.pretty_str({4, {2, 3}})  -- "(4,(2,3))"
 local function show(x)
   if type(x) == "number" then return arith.show(x) end
   return show_rec(x, 0, {})
@@ -199,6 +213,9 @@ local function product(t)
 end
 
 --- product(t): the product of the leaves of t.
+-- @param t an integer tuple (or integer)
+-- @return an integer (or a value)
+-- @usage cute.product({4, {2, 3}})  -- 24
 function M.product(t) return product(check_tuple("product", t, "int")) end
 
 --- Mode i (0-based) of t: the element, or t itself for a leaf and i == 0.
@@ -243,6 +260,10 @@ function M.flatten(t)
 end
 
 --- Rebuilds the nesting of `profile` from the flat tuple `flat`.
+-- @param flat a flat tuple with as many leaves as profile
+-- @param profile a tuple giving the nesting
+-- @return a tuple congruent with profile
+-- @usage cute.unflatten({4, 2, 3}, {1, {1, 1}})  -- (4,(2,3))
 function M.unflatten(flat, profile)
   guard("unflatten", flat, "flat tuple")
   guard("unflatten", profile, "profile")
@@ -273,6 +294,11 @@ local function congruent(a, b)
   end
   return true
 end
+--- congruent(a, b): a and b have the same nesting (tuple structure).
+-- @param a a tuple or integer
+-- @param b a tuple or integer
+-- @treturn bool
+-- @usage cute.congruent({4, {2, 3}}, {1, {8, 16}})  -- true
 function M.congruent(a, b) return congruent(guard("congruent", a), guard("congruent", b)) end
 
 --- a is weakly congruent to b: a's nesting is a coarsening of b's (a leaf of
@@ -285,6 +311,11 @@ local function weakly_congruent(a, b)
   end
   return true
 end
+--- weakly_congruent(a, b): a's nesting is a coarsening of b's.
+-- @param a a tuple or integer
+-- @param b a tuple or integer
+-- @treturn bool
+-- @usage cute.weakly_congruent({4, 6}, {4, {2, 3}})  -- true
 function M.weakly_congruent(a, b)
   return weakly_congruent(guard("weakly_congruent", a), guard("weakly_congruent", b))
 end
@@ -322,6 +353,10 @@ local function has_underscore(t)
   end
   return false
 end
+--- has_underscore(t): a coordinate contains cute._ anywhere (a slice).
+-- @param t a tuple or integer
+-- @treturn bool
+-- @usage cute.has_underscore({1, cute._})  -- true
 function M.has_underscore(t) return has_underscore(guard("has_underscore", t)) end
 
 -- Products and divisions ------------------------------------------------------
@@ -371,7 +406,17 @@ local function products(op, f, a, init)
   if init == nil then return f(a, 1) end
   return f(a, check_tuple(op, init, "stride", "init"))
 end
+--- prefix_product(a[, init]): the exclusive prefix products of a's leaves (compact column-major strides).
+-- @param a an integer tuple
+-- @param init optional: the first product (default 1)
+-- @return a tuple congruent with a
+-- @usage cute.prefix_product({4, 8, 2})  -- (1,4,32)
 function M.prefix_product(a, init) return products("prefix_product", prefix_product, a, init) end
+--- suffix_product(a[, init]): the exclusive suffix products of a's leaves (compact row-major strides).
+-- @param a an integer tuple
+-- @param init optional: the last product (default 1)
+-- @return a tuple congruent with a
+-- @usage cute.suffix_product({4, 8, 2})  -- (16,2,1)
 function M.suffix_product(a, init) return products("suffix_product", suffix_product, a, init) end
 M.compact_col_major = M.prefix_product
 M.compact_row_major = M.suffix_product
@@ -398,6 +443,11 @@ local function compact_order(shape, order, op)
   end
   return M.unflatten(tup(d), shape)
 end
+--- compact_order(shape, order): compact strides visiting the modes of shape in increasing order.
+-- @param shape an integer tuple
+-- @param order a tuple congruent with shape
+-- @return the strides, a tuple congruent with shape
+-- @usage cute.compact_order({4, 8}, {1, 0})  -- (8,1)
 function M.compact_order(shape, order)
   check_tuple("compact_order", shape, "shape", "shape")
   check_tuple("compact_order", order, "int", "order")
@@ -436,6 +486,11 @@ local function shape_div(a, b, op)
   if a ~= 0 and arith.mod(b, a) == 0 then return 1 end
   raise("%s: neither of %s and %s divides the other", op, show(a), show(b))
 end
+--- shape_div(a, b): a divided by b mode by mode, each quotient exact (or 1 where the divisor is larger).
+-- @param a an integer tuple
+-- @param b an integer or tuple
+-- @return a tuple congruent with a
+-- @usage cute.shape_div({4, 8}, 8)  -- (1,4)
 function M.shape_div(a, b)
   check_tuple("shape_div", a, "int", "dividend")
   check_tuple("shape_div", b, "shape", "divisor")
@@ -468,6 +523,11 @@ local function check_quotient(op, a, b)
   check_tuple(op, b, "shape", "divisor")
 end
 
+--- ceil_div(a, b): a / b rounded up, mode by mode.
+-- @param a an integer tuple (or integer)
+-- @param b a positive integer or tuple
+-- @return the quotient, congruent with a
+-- @usage cute.ceil_div(100, 16)  -- 7
 function M.ceil_div(a, b)
   check_quotient("ceil_div", a, b)
   return ceil_div(a, b)
@@ -490,6 +550,11 @@ local function round_up(a, b)
   return mul(arith.ceil_div(a, b), b)
 end
 
+--- round_up(a, b): a rounded up to a multiple of b, mode by mode.
+-- @param a an integer tuple (or integer)
+-- @param b a positive integer or tuple
+-- @return congruent with a
+-- @usage cute.round_up(100, 16)  -- 112
 function M.round_up(a, b)
   check_quotient("round_up", a, b)
   return round_up(a, b)
@@ -502,6 +567,10 @@ local function product_each(t)
   for i = 1, #t do r[i] = product(t[i]) end
   return tup(r)
 end
+--- product_each(t): the product of each top-level mode.
+-- @param t an integer tuple
+-- @return a flat tuple (an integer for an integer)
+-- @usage cute.product_each({4, {2, 3}})  -- (4,6)
 function M.product_each(t) return product_each(check_tuple("product_each", t, "int")) end
 
 local function elem_cmp(a, b, strict, op)
@@ -525,7 +594,17 @@ local function compare(op, a, b, strict)
   check_tuple(op, b, "int", "right operand")
   return elem_cmp(a, b, strict, op)
 end
+--- elem_less(a, b): a < b in every element (a may have fewer top-level modes than b).
+-- @param a an integer tuple
+-- @param b an integer tuple
+-- @treturn bool
+-- @usage cute.elem_less({1, 2}, {4, 8})  -- true
 function M.elem_less(a, b) return compare("elem_less", a, b, true) end
+--- elem_leq(a, b): a <= b in every element.
+-- @param a an integer tuple
+-- @param b an integer tuple
+-- @treturn bool
+-- @usage cute.elem_leq({4, 2}, {4, 8})  -- true
 function M.elem_leq(a, b) return compare("elem_leq", a, b, false) end
 
 -- Coordinates ----------------------------------------------------------------

@@ -82,6 +82,9 @@ local check_epoch = 0
 
 --- cute.set_checked(on): launches of kernels traced from now on check every
 -- memory access and assertion (see docs/runtime.md); returns the old setting.
+-- @param on a boolean
+-- @return the previous setting
+-- @usage local old = cute.set_checked(true)
 function M.set_checked(on)
   local old = checked_default
   checked_default = on and true or false
@@ -171,6 +174,11 @@ M._check_options = check_options
 -- kernel's IR, so that the compile cache is asked before tracing; see
 -- docs/compiler.md), and compile options (arch, opt, lineinfo,
 -- ptxas_options, max_registers, ...; see cute.compiler).
+-- @param a the kernel's name (a string), or the function
+-- @param b the function, or the options
+-- @param c the options (with a name first)
+-- @return a kernel object (k:launch, k{...}(...), k:compile, k:with, k:ir)
+-- @usage local k = cute.kernel("add", function(x, y) ... end, {max_threads = 256})
 function M.kernel(a, b, c)
   local name, fn, opts
   if type(a) == "string" then
@@ -216,6 +224,9 @@ end
 function Kernel:__tostring() return "cute.kernel(" .. self.name .. ")" end
 
 --- A view of the kernel with other options (its own specialisations).
+-- @param opts the options to change (as for cute.kernel)
+-- @return a kernel object
+-- @usage local k80 = k:with({arch = "sm_80"})
 function Kernel:with(opts)
   if type(opts) ~= "table" or getmetatable(opts) then
     err.raise("%s:with: expected a table of kernel options, e.g. k:with{arch = \"sm_90a\", opt = 2}, got %s; "
@@ -240,12 +251,18 @@ end
 -- tensors from cute.fake_tensor, scalars) without launching or needing a GPU.
 -- Returns the compiled handle: :ir(), :ll(), :ptx(), :cubin(), :sass(),
 -- :resources(), :report(), :cache_key().
+-- @param ... the arguments, as for a launch
+-- @return the compiled handle
+-- @usage print(k:compile(cute.fake_tensor(cute.f32, 1024)):ptx())
 function Kernel:compile(...)
   local spec = self:_specialise(select("#", ...), ...)
   return spec.compiled
 end
 
 --- The IR of the specialisation for these arguments, as text.
+-- @param ... the arguments, as for a launch
+-- @treturn string
+-- @usage print(k:ir(cute.fake_tensor(cute.f32, 1024)))
 function Kernel:ir(...)
   return self:compile(...):ir()
 end
@@ -314,6 +331,9 @@ end
 
 --- Launches: k:launch({grid=, block=, smem=, cluster=, stream=}, args...).
 -- The dynamic shared memory the kernel carved is added to cfg.smem.
+-- @param cfg the configuration: {grid =, block =, smem =, cluster =, stream =}
+-- @param ... the kernel's arguments
+-- @usage k:launch({grid = {n / 256}, block = {256}}, x, y)
 function Kernel:launch(cfg, ...)
   local n = select("#", ...)
   local spec = self.last
@@ -363,6 +383,9 @@ end
 -- what is traced (a block size passed as cute.constexpr): at most
 -- max_threads threads a block, and (optional) at least min_blocks blocks
 -- resident an SM. They override the kernel's max_threads/min_blocks options.
+-- @param max_threads the most threads a block, 1-1024
+-- @param min_blocks optional: the fewest resident blocks an SM
+-- @usage cute.launch_bounds(block_size)
 function M.launch_bounds(max_threads, min_blocks)
   local T = core.current()
   if not T or T.kind ~= "kernel" then err.raise("cute.launch_bounds: only inside a kernel being traced") end

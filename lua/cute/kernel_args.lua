@@ -26,6 +26,9 @@ A.constexpr = setmetatable({}, {
 
 local StaticMark = { __name = "static" }
 --- The tensor with its whole layout compile-time (specialised on every extent and stride).
+-- @param t a device tensor (or fake tensor)
+-- @return the tensor marked static, as a kernel argument
+-- @usage k:compile(cute.static(cute.fake_tensor(cute.f32, {16, 16})))
 function A.static(t) return setmetatable({ tensor = t }, StaticMark) end
 
 -- ---------------------------------------------------------------------------
@@ -247,6 +250,11 @@ local function make_params(trace, specs, names, checked)
         layout_t = L.make_layout(shape, stride)
       end
       args[i] = ttensor.make_tensor(p, layout_t, s.dtype)
+      -- named as the user named the parameter, in error messages (with the argument's shape)
+      if names[i] and names[i] ~= "..." then
+        rawset(args[i], "name", names[i])
+        rawset(args[i], "arg_shape", L.shape(layout))
+      end
       tensors[#tensors + 1] = { arg = i, ptr = p, name = names[i] or ("#" .. i) }
     end
   end

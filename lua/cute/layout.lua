@@ -45,7 +45,15 @@ Composed.__index = composed_methods
 
 local function new(shape, stride) return setmetatable({ shape = shape, stride = stride }, Layout) end
 
+--- is_layout(x): x is a Layout (shape:stride).
+-- @param x any value
+-- @treturn bool
+-- @usage assert(cute.is_layout(cute.make_layout(4)))
 local function is_layout(x) return getmetatable(x) == Layout end
+--- is_composed_layout(x): x is a ComposedLayout (inner o offset o outer).
+-- @param x any value
+-- @treturn bool
+-- @usage cute.is_composed_layout(cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, L))
 local function is_composed(x) return getmetatable(x) == Composed end
 M.is_layout = is_layout
 --- is_composed_layout(x): x is a ComposedLayout (inner o offset o outer).
@@ -139,6 +147,11 @@ M.LayoutRight = setmetatable({}, { __name = "LayoutRight", __tostring = function
 --- make_layout(shape[, stride]): stride a congruent tuple, LayoutLeft
 -- (compact column-major, the default) or LayoutRight (compact row-major).
 -- make_layout(L1, L2, ...): the layout whose k-th mode is Lk.
+-- @param shape an integer or nested tuple of integers (or a Layout: the first mode of make_layout(L1, L2, ...))
+-- @param stride a tuple congruent with shape, LayoutLeft or LayoutRight (default LayoutLeft)
+-- @param ... further layouts (the form make_layout(L1, L2, ...))
+-- @treturn Layout
+-- @usage local L = cute.make_layout({4, 8}, {8, 1})  -- (4,8):(8,1)
 function M.make_layout(shape, stride, ...)
   if is_layout(shape) then
     local ls = { shape, stride, ... }
@@ -166,6 +179,10 @@ end
 
 --- A layout with compact strides visiting the modes in increasing `order`
 -- (congruent with shape); no order: column-major.
+-- @param shape an integer or nested tuple
+-- @param order a tuple congruent with shape: the rank of each mode in stride order (default column-major)
+-- @treturn Layout
+-- @usage cute.make_ordered_layout({4, 8, 2}, {1, 0, 2})  -- (4,8,2):(8,1,32)
 function M.make_ordered_layout(shape, order)
   check_tuple("make_ordered_layout", shape, "shape", "shape")
   if order == nil then return new(copy(shape), prefix_product(shape, 1)) end
@@ -193,6 +210,9 @@ end
 
 --- The layout mapping each coordinate of `shape` to itself: strides are
 -- ScaledBases (1@0, 1@1, ...), so L(i) is the natural coordinate of i.
+-- @param shape an integer or nested tuple
+-- @treturn Layout
+-- @usage cute.make_identity_layout({4, 8})(5)  -- (1,1)
 function M.make_identity_layout(shape)
   check_tuple("make_identity_layout", shape, "shape", "shape")
   shape = copy(shape)
@@ -200,6 +220,9 @@ function M.make_identity_layout(shape)
   return new(shape, basis_like(shape, {}))
 end
 --- make_basis_like(shape): the ScaledBasis strides of make_identity_layout(shape).
+-- @param shape an integer or nested tuple
+-- @return a tuple of ScaledBasis, congruent with shape
+-- @usage cute.make_basis_like({4, 8})  -- (1@0,1@1)
 function M.make_basis_like(shape)
   check_tuple("make_basis_like", shape, "shape", "shape")
   if not is_tuple(shape) then return 1 end
@@ -259,6 +282,10 @@ function M.stride(x, ...)
 end
 
 --- get(x, i, ...): the sub-layout (or tuple element) at a 0-based mode path.
+-- @param x a Layout or tuple
+-- @param ... the 0-based mode indices of the path
+-- @return a Layout (or tuple element)
+-- @usage cute.get(cute.make_layout({4, {2, 3}}), 1, 0)  -- 2:4
 function M.get(x, ...)
   if is_layout(x) then return new(sub_layout(x, "get", ...)) end
   if is_composed(x) then raise("get: mode access on a ComposedLayout (%s) is not supported", tostring(x)) end
@@ -277,6 +304,10 @@ function M.cosize(x, ...)
   return add(last, 1)
 end
 
+--- is_static(x): every extent and stride of a layout (or every element of a tuple) is a Lua number.
+-- @param x a Layout or tuple
+-- @treturn bool
+-- @usage cute.is_static(cute.make_layout({4, 8}))  -- true
 function M.is_static(x)
   if is_layout(x) then return iti.is_static(x.shape) and iti.is_static(x.stride) end
   return it.is_static(x)
@@ -304,9 +335,30 @@ local function both(op, f, x, ...)
   return f(x, ...)
 end
 
+--- flatten(L): the layout (or tuple) with its nested modes made top-level.
+-- @param x a Layout or tuple
+-- @return a Layout or tuple of rank the number of leaves
+-- @usage cute.flatten(cute.make_layout({4, {2, 3}}))  -- (4,2,3):(1,4,8)
 function M.flatten(x) return both("flatten", it.flatten, x) end
+--- take(L, b, e): the modes b .. e-1 (0-based) of a layout or tuple.
+-- @param x a Layout or tuple
+-- @param b the first mode (0-based)
+-- @param e one past the last mode
+-- @return a Layout or tuple
+-- @usage cute.take(cute.make_layout({4, 8, 2}), 1, 3)  -- (8,2):(4,32)
 function M.take(x, b, e) return both("take", it.take, x, b, e) end
+--- select(L, idx): the modes of a layout or tuple listed in idx, in that order.
+-- @param x a Layout or tuple
+-- @param idx a list of 0-based mode indices
+-- @return a Layout or tuple
+-- @usage cute.select(cute.make_layout({4, 8, 2}), {2, 0})  -- (2,4):(32,1)
 function M.select(x, idx) return both("select", it.select, x, idx) end
+--- group_modes(L, b, e): the modes b .. e-1 (0-based) gathered into one mode.
+-- @param x a Layout or tuple
+-- @param b the first mode (0-based)
+-- @param e one past the last mode
+-- @return a Layout or tuple
+-- @usage cute.group_modes(cute.make_layout({4, 8, 2}), 0, 2)  -- ((4,8),2):((1,4),32)
 function M.group_modes(x, b, e) return both("group_modes", it.group_modes, x, b, e) end
 
 local UNIT = nil -- the layout 1:0, built below
@@ -318,10 +370,25 @@ local function cat(op, f, x, y, n)
   return new(f(x.shape, y.shape, n), f(x.stride, y.stride, n))
 end
 --- append(L, M[, n]): L with the mode M added last (with n: repeated up to rank n; M defaults to 1:0).
+-- @param x a Layout or tuple
+-- @param y the mode to add (a Layout or tuple element)
+-- @param n optional: the rank to pad up to
+-- @return a Layout or tuple
+-- @usage cute.append(cute.make_layout(4), cute.make_layout(8, 4))  -- (4,8):(1,4)
 function M.append(x, y, n) return cat("append", it.append, x, y, n) end
+--- prepend(L, M[, n]): L with the mode M added first (with n: repeated up to rank n; M defaults to 1:0).
+-- @param x a Layout or tuple
+-- @param y the mode to add (a Layout or tuple element)
+-- @param n optional: the rank to pad up to
+-- @return a Layout or tuple
+-- @usage cute.prepend(cute.make_layout(4), cute.make_layout(8, 4))  -- (8,4):(4,1)
 function M.prepend(x, y, n) return cat("prepend", it.prepend, x, y, n) end
 
 --- dice(proj, x): the modes of x where proj is not _ (cute.X).
+-- @param proj a tuple of integers and cute._ (cute.X), congruent with x
+-- @param x a Layout or tuple
+-- @return a Layout or tuple
+-- @usage cute.dice({1, cute._}, cute.make_layout({4, 8}))  -- (4):(1)
 function M.dice(proj, x) return both("dice", function(t) return it.dice(proj, t) end, x) end
 
 -- Coalesce and filter ---------------------------------------------------------
@@ -383,6 +450,10 @@ end
 -- modes dropped, contiguous neighbours merged; 1:0 if nothing is left). With
 -- a profile, by mode: the result keeps L's top-level modes and coalesces
 -- mode k as profile[k] says (an integer: the whole mode; a tuple: recurse).
+-- @tparam Layout l the layout
+-- @param profile optional: a tuple saying which modes to coalesce
+-- @treturn Layout
+-- @usage cute.coalesce(cute.make_layout({2, 4}))  -- 8:1
 function M.coalesce(l, profile)
   check_layout("coalesce", l)
   guard("coalesce", profile, "profile")
@@ -401,6 +472,9 @@ local function zero_extents(s, d) -- shape with the extents of stride-0 modes se
 end
 
 --- filter_zeros(L): L with the extent of every stride-0 mode set to 1.
+-- @tparam Layout l the layout
+-- @treturn Layout
+-- @usage cute.filter_zeros(cute.make_layout({4, 8}, {1, 0}))  -- (4,1):(1,0)
 function M.filter_zeros(l)
   check_layout("filter_zeros", l)
   return new(zero_extents(l.shape, l.stride), l.stride)
@@ -410,6 +484,10 @@ local function filter_whole(shape, stride) return coalesce_whole(zero_extents(sh
 
 --- filter(L[, profile]): coalesce(filter_zeros(L)): only the modes that
 -- move; 1:0 if none does. With a profile, by mode as coalesce.
+-- @tparam Layout l the layout
+-- @param profile optional: a tuple saying which modes to filter
+-- @treturn Layout
+-- @usage cute.filter(cute.make_layout({4, 8}, {1, 0}))  -- 4:1
 function M.filter(l, profile)
   check_layout("filter", l)
   guard("filter", profile, "profile")
@@ -436,6 +514,11 @@ end
 --- slice_and_offset(coord, L): the layout of the modes where coord has _
 -- (flattened, as CuTe does) and the offset of the fixed part of coord.
 -- A coordinate without _ gives 1:0 and L(coord).
+-- @param c a coordinate, cute._ in the modes kept
+-- @tparam Layout l the layout
+-- @param op optional: the operation named in errors
+-- @return the sliced Layout and the offset (a number or a traced value)
+-- @usage local s, off = cute.slice_and_offset({cute._, 2}, cute.make_layout({4, 8}))  -- (4):(1), 8
 slice_and_offset = function(c, l, op)
   op = op or "slice_and_offset"
   if is_composed(l) then
@@ -454,17 +537,31 @@ end
 M.slice_and_offset = slice_and_offset
 
 --- slice_(L, coord): the sub-layout selected by the _ entries of coord.
+-- @tparam Layout l the layout
+-- @param c a coordinate, cute._ in the modes kept
+-- @treturn Layout
+-- @usage cute.slice_(cute.make_layout({4, 8}), {cute._, 2})  -- (4):(1)
 function M.slice_(l, c) return (slice_and_offset(c, l, "slice_")) end
 
 -- Coordinates -------------------------------------------------------------------
 
 --- crd2idx(coord, L) or crd2idx(coord, shape[, stride]).
+-- @param c a coordinate (an integer index or a tuple congruent with the shape)
+-- @param s a Layout, or a shape
+-- @param d the stride, with a shape (default column-major)
+-- @return the offset
+-- @usage cute.crd2idx({1, 2}, cute.make_layout({4, 8}))  -- 9
 function M.crd2idx(c, s, d)
   if is_layout(s) then return eval(s, c, "crd2idx") end
   return it.crd2idx(c, s, d)
 end
 
 --- idx2crd(idx, shape[, stride]) or idx2crd(idx, L) (= idx2crd(idx, shape(L), stride(L))).
+-- @param idx an integer index
+-- @param s a Layout, or a shape
+-- @param d the stride, with a shape (default column-major)
+-- @return the coordinate, congruent with the shape
+-- @usage cute.idx2crd(9, {4, 8})  -- (1,2)
 function M.idx2crd(idx, s, d)
   if is_layout(s) then return idx2crd_op(idx, s.shape, s.stride, "idx2crd") end
   return it.idx2crd(idx, s, d)
@@ -473,6 +570,11 @@ end
 -- ComposedLayout ----------------------------------------------------------------
 
 --- make_composed_layout(inner, offset, outer): the layout c -> inner(offset + outer(c)).
+-- @param inner a function of an offset: a Swizzle or a Layout
+-- @param offset an integer added before inner
+-- @tparam Layout outer the layout of the coordinates
+-- @return a ComposedLayout
+-- @usage cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout({8, 64}, {64, 1}))
 function M.make_composed_layout(inner, offset, outer)
   if type(inner) ~= "function" and not (getmetatable(inner) and getmetatable(inner).__call) then
     raise("make_composed_layout: inner %s is not a function of an offset (a Swizzle or a layout)", show(inner))
@@ -804,6 +906,10 @@ local function complement_pub(l, c) return complement(l, c, "complement") end
 --- complement(L[, cotarget]): the layout C, sorted by stride, such that
 -- (L, C) is injective and its image covers [0, cotarget) (default 1: only
 -- the holes of L are filled). Stride-0 and size-1 modes of L are ignored.
+-- @tparam Layout l the layout
+-- @param cotarget optional: the size of the codomain to cover (default 1)
+-- @treturn Layout
+-- @usage cute.complement(cute.make_layout(4, 2), 16)  -- (2,2):(1,8)
 function M.complement(l, cotarget)
   check_layout("complement", l)
   if cotarget == nil then
@@ -854,6 +960,10 @@ end
 
 local function right_inverse_pub(l) return right_inverse(l, "right_inverse") end
 
+--- right_inverse(L): the layout R with L(R(i)) == i for i in the largest prefix of L's image it can cover.
+-- @tparam Layout l the layout
+-- @treturn Layout
+-- @usage cute.right_inverse(cute.make_layout({4, 8}, {8, 1}))  -- (8,4):(4,1)
 function M.right_inverse(l)
   check_layout("right_inverse", l)
   return cached("right_inverse", right_inverse_pub, l)
@@ -867,6 +977,10 @@ local function left_inverse(l)
   return right_inverse(new(tup { l.shape, c.shape }, tup { l.stride, c.stride }), "left_inverse")
 end
 
+--- left_inverse(L): the layout R with R(L(c)) == c for every coordinate of an injective L.
+-- @tparam Layout l the layout
+-- @treturn Layout
+-- @usage cute.left_inverse(cute.make_layout({4, 8}, {8, 1}))
 function M.left_inverse(l)
   check_layout("left_inverse", l)
   return cached("left_inverse", left_inverse, l)
@@ -874,20 +988,67 @@ end
 
 -- Methods -------------------------------------------------------------------------
 
+--- L:size(i, ...): cute.size of the layout (of mode i, ...).
+-- @tparam Layout l the layout
+-- @param ... an optional 0-based mode path
+-- @return the number of coordinates
+-- @usage L:size()
 function methods.size(l, ...) return M.size(l, ...) end
+--- L:rank(i, ...): cute.rank of the layout (of mode i, ...).
+-- @tparam Layout l the layout
+-- @param ... an optional 0-based mode path
+-- @return the number of top-level modes
+-- @usage L:rank()
 function methods.rank(l, ...) return M.rank(l, ...) end
+--- L:depth(i, ...): cute.depth of the layout (of mode i, ...).
+-- @tparam Layout l the layout
+-- @param ... an optional 0-based mode path
+-- @return the nesting depth of the shape
+-- @usage L:depth()
 function methods.depth(l, ...) return M.depth(l, ...) end
+--- L:cosize(i, ...): cute.cosize of the layout (of mode i, ...).
+-- @tparam Layout l the layout
+-- @param ... an optional 0-based mode path
+-- @return L(size(L) - 1) + 1
+-- @usage L:cosize()
 function methods.cosize(l, ...) return M.cosize(l, ...) end
+--- L:coalesce([profile]): cute.coalesce(L, profile).
+-- @tparam Layout l the layout
+-- @param p optional: a profile (see cute.coalesce)
+-- @treturn Layout
+-- @usage L:coalesce()
 function methods.coalesce(l, p) return M.coalesce(l, p) end
+--- L:filter([profile]): cute.filter(L, profile).
+-- @tparam Layout l the layout
+-- @param p optional: a profile (see cute.filter)
+-- @treturn Layout
+-- @usage L:filter()
 function methods.filter(l, p) return M.filter(l, p) end
+--- L:flatten(): cute.flatten(L).
+-- @tparam Layout l the layout
+-- @treturn Layout
+-- @usage L:flatten()
 function methods.flatten(l) return M.flatten(l) end
+--- L:get(i, ...): cute.get(L, i, ...), the sub-layout at a 0-based mode path.
+-- @tparam Layout l the layout
+-- @param ... the 0-based mode indices
+-- @treturn Layout
+-- @usage L:get(1)
 function methods.get(l, ...) return M.get(l, ...) end
 
 --- L:get_hier_coord(i): the coordinate c with L(c) == i for a compact L.
+-- @tparam Layout l the layout
+-- @param i an integer index
+-- @return the hierarchical coordinate
+-- @usage cute.make_layout({4, 8}):get_hier_coord(9)  -- (1,2)
 function methods.get_hier_coord(l, i) return idx2crd_op(i, l.shape, l.stride, "get_hier_coord", true) end
 
 --- L:get_flat_coord(i): get_hier_coord with each top-level mode's coordinate
 -- made a 1-D index into that mode.
+-- @tparam Layout l the layout
+-- @param i an integer index
+-- @return a tuple with one integer per top-level mode
+-- @usage L:get_flat_coord(9)
 function methods.get_flat_coord(l, i)
   local c = idx2crd_op(i, l.shape, l.stride, "get_flat_coord", true)
   if not is_tuple(l.shape) then return c end
@@ -899,6 +1060,10 @@ function methods.get_flat_coord(l, i)
 end
 
 --- L:get_1d_coord(i): get_hier_coord as a column-major index into L's shape.
+-- @tparam Layout l the layout
+-- @param i an integer index
+-- @return an integer
+-- @usage L:get_1d_coord(9)
 function methods.get_1d_coord(l, i)
   local c = idx2crd_op(i, l.shape, l.stride, "get_1d_coord", true)
   return crd2idx_op(c, l.shape, prefix_product(l.shape, 1), "get_1d_coord")
@@ -906,21 +1071,63 @@ end
 
 --- L:compose(B, ...): composition(L, B), or with several tilers, composition
 -- with the by-mode tiler (B, ...).
+-- @tparam Layout l the layout
+-- @param b the tiler: a Layout, shape or tuple of them
+-- @param ... further tilers, one per mode
+-- @treturn Layout
+-- @usage L:compose(cute.make_layout(4, 2))
 function methods.compose(l, b, ...)
   if select("#", ...) > 0 then b = { b, ... } end
   return M.composition(l, b)
 end
 
 --- L:with_shape(shape): L reshaped, composition(L, make_layout(shape)).
+-- @tparam Layout l the layout
+-- @param shape the new shape (size at most size(L))
+-- @treturn Layout
+-- @usage cute.make_layout(32):with_shape({4, 8})  -- (4,8):(1,4)
 function methods.with_shape(l, shape) return M.composition(l, M.make_layout(shape)) end
 
+--- L:complement([cotarget]): cute.complement(L, cotarget).
+-- @tparam Layout l the layout
+-- @param c optional: the cotarget
+-- @treturn Layout
+-- @usage L:complement(64)
 function methods.complement(l, c) return M.complement(l, c) end
+--- L:right_inverse(): cute.right_inverse(L).
+-- @tparam Layout l the layout
+-- @treturn Layout
+-- @usage L:right_inverse()
 function methods.right_inverse(l) return M.right_inverse(l) end
+--- L:left_inverse(): cute.left_inverse(L).
+-- @tparam Layout l the layout
+-- @treturn Layout
+-- @usage L:left_inverse()
 function methods.left_inverse(l) return M.left_inverse(l) end
+--- L:slice(coord): cute.slice_(L, coord), the modes where coord has cute._.
+-- @tparam Layout l the layout
+-- @param c a coordinate with cute._ in the modes kept
+-- @treturn Layout
+-- @usage L:slice({cute._, 2})
 function methods.slice(l, c) return M.slice_(l, c) end
 
+--- C:size(i, ...): cute.size of a ComposedLayout (of mode i, ...).
+-- @param l the ComposedLayout
+-- @param ... an optional 0-based mode path
+-- @return the number of coordinates
+-- @usage C:size()
 function composed_methods.size(l, ...) return M.size(l, ...) end
+--- C:rank(i, ...): cute.rank of a ComposedLayout (of mode i, ...).
+-- @param l the ComposedLayout
+-- @param ... an optional 0-based mode path
+-- @return the number of top-level modes
+-- @usage C:rank()
 function composed_methods.rank(l, ...) return M.rank(l, ...) end
+--- C:depth(i, ...): cute.depth of a ComposedLayout (of mode i, ...).
+-- @param l the ComposedLayout
+-- @param ... an optional 0-based mode path
+-- @return the nesting depth
+-- @usage C:depth()
 function composed_methods.depth(l, ...) return M.depth(l, ...) end
 composed_methods.compose = methods.compose
 composed_methods.with_shape = methods.with_shape

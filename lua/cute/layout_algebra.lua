@@ -65,6 +65,10 @@ end
 --- max_common_layout(A, B): the layout C of the largest contiguous vector
 -- A and B share: A(C(i)) == B(C(i)) == i for every i < size(C). Where
 -- A o right_inverse(B) is not defined, the safe answer 1:0.
+-- @tparam Layout a a layout
+-- @tparam Layout b a layout
+-- @treturn Layout
+-- @usage cute.max_common_layout(cute.make_layout({4, 8}), cute.make_layout({4, 8}))  -- 32:1
 function M.max_common_layout(a, b)
   local op = "max_common_layout"
   check_layout(op, a, "A")
@@ -77,6 +81,10 @@ end
 
 --- max_common_vector(A, B): the number of elements of that vector (size of
 -- max_common_layout), 1 where nothing more is shared.
+-- @tparam Layout a a layout
+-- @tparam Layout b a layout
+-- @return an integer
+-- @usage cute.max_common_vector(cute.make_layout({4, 8}), cute.make_layout({4, 8}, {8, 1}))  -- 1
 function M.max_common_vector(a, b)
   local op = "max_common_vector"
   check_layout(op, a, "A")
@@ -214,12 +222,32 @@ end
 
 --- logical_product(A, B) = (A, composition(complement(A, size(A)*cosize(B)), B)):
 -- A repeated in the arrangement B. By mode for a tuple tiler.
+-- @function logical_product
+-- @param a a Layout (or ComposedLayout)
+-- @param t the layout B (or a tiler)
+-- @return a Layout
+-- @usage cute.logical_product(cute.make_layout(2), cute.make_layout(3))  -- (2,3):(1,2)
 M.logical_product = family("logical_product", lproduct)
 --- zipped_product: ((A modes...), (product modes..., other modes)).
+-- @function zipped_product
+-- @param a a Layout (or ComposedLayout)
+-- @param t the layout B (or a tiler)
+-- @return a Layout
+-- @usage cute.zipped_product(cute.make_layout({2, 2}), cute.make_layout({3, 4}))
 M.zipped_product = family("zipped_product", lproduct, as_is)
 --- tiled_product: ((A modes...), product modes..., other modes).
+-- @function tiled_product
+-- @param a a Layout (or ComposedLayout)
+-- @param t the layout B (or a tiler)
+-- @return a Layout
+-- @usage cute.tiled_product(cute.make_layout({2, 2}), cute.make_layout({3, 4}))
 M.tiled_product = family("tiled_product", lproduct, tiled)
 --- flat_product: (A modes..., product modes..., other modes).
+-- @function flat_product
+-- @param a a Layout (or ComposedLayout)
+-- @param t the layout B (or a tiler)
+-- @return a Layout
+-- @usage cute.flat_product(cute.make_layout({2, 2}), cute.make_layout({3, 4}))
 M.flat_product = family("flat_product", lproduct, flat)
 
 local function pad(l, r)
@@ -252,11 +280,20 @@ end
 local function blocked(a, b) return block_rake(a, b, "blocked_product", false) end
 local function raked(a, b) return block_rake(a, b, "raked_product", true) end
 
+--- blocked_product(A, B): mode k is (A_k, P_k): A's block repeated as B arranges it (CuTe's blocked_product).
+-- @param a a Layout (or ComposedLayout): the block
+-- @tparam Layout b the arrangement of the blocks
+-- @treturn Layout
+-- @usage cute.blocked_product(cute.make_layout({2, 2}), cute.make_layout({3, 4}))  -- ((2,3),(2,4)):((1,4),(2,12))
 function M.blocked_product(a, b)
   if is_composed(a) then return rewrap(a, M.blocked_product(a.outer, b)) end
   return cached("blocked_product", blocked, a, b)
 end
 --- raked_product(A, B): mode k is (P_k, A_k): the blocks interleaved.
+-- @param a a Layout (or ComposedLayout): the block
+-- @tparam Layout b the arrangement of the blocks
+-- @treturn Layout
+-- @usage cute.raked_product(cute.make_layout({2, 2}), cute.make_layout({3, 4}))
 function M.raked_product(a, b)
   if is_composed(a) then return rewrap(a, M.raked_product(a.outer, b)) end
   return cached("raked_product", raked, a, b)

@@ -171,9 +171,16 @@ end
 
 --- The table of offsets of a rank-1 or rank-2 layout, as a string
 -- (opts: {max_cells = N}, see above).
+-- @tparam Layout l a rank-1 or rank-2 layout
+-- @param opts optional: {max_cells = N}
+-- @treturn string
+-- @usage print(cute.format_layout(cute.make_layout({4, 8})))
 function M.format_layout(l, opts) return format_layout(l, opts, "format_layout") end
 
 --- Prints the table of offsets of a layout.
+-- @tparam Layout l a rank-1 or rank-2 layout
+-- @param opts optional: {max_cells = N}
+-- @usage cute.print_layout(cute.make_layout({4, 8}, {8, 1}))
 function M.print_layout(l, opts)
   local s = format_layout(l, opts, "print_layout")
   io.write(s)
@@ -185,8 +192,18 @@ local function format_layout_tv(tv, tile_mn, opts, op)
 end
 
 --- The T<thread>V<value> table of a thread-value layout over tile_mn, as a string.
+-- @tparam Layout tv the (thread, value) -> coordinate layout
+-- @param tile_mn the tile's shape {M, N}
+-- @param opts optional: {max_cells = N}
+-- @treturn string
+-- @usage print(cute.format_layout_tv(tv, {16, 8}))
 function M.format_layout_tv(tv, tile_mn, opts) return format_layout_tv(tv, tile_mn, opts, "format_layout_tv") end
 
+--- Prints the T<thread>V<value> table of a thread-value layout over tile_mn.
+-- @tparam Layout tv the (thread, value) -> coordinate layout
+-- @param tile_mn the tile's shape {M, N}
+-- @param opts optional: {max_cells = N}
+-- @usage cute.print_layout_tv(cute.make_layout_tv(thr, val), {8, 8})
 function M.print_layout_tv(tv, tile_mn, opts)
   local s = format_layout_tv(tv, tile_mn, opts, "print_layout_tv")
   io.write(s)
@@ -269,6 +286,10 @@ local function svg_layout(l, opts, op)
 end
 
 --- The SVG picture of a rank-1 or rank-2 layout (colour by offset).
+-- @tparam Layout l a rank-1 or rank-2 layout
+-- @param opts optional: {max_cells = N}
+-- @treturn string the SVG document
+-- @usage local svg = cute.svg_layout(cute.make_layout({4, 8}))
 function M.svg_layout(l, opts) return svg_layout(l, opts, "svg_layout") end
 
 -- print_svg(x, path, opts) and print_svg(x, opts): a table in the place of
@@ -283,6 +304,11 @@ end
 
 --- Writes the SVG picture of a layout to `path` (stdout without one);
 -- returns the path.
+-- @tparam Layout l a rank-1 or rank-2 layout
+-- @param path optional: the file to write
+-- @param opts optional: {max_cells = N}
+-- @return the path
+-- @usage cute.print_svg(cute.make_layout({4, 8}), "layout.svg")
 function M.print_svg(l, path, opts)
   path, opts = path_opts(path, opts, "print_svg")
   return write(svg_layout(l, opts, "print_svg"), path, "print_svg")
@@ -327,12 +353,21 @@ end
 
 --- The LaTeX (TikZ, standalone document) picture of a rank-1 or rank-2
 -- layout, as CuTe's print_latex draws it: the offset in each cell, coloured by offset.
+-- @tparam Layout l a rank-1 or rank-2 layout
+-- @param opts optional: {max_cells = N}
+-- @treturn string the LaTeX document
+-- @usage local tex = cute.latex_layout(cute.make_layout({4, 8}))
 function M.latex_layout(l, opts)
   local rows, cols, cells = layout_cells(l, "latex_layout", opts)
   return tex_grid(tostring(l), rows, cols, cells, function(c) return c.key % 8 + 1 end)
 end
 
 --- Writes latex_layout(l) to `path` (stdout without one); returns the path.
+-- @tparam Layout l a rank-1 or rank-2 layout
+-- @param path optional: the file to write
+-- @param opts optional: {max_cells = N}
+-- @return the path
+-- @usage cute.print_latex(cute.make_layout({4, 8}), "layout.tex")
 function M.print_latex(l, path, opts)
   path, opts = path_opts(path, opts, "print_latex")
   local rows, cols, cells = layout_cells(l, "print_latex", opts)
@@ -341,12 +376,23 @@ end
 
 --- The LaTeX picture of a thread-value layout over tile_mn: T<thread>V<value>
 -- in each cell, coloured by thread (CuTe's print_latex_tv).
+-- @tparam Layout tv the (thread, value) -> coordinate layout
+-- @param tile_mn the tile's shape {M, N}
+-- @param opts optional: {max_cells = N}
+-- @treturn string the LaTeX document
+-- @usage local tex = cute.latex_tv(tv, {16, 8})
 function M.latex_tv(tv, tile_mn, opts)
   local rows, cols, cells = tv_cells(tv, tile_mn, "latex_tv", opts)
   return tex_grid(tostring(tv) .. " over " .. show(tile_mn), rows, cols, cells, function(c) return c.key % 16 + 1 end)
 end
 
 --- Writes latex_tv(tv, tile_mn) to `path` (stdout without one); returns the path.
+-- @tparam Layout tv the (thread, value) -> coordinate layout
+-- @param tile_mn the tile's shape {M, N}
+-- @param path optional: the file to write
+-- @param opts optional: {max_cells = N}
+-- @return the path
+-- @usage cute.print_latex_tv(tv, {16, 8}, "tv.tex")
 function M.print_latex_tv(tv, tile_mn, path, opts)
   path, opts = path_opts(path, opts, "print_latex_tv")
   return write(M.latex_tv(tv, tile_mn, opts), path, "print_latex_tv")
@@ -359,9 +405,20 @@ local function svg_tv(tv, tile_mn, opts, op)
 end
 
 --- The SVG picture of a thread-value layout over tile_mn (colour by thread).
+-- @tparam Layout tv the (thread, value) -> coordinate layout
+-- @param tile_mn the tile's shape {M, N}
+-- @param opts optional: {max_cells = N}
+-- @treturn string the SVG document
+-- @usage local svg = cute.svg_tv(tv, {16, 8})
 function M.svg_tv(tv, tile_mn, opts) return svg_tv(tv, tile_mn, opts, "svg_tv") end
 
 --- Writes the SVG picture of a thread-value layout to `path` (stdout without one).
+-- @tparam Layout tv the (thread, value) -> coordinate layout
+-- @param tile_mn the tile's shape {M, N}
+-- @param path optional: the file to write
+-- @param opts optional: {max_cells = N}
+-- @return the path
+-- @usage cute.print_svg_tv(tv, {16, 8}, "tv.svg")
 function M.print_svg_tv(tv, tile_mn, path, opts)
   path, opts = path_opts(path, opts, "print_svg_tv")
   return write(svg_tv(tv, tile_mn, opts, "print_svg_tv"), path, "print_svg_tv")

@@ -31,6 +31,11 @@ local tile_to_shape -- (below)
 --- tile_to_shape(block, shape[, order]): the block repeated (blocked_product)
 -- to cover `shape`, the repetitions ordered by `order` (default
 -- column-major); each mode of shape must be a multiple of the block's.
+-- @tparam Layout block the block
+-- @param shape the shape to cover
+-- @param order optional: the order of the repetitions (default column-major)
+-- @treturn Layout
+-- @usage cute.tile_to_shape(cute.make_layout({8, 8}, {8, 1}), {64, 32})
 function M.tile_to_shape(block, shape, order)
   local op = "tile_to_shape"
   if is_composed(block) then return rewrap(block, M.tile_to_shape(block.outer, shape, order)) end
@@ -122,6 +127,10 @@ local make_layout_tv -- (below)
 -- DSL's: the MN tile that thr_layout threads each holding a val_layout block
 -- cover (raked_product), and the layout mapping (thread, value) to the
 -- column-major index of its element in that tile.
+-- @tparam Layout thr the threads' layout
+-- @tparam Layout val each thread's block of values
+-- @return the tile's shape (tiler_mn) and the (thread, value) layout
+-- @usage local tiler, tv = cute.make_layout_tv(cute.make_layout({4, 8}), cute.make_layout({2, 1}))
 function M.make_layout_tv(thr, val)
   local op = "make_layout_tv"
   check_layout(op, thr, "thr_layout")

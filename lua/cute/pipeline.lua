@@ -54,6 +54,10 @@ local THREADS = { thread = 1, warp = 32 }
 
 --- A side of a pipeline: `size` agents (threads or warps) that each arrive
 -- (threads) or arrive once through an elected lane (warps).
+-- @param agent cute.pipeline.Agent.Thread or Agent.Warp
+-- @param size the number of agents
+-- @return a group (a table)
+-- @usage local producer = cute.pipeline.CooperativeGroup(cute.pipeline.Agent.Thread, 1)
 function M.CooperativeGroup(agent, size)
   if agent ~= "thread" and agent ~= "warp" then
     err.raise("cute.pipeline.CooperativeGroup: agent %s: cute.pipeline.Agent.Thread or Agent.Warp", tostring(agent))
@@ -95,6 +99,12 @@ end
 PipelineState.__tostring = function(s) return "cute.pipeline.PipelineState(" .. s.stages .. " stages)" end
 
 --- A state of `stages` stages at index, phase, count (values or numbers).
+-- @param stages the number of stages
+-- @param index the stage index
+-- @param phase the phase bit (0 or 1)
+-- @param count the number of advances so far
+-- @return a pipeline state (state:advance(), state.index, state.phase)
+-- @usage local st = cute.pipeline.make_state(4, 0, 0, 0)
 function M.make_state(stages, index, phase, count)
   need_trace("a PipelineState")
   if not whole(stages, 1, 1024) then
@@ -105,10 +115,20 @@ function M.make_state(stages, index, phase, count)
 end
 
 --- CuTe DSL's constructor: PipelineState(stages, count, index, phase).
+-- @param stages the number of stages
+-- @param count the number of advances so far
+-- @param index the stage index
+-- @param phase the phase bit
+-- @return a pipeline state
+-- @usage local st = cute.pipeline.PipelineState(4, 0, 0, 0)
 function M.PipelineState(stages, count, index, phase) return M.make_state(stages, index, phase, count) end
 
 --- The start state of a producer (index 0, phase 1: its first num_stages
 -- acquires pass) or of a consumer (index 0, phase 0).
+-- @param user cute.pipeline.PipelineUserType.Producer or .Consumer
+-- @param stages the number of stages
+-- @return a pipeline state
+-- @usage local prod = cute.pipeline.make_pipeline_state(cute.pipeline.PipelineUserType.Producer, 4)
 function M.make_pipeline_state(user, stages)
   if user == "producer" then return M.make_state(stages, 0, 1, 0) end
   if user == "consumer" then return M.make_state(stages, 0, 0, 0) end
@@ -121,6 +141,9 @@ end
 
 --- i64 words of barrier storage a pipeline of num_stages stages uses (a full
 -- and an empty barrier a stage).
+-- @param num_stages the number of stages
+-- @return a number of i64 words
+-- @usage cute.pipeline.barrier_storage_size(4)  -- 8
 function M.barrier_storage_size(num_stages) return 2 * num_stages end
 
 local function linear_tid()
@@ -335,10 +358,18 @@ Pipeline.__tostring = function(p) return string.format("cute.pipeline.%s(%d stag
 -- barrier_storage (optional), cluster_shape = {cm, cn} (optional),
 -- max_tries (optional: bounded waits that return a bool; suspend_ns, the
 -- try_wait hint they use, default 1000), init_sync}.
+-- @function PipelineTmaAsync.create
+-- @param o the fields (above)
+-- @return a pipeline (producer_acquire, producer_commit, consumer_wait, consumer_release, ...)
+-- @usage local p = cute.pipeline.PipelineTmaAsync.create({num_stages = 4, producer_group = g1, ...})
 M.PipelineTmaAsync = { create = function(o) return make("tma", "PipelineTmaAsync", o) end }
 
 --- Async threads on both sides: producers arrive on the full barrier when
 -- they filled a stage, consumers on the empty one when done with it.
+-- @function PipelineAsync.create
+-- @param o {num_stages, producer_group, consumer_group, barrier_storage, ...}
+-- @return a pipeline
+-- @usage local p = cute.pipeline.PipelineAsync.create({num_stages = 2, producer_group = g1, consumer_group = g2})
 M.PipelineAsync = { create = function(o) return make("async", "PipelineAsync", o) end }
 
 -- ---------------------------------------------------------------------------
@@ -349,6 +380,10 @@ NamedBarrier.__index = NamedBarrier
 
 --- A named barrier (bar.sync/bar.arrive) of num_threads threads, id 1-15
 -- (0 is the block's __syncthreads).
+-- @param barrier_id the barrier, 1-15
+-- @param num_threads the threads taking part (a multiple of 32)
+-- @return a barrier (arrive, wait, arrive_and_wait)
+-- @usage local nb = cute.pipeline.NamedBarrier(1, 256)
 function M.NamedBarrier(barrier_id, num_threads)
   if not whole(barrier_id, 0, 15) then
     err.raise("cute.pipeline.NamedBarrier: barrier_id %s: 0 to 15", tostring(barrier_id))

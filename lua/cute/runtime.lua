@@ -31,25 +31,35 @@ end
 -- Devices
 
 --- True when a CUDA driver and a GPU are usable; else false and the reason.
+-- @return true, or false and the reason (a string)
+-- @usage if cute.gpu_available() then ... end
 function M.gpu_available()
   if rt.available() == 1 then return true end
   return false, last_error()
 end
 
+--- The number of CUDA devices.
+-- @return an integer (an error when no driver is usable: check cute.gpu_available first)
+-- @usage for d = 0, cute.device_count() - 1 do print(cute.device_info(d).name) end
 function M.device_count()
   local n = ffi.new("int32_t[1]")
   check(rt.device_count(n))
   return n[0]
 end
 
---- Makes device `ordinal` (0-based) current: new memory, modules and launches go there.
 local current = 0 -- the current device, mirrored here for the launch path
 
+--- Makes device `ordinal` (0-based) current: new memory, modules and launches go there.
+-- @param ordinal the device, 0-based
+-- @usage cute.set_device(1)
 function M.set_device(ordinal)
   check(rt.set_device(ordinal), "set_device")
   current = ordinal
 end
 
+--- The current device's ordinal (0-based).
+-- @return an integer
+-- @usage local d = cute.current_device()
 function M.current_device() return current end
 
 local info_cache = {}
@@ -68,6 +78,9 @@ end
 
 --- A table describing device `ordinal` (default: the current one): name,
 -- compute capability, SMs, memory, L2, shared memory limits, clocks, versions.
+-- @param ordinal optional: the device, 0-based (default the current one)
+-- @return a table (name, cc, sms, memory, ...)
+-- @usage print(cute.device_info().name)
 function M.device_info(ordinal)
   ordinal = ordinal or M.current_device()
   local cached = info_cache[ordinal]
@@ -106,13 +119,18 @@ function M.device_info(ordinal)
 end
 
 --- Waits for all work on the current device. A kernel fault found here raises.
+-- @usage cute.synchronize()
 function M.synchronize() check(rt.synchronize()) end
 
 --- With on = true, every launch waits for its kernel, so a fault names the
 -- kernel that caused it (slow; for debugging).
+-- @param on a boolean
+-- @usage cute.set_sync_launches(true)
 function M.set_sync_launches(on) rt.set_sync_launches(on and 1 or 0) end
 
 --- Free and total bytes of the current device's memory.
+-- @return the free and the total bytes of device memory
+-- @usage local free, total = cute.mem_info()
 function M.mem_info()
   local f, t = ffi.new("uint64_t[1]"), ffi.new("uint64_t[1]")
   check(rt.mem_info(f, t))
@@ -120,15 +138,23 @@ function M.mem_info()
 end
 
 --- The generation of a device's CUDA context (moves on with reset_device).
+-- @param ordinal optional: the device (default the current one)
+-- @return an integer
+-- @usage local g = cute.generation()
 function M.generation(ordinal) return rt.generation(ordinal or M.current_device()) end
 
 --- Frees everything made on the device (cudaDeviceReset). Tensors, modules,
 -- streams and events made before are refused afterwards, with a message.
+-- @param ordinal optional: the device (default the current one)
+-- @usage cute.reset_device()
 function M.reset_device(ordinal)
   check(rt.reset_device(ordinal or M.current_device()), "reset_device")
 end
 
 --- True when a kernel fault made a device (default: any) unusable in this process.
+-- @param ordinal optional: the device (default any)
+-- @return a boolean
+-- @usage if cute.device_lost() then cute.reset_device() end
 function M.device_lost(ordinal) return rt.device_lost(ordinal or -1) == 1 end
 
 -- ---------------------------------------------------------------------------
@@ -137,30 +163,59 @@ function M.device_lost(ordinal) return rt.device_lost(ordinal or -1) == 1 end
 local Buffer = {}
 Buffer.__index = Buffer
 
+--- Frees the buffer now (rather than when it is collected); it is invalid afterwards.
+-- @usage buf:free()
 function Buffer:free()
   rt.buffer_release(self)
   ffi.gc(self, nil)
 end
 
 --- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
+-- @param src a host pointer (FFI cdata)
+-- @param bytes the number of bytes
+-- @param offset optional: the byte offset in the buffer (default 0)
+-- @param stream optional: a cute.Stream (default the default stream, synchronous)
+-- @usage buf:copy_from_host(ffi.new("float[256]"), 1024)
 function Buffer:copy_from_host(src, bytes, offset, stream)
   check(rt.copy_htod(self, offset or 0, src, bytes, stream and stream.handle or nil), "copy to device")
 end
 
+--- Copies `bytes` from this buffer at `offset` to host memory `dst` (a pointer).
+-- @param dst a host pointer (FFI cdata)
+-- @param bytes the number of bytes
+-- @param offset optional: the byte offset in the buffer (default 0)
+-- @param stream optional: a cute.Stream (default the default stream, synchronous)
+-- @usage buf:copy_to_host(host, 1024)
 function Buffer:copy_to_host(dst, bytes, offset, stream)
   check(rt.copy_dtoh(dst, self, offset or 0, bytes, stream and stream.handle or nil), "copy to host")
 end
 
+--- Copies `bytes` from the buffer `src` at `src_offset` to this one at `dst_offset` (device to device).
+-- @param src a Buffer
+-- @param bytes the number of bytes
+-- @param dst_offset optional: the byte offset in this buffer (default 0)
+-- @param src_offset optional: the byte offset in src (default 0)
+-- @param stream optional: a cute.Stream
+-- @usage dst:copy_from(src, src.bytes)
 function Buffer:copy_from(src, bytes, dst_offset, src_offset, stream)
   check(rt.copy_dtod(self, dst_offset or 0, src, src_offset or 0, bytes, stream and stream.handle or nil),
     "device copy")
 end
 
 --- Sets `count` elements of `width` bytes from `offset` to the raw bit pattern `bits`.
+-- @param bits the bit pattern (an integer)
+-- @param width the element size in bytes (1, 2 or 4)
+-- @param count the number of elements
+-- @param offset optional: the byte offset (default 0)
+-- @param stream optional: a cute.Stream
+-- @usage buf:memset(0, 4, 256)
 function Buffer:memset(bits, width, count, offset, stream)
   check(rt.memset(self, offset or 0, bits, width, count, stream and stream.handle or nil), "memset")
 end
 
+--- Whether the buffer can still be used (not freed, its device not reset).
+-- @return a boolean
+-- @usage assert(buf:valid())
 function Buffer:valid()
   return self.released == 0 and rt.buffer_check(self, 0, 0) == 0
 end
@@ -173,6 +228,9 @@ end
 ffi.metatype("RtBuffer", Buffer)
 
 --- Allocates `bytes` of device memory on the current device (256-byte aligned).
+-- @param bytes the size in bytes
+-- @return a Buffer (freed when collected, or by :free())
+-- @usage local buf = cute.alloc(1 << 20)
 function M.alloc(bytes)
   if type(bytes) ~= "number" or bytes < 0 or bytes ~= math.floor(bytes) then
     err.raise("alloc: bytes must be a non-negative integer, got %s", tostring(bytes))
@@ -184,6 +242,10 @@ end
 
 --- Wraps device memory the caller owns (a C application's, say): cutelua
 -- never frees it. ptr: a number, an FFI pointer or integer, or a light userdata.
+-- @param ptr the device address
+-- @param bytes the size in bytes
+-- @return a Buffer that does not own its memory
+-- @usage local buf = cute.wrap(dev_ptr, n * 4)
 function M.wrap(ptr, bytes)
   local p
   if type(ptr) == "number" then
@@ -206,8 +268,12 @@ M.Buffer = Buffer
 local Stream = {}
 Stream.__index = Stream
 
+--- Waits until the work queued on the stream is done.
+-- @usage s:synchronize()
 function Stream:synchronize() check(rt.stream_synchronize(self), "stream synchronize") end
 
+--- Destroys the stream now (rather than when it is collected).
+-- @usage s:free()
 function Stream:free()
   rt.stream_release(self)
   ffi.gc(self, nil)
@@ -218,6 +284,8 @@ function Stream:__tostring() return string.format("cute.Stream(%s)", tostring(se
 ffi.metatype("RtStream", Stream)
 
 --- A new (non-blocking) stream on the current device.
+-- @return a Stream
+-- @usage local s = cute.stream()
 function M.stream()
   local s = ffi.new("RtStream")
   check(rt.stream_create(s), "stream")
@@ -228,17 +296,26 @@ local Event = {}
 Event.__index = Event
 
 --- Records the event on a stream (default: the default stream).
+-- @param stream optional: a cute.Stream
+-- @usage start:record(s)
 function Event:record(stream) check(rt.event_record(self, stream and stream.handle or nil), "event record") end
 
+--- Waits until the event has completed.
+-- @usage stop:synchronize()
 function Event:synchronize() check(rt.event_synchronize(self), "event synchronize") end
 
 --- Milliseconds from this event to `stop` (both recorded and complete).
+-- @param stop an Event recorded after this one
+-- @return the time in milliseconds
+-- @usage local ms = start:elapsed_ms(stop)
 function Event:elapsed_ms(stop)
   local ms = ffi.new("float[1]")
   check(rt.event_elapsed_ms(self, stop, ms), "event elapsed time")
   return ms[0]
 end
 
+--- Destroys the event now (rather than when it is collected).
+-- @usage e:free()
 function Event:free()
   rt.event_release(self)
   ffi.gc(self, nil)
@@ -247,6 +324,9 @@ end
 ffi.metatype("RtEvent", Event)
 
 --- A new event; timing = false makes one that cannot be timed (cheaper to record).
+-- @param timing optional: false for an event without timing (default true)
+-- @return an Event
+-- @usage local start, stop = cute.event(), cute.event()
 function M.event(timing)
   local e = ffi.new("RtEvent")
   check(rt.event_create(e, timing == false and 0 or 1), "event")
@@ -263,6 +343,10 @@ local Kernel = {}
 Kernel.__index = Kernel
 
 --- Loads a module from memory: a cubin or fatbin image, or PTX text (JIT-compiled by the driver).
+-- @param image the cubin, fatbin or PTX (a string)
+-- @param name optional: the module's name in messages
+-- @return a Module
+-- @usage local m = cute.load_module(ptx, "mine")
 function M.load_module(image, name)
   if type(image) ~= "string" then err.raise("load_module: expected the image as a string, got %s", type(image)) end
   local m = ffi.new("RtModule")
@@ -273,6 +357,9 @@ function M.load_module(image, name)
 end
 
 --- Loads a cubin, fatbin or PTX file.
+-- @param path the file's path
+-- @return a Module
+-- @usage local m = cute.load_module_file("kernels.cubin")
 function M.load_module_file(path)
   local f, e = io.open(path, "rb")
   if not f then err.raise("load_module_file: cannot open %s", e) end
@@ -282,12 +369,17 @@ function M.load_module_file(path)
 end
 
 --- The kernel called `name` in the module.
+-- @param name the kernel's symbol name
+-- @return a cute.Kernel (raw launches)
+-- @usage local k = m:kernel("vector_add")
 function Module:kernel(name)
   local f = ffi.new("RtFunction")
   check(rt.module_function(self.handle, name, f), "kernel '" .. name .. "' of " .. self.name)
   return setmetatable({ fn = f, module = self, name = name }, Kernel)
 end
 
+--- Unloads the module now (rather than when it is collected).
+-- @usage m:free()
 function Module:free()
   rt.module_release(self.handle)
   ffi.gc(self.handle, nil)
@@ -296,6 +388,8 @@ end
 function Module:__tostring() return "cute.Module(" .. self.name .. ")" end
 
 --- Static facts the driver reports about the kernel.
+-- @return a table: max_threads_per_block, static_smem, max_dynamic_smem, registers, local_bytes, const_bytes
+-- @usage print(k:attributes().registers)
 function Kernel:attributes()
   local f = self.fn
   return {
@@ -386,6 +480,10 @@ local launch_cfg = ffi.new("RtLaunch")
 --- Launches with raw arguments: kernel:launch({grid=, block=, smem=, cluster=, stream=}, args...).
 -- Arguments: tensors or buffers (their device address), typed scalars
 -- (cute.i32(n), cute.f32(x)), FFI values (structs by value, 64-bit integers).
+-- @param cfg the configuration: {grid =, block =, smem =, cluster =, stream =}
+-- @param ... the kernel's arguments
+-- @return the arguments' anchors (what keeps their memory alive during the launch)
+-- @usage k:launch({grid = {64}, block = {256}}, buf, cute.i32(n))
 function Kernel:launch(cfg, ...)
   fill_launch(cfg, launch_cfg)
   local n = select("#", ...)
@@ -401,6 +499,9 @@ function Kernel:launch(cfg, ...)
 end
 
 --- Checks a configuration without launching; returns true or false and the reason.
+-- @param cfg the configuration, as for launch
+-- @return true, or false and the reason
+-- @usage assert(k:check_launch({grid = {1}, block = {1024}}))
 function Kernel:check_launch(cfg)
   fill_launch(cfg, launch_cfg)
   if rt.launch_check(self.fn, launch_cfg) == 0 then return true end
@@ -408,6 +509,10 @@ function Kernel:check_launch(cfg)
 end
 
 --- Resident blocks per SM for a block size and dynamic shared memory.
+-- @param block_threads the threads per block
+-- @param smem optional: the dynamic shared memory in bytes (default 0)
+-- @return an integer
+-- @usage local blocks = k:occupancy(256)
 function Kernel:occupancy(block_threads, smem)
   local n = ffi.new("int32_t[1]")
   check(rt.occupancy(self.fn, block_threads, smem or 0, n), "occupancy")
@@ -446,6 +551,9 @@ end
 -- l2="none"|"64B"|"128B"|"256B", interleave=, oob="zero"|"nan"}. Errors use the
 -- driver's parameter names (globalDim[i], boxDim[i], globalStrides[i], 0-based).
 -- Returns a CuteTmaDesc (128 bytes) to pass to a kernel by value (grid-constant).
+-- @param spec the descriptor's fields, as above
+-- @return a CuteTmaDesc
+-- @usage local d = cute.tma_descriptor({dtype = cute.f16, address = t:data_ptr(), dims = {64, 64}, box = {64, 8}, ...})
 function M.tma_descriptor(spec)
   local dt = dtype.get(spec.dtype)
   if not dt.tma then err.raise("tma descriptor: dtype %s cannot be moved by TMA", dt.name) end

@@ -31,6 +31,11 @@ local TWO31, TWO32 = 2 ^ 31, 2 ^ 32
 local function is_small_int(x) return type(x) == "number" and x == floor(x) and x >= -64 and x <= 64 end
 
 --- Swizzle(B, M, S): the swizzle functor (CuTe DSL: make_swizzle(b, m, s)).
+-- @param b the number of bits of the mask (BBits)
+-- @param m the number of least-significant bits kept (MBase)
+-- @param s the distance of the shift (SShift)
+-- @return a Swizzle, callable on an offset
+-- @usage cute.make_swizzle(3, 3, 3)(64)  -- 72
 function M.Swizzle(b, m, s)
   local args = string.format("Swizzle(%s,%s,%s)", arith.show(b), arith.show(m), arith.show(s))
   if not (is_small_int(b) and is_small_int(m) and is_small_int(s)) then
@@ -51,6 +56,10 @@ function M.Swizzle(b, m, s)
 end
 M.make_swizzle = M.Swizzle
 
+--- is_swizzle(x): x is a Swizzle.
+-- @param x any value
+-- @treturn bool
+-- @usage cute.is_swizzle(cute.make_swizzle(3, 3, 3))  -- true
 function M.is_swizzle(x) return getmetatable(x) == Swizzle end
 
 Swizzle.__tostring = function(sw) return string.format("S<%d,%d,%d>", sw.bits, sw.base, sw.shift) end

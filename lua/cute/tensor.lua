@@ -170,6 +170,11 @@ M._leaves = leaves
 
 --- A new device tensor of dtype dt and a shape (with an optional layout
 -- spec), or of a Layout. Its contents are undefined until written.
+-- @param dt the dtype (cute.f32, ...)
+-- @param shape a shape, or a Layout
+-- @param spec optional: the strides, cute.LayoutLeft (default) or cute.LayoutRight
+-- @return a device tensor
+-- @usage local a = cute.tensor(cute.f32, {128, 64})
 function M.tensor(dt, shape, spec)
   dt = dtype.get(dt)
   local layout = layout_of(shape, spec, "cute.tensor")
@@ -178,10 +183,20 @@ function M.tensor(dt, shape, spec)
 end
 
 --- A tensor with t's dtype and layout (or another dtype).
+-- @param t a device tensor
+-- @param dt optional: the dtype (default t's)
+-- @return a new device tensor
+-- @usage local out = cute.empty_like(a)
 function M.empty_like(t, dt) return M.tensor(dt or t.dtype, t.layout) end
 
 --- A tensor over device memory the caller owns: ptr is a device address (a
 -- number, FFI pointer or integer, or a light userdata from C).
+-- @param ptr the device address
+-- @param dt the dtype
+-- @param shape a shape, or a Layout
+-- @param spec optional: the strides, LayoutLeft or LayoutRight
+-- @return a device tensor that does not own its memory
+-- @usage local t = cute.from_ptr(dev_ptr, cute.f16, {m, k}, cute.LayoutRight)
 function M.from_ptr(ptr, dt, shape, spec)
   dt = dtype.get(dt)
   local layout = layout_of(shape, spec, "cute.from_ptr")
@@ -191,6 +206,12 @@ end
 
 --- A tensor that has a dtype, a layout and an alignment but no memory: for
 -- compiling kernels without a GPU (cute.compile) or for describing arguments.
+-- @param dt the dtype
+-- @param shape a shape, or a Layout
+-- @param spec optional: the strides, LayoutLeft or LayoutRight
+-- @param opts optional: {align = bytes} (default 16)
+-- @return a device tensor without memory
+-- @usage k:compile(cute.fake_tensor(cute.f32, {1024}))
 function M.fake_tensor(dt, shape, spec, opts)
   dt = dtype.get(dt)
   local layout = layout_of(shape, spec, "cute.fake_tensor")
@@ -202,22 +223,41 @@ end
 -- ---------------------------------------------------------------------------
 -- Queries
 
+--- The device address of the first element (a uint64_t); a fake tensor has none.
+-- @return a uint64_t cdata
+-- @usage local p = t:data_ptr()
 function methods:data_ptr()
   if self.fake then err.raise("a fake tensor has no memory") end
   return self._ptr
 end
 
+--- The number of elements.
+-- @return an integer
+-- @usage local n = t:size()
 function methods:size() return L.size(self.layout) end
+--- The extent of the memory the layout addresses, in elements.
+-- @return an integer
+-- @usage local n = t:cosize()
 function methods:cosize() return L.cosize(self.layout) end
+--- The extent of the memory the layout addresses, in bytes.
+-- @return an integer
+-- @usage local bytes = t:nbytes()
 function methods:nbytes() return L.cosize(self.layout) * self.dtype.bytes end
 
 --- The largest power of two (up to 16) dividing the data address.
+-- @return 1, 2, 4, 8 or 16
+-- @usage assert(t:alignment() == 16)
 function methods:alignment() return self._align end
 
+--- Frees the tensor's memory now (rather than when it is collected).
+-- @usage t:free()
 function methods:free()
   if self.buffer then self.buffer:free() end
 end
 
+--- Whether the tensor can still be used (fake, or its memory not freed).
+-- @return a boolean
+-- @usage assert(t:valid())
 function methods:valid() return self.fake or self.buffer:valid() end
 
 DeviceTensor.__tostring = function(t)
@@ -254,6 +294,8 @@ end
 HostTensor.__len = function(h) return L.size(h.layout) end
 
 --- All elements as a flat Lua table, in coordinate order.
+-- @return a Lua table of numbers
+-- @usage local values = t:to_host():to_table()
 function host_methods:to_table()
   local n = L.size(self.layout)
   local out = {}
@@ -262,6 +304,8 @@ function host_methods:to_table()
 end
 
 --- All elements as doubles (an FFI array of size(), coordinate order).
+-- @return a double[?] cdata
+-- @usage local d = t:to_host():doubles()
 function host_methods:doubles()
   local n = L.size(self.layout)
   local out = host_array("double", n)
@@ -278,6 +322,8 @@ function host_methods:doubles()
 end
 
 --- Copies the device tensor's memory into a host tensor.
+-- @return a host tensor (index it with h[{i, j}], or h:to_table())
+-- @usage local h = t:to_host()
 function methods:to_host()
   local cosize = L.cosize(self.layout)
   local data = host_array(self.dtype.storage, cosize)
@@ -285,6 +331,9 @@ function methods:to_host()
   return setmetatable({ data = data, dtype = self.dtype, layout = self.layout }, HostTensor)
 end
 
+--- The elements as a flat Lua table, in coordinate order.
+-- @return a Lua table of numbers
+-- @usage local values = t:to_table()
 function methods:to_table() return self:to_host():to_table() end
 
 -- ---------------------------------------------------------------------------
@@ -320,6 +369,9 @@ end
 -- table (t[i][j] is element (i-1, j-1)), another device tensor (same dtype
 -- and layout: a device copy), or an FFI pointer to the raw storage
 -- (cosize elements).
+-- @param src a Lua table, a device tensor or an FFI pointer
+-- @return the tensor (for chaining)
+-- @usage a:copy_from({1, 2, 3, 4})
 function methods:copy_from(src)
   local n = L.size(self.layout)
   if is_device_tensor(src) then
@@ -363,6 +415,9 @@ function methods:copy_from(src)
 end
 
 --- Copies the raw storage (cosize elements) into an FFI pointer.
+-- @param dst an FFI pointer with room for cosize elements
+-- @return dst
+-- @usage t:copy_to(ffi.new("float[?]", t:cosize()))
 function methods:copy_to(dst)
   if type(dst) ~= "cdata" then err.raise("copy_to: expected an FFI pointer, got %s", type(dst)) end
   self.buffer:copy_to_host(dst, self:nbytes(), self.offset)
@@ -370,6 +425,9 @@ function methods:copy_to(dst)
 end
 
 --- Sets every element to v.
+-- @param v a Lua number
+-- @return the tensor (for chaining)
+-- @usage t:fill(0)
 function methods:fill(v)
   local n = L.size(self.layout)
   if L.cosize(self.layout) == n and is_dense(self.layout) then
@@ -416,6 +474,10 @@ local function flat_view(t)
 end
 
 --- Element i (coordinate order) = start + i * step.
+-- @param start optional: the first value (default 0)
+-- @param step optional: the difference (default 1)
+-- @return the tensor (for chaining)
+-- @usage t:iota()
 function methods:iota(start, step)
   start, step = start or 0, step or 1
   if device_fill(self) then
@@ -456,15 +518,29 @@ end
 
 --- Uniform random values in [lo, hi) (default [0, 1)); integers: in [lo, hi).
 -- A seed makes them reproducible; without one each call draws anew.
+-- @param lo optional: the lower bound (default 0)
+-- @param hi optional: the upper bound (default 1)
+-- @param seed optional: an integer seed
+-- @return the tensor (for chaining)
+-- @usage t:uniform(-1, 1, 42)
 function methods:uniform(lo, hi, seed) return random_fill(self, false, lo or 0, hi or 1, seed) end
 
 --- Normal random values (mean, std: default 0, 1).
+-- @param mean optional: default 0
+-- @param std optional: the standard deviation, default 1
+-- @param seed optional: an integer seed
+-- @return the tensor (for chaining)
+-- @usage t:normal(0, 0.02, 7)
 function methods:normal(mean, std, seed) return random_fill(self, true, mean or 0, std or 1, seed) end
 
 -- ---------------------------------------------------------------------------
 -- Views and files
 
 --- The same memory seen through another layout (its cosize must fit).
+-- @param layout_or_shape a Layout or shape
+-- @param spec optional: the strides, LayoutLeft or LayoutRight (with a shape)
+-- @return a device tensor sharing t's memory
+-- @usage local flat = t:view({t:size()})
 function methods:view(layout_or_shape, spec)
   local layout = layout_of(layout_or_shape, spec, "view")
   local _, cosize = check_static(layout, "view")
@@ -475,6 +551,9 @@ function methods:view(layout_or_shape, spec)
 end
 
 --- Writes the raw storage (cosize elements, native byte order) to a file.
+-- @param path the file's path
+-- @return the tensor (for chaining)
+-- @usage t:write_file("a.bin")
 function methods:write_file(path)
   local f, e = io.open(path, "wb")
   if not f then err.raise("write_file: %s", e) end
@@ -487,6 +566,9 @@ end
 
 --- Reads the raw storage (cosize elements) from a file written by write_file
 -- (or any file of exactly that many bytes).
+-- @param path the file's path
+-- @return the tensor (for chaining)
+-- @usage t:read_file("a.bin")
 function methods:read_file(path)
   local f, e = io.open(path, "rb")
   if not f then err.raise("read_file: %s", e) end

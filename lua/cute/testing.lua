@@ -91,6 +91,10 @@ local function fmt(v) return string.format("%.9g", v) end
 -- number for every element. Options: rtol, atol (default: by got's dtype, or
 -- f64's for a list), equal_nan (false), what (a name for messages).
 -- @return {max_abs =, max_rel =, n =} when every element is close
+-- @param got a device tensor, host tensor or list
+-- @param want the same kind of values, or a number
+-- @param opts optional: {rtol =, atol =, equal_nan =, what =}
+-- @usage cute.testing.assert_close(y, ref, {rtol = 1e-3})
 function M.assert_close(got, want, opts)
   opts = check_opts(opts, "assert_close", { rtol = "number", atol = "number", equal_nan = "boolean",
     what = "string" })
@@ -160,6 +164,11 @@ end
 -- (default by A's dtype), atol (0), samples (check that many elements spread
 -- over C; default all), what (a name for messages).
 -- @return {max_rel =, checked =} when every checked element passes
+-- @param A the device tensor A (M x K)
+-- @param B the device tensor B (K x N)
+-- @param C the device tensor C (M x N), the GEMM's result
+-- @param opts optional: {alpha =, beta =, c0 =, rtol =, atol =, samples =, what =}
+-- @usage cute.testing.check_gemm(A, B, cute.gemm(A, B))
 function M.check_gemm(A, B, C, opts)
   opts = check_opts(opts, "check_gemm", { alpha = "scalar", beta = "scalar", c0 = true, rtol = "number",
     atol = "number", samples = "number", what = "string" })

@@ -135,12 +135,27 @@ describe("repl help", function()
     assert.matches("^function M%.make_layout%(shape, stride", d)
     assert.matches("make_layout(shape[, stride]): stride a congruent tuple", d, 1, true)
     assert.matches("defined at lua/cute/layout.lua:%d+", d)
+    -- its LDoc tags as sections
+    assert.matches("\n  Parameters:\n    shape   an integer or nested tuple", d)
+    assert.matches("\n  Returns: Layout\n", d)
+    assert.matches("\n  Usage: local L = cute.make_layout", d)
+    assert.is_nil(d:find("@param", 1, true))
   end)
 
   it("finds the doc of a cute name made by a wrapper by its name", function()
     -- cute.composition is cute.trace.tensor's wrapper; the doc is cute.layout's
     local d = repl.doc(cute.composition, "cute.composition")
     assert.matches("composition(A, B): the layout R with R(c) == A(B(c))", d, 1, true)
+  end)
+
+  it("finds the doc of a cute name made in a loop by its LDoc @function block", function()
+    local d = repl.doc(cute.shuffle_xor, "cute.shuffle_xor")
+    assert.matches("^cute%.shuffle_xor %(trace%.sync%)", d)
+    assert.matches("lane   the lane mask", d, 1, true)
+    assert.matches("defined at lua/cute/trace/sync.lua:%d+", d)
+    d = repl.doc(cute.exp, "cute.exp")
+    assert.matches("e to the power x", d, 1, true)
+    assert.is_nil(d:find("no doc comment", 1, true))
   end)
 
   it("describes modules and objects with their public names", function()

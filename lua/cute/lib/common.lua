@@ -9,6 +9,12 @@ local M = {}
 --- Reduces v over the whole block (threads threads, a multiple of 32) with
 -- op(a, b); every thread gets the result. identity: op's neutral element for
 -- the lanes that hold nothing. Uses warp shuffles and one shared array per call.
+-- @param v this thread's value
+-- @param op a function(a, b) combining two values
+-- @param identity op's neutral element
+-- @param threads the block's threads (a multiple of 32)
+-- @return the reduction (a value, in every thread)
+-- @usage local total = common.block_reduce(v, common.add, 0, 256)
 function M.block_reduce(v, op, identity, threads)
   local warps = threads / 32
   v = cute.warp_reduce_shuffle(v, op)
@@ -26,6 +32,11 @@ function M.block_reduce(v, op, identity, threads)
   return w
 end
 
+--- a + b: the sum as an op for block_reduce.
+-- @param a a value
+-- @param b a value
+-- @return a + b
+-- @usage common.block_reduce(v, common.add, 0, threads)
 function M.add(a, b) return a + b end
 M.max = cute.max
 
@@ -34,6 +45,14 @@ M.max = cute.max
 -- of `vec` elements, each next to thread t-1's (coalesced). Returns the
 -- thread's slice of the tile (shape (vec, unroll)), the index of its first
 -- element in x, and the tile's size.
+-- @param x a contiguous 1-D Tensor
+-- @param block the index of the block tile
+-- @param tid the thread's index in the block
+-- @param vec the elements of one vector
+-- @param threads the block's threads
+-- @param unroll the vectors a thread moves
+-- @return the slice (vec, unroll), the index of its first element in x, the tile's size
+-- @usage local s, first, tile = common.thread_slice_1d(x, chunk, tid, 4, 256, 4)
 function M.thread_slice_1d(x, block, tid, vec, threads, unroll)
   local tile = vec * threads * unroll
   local t = cute.local_tile(x, { tile }, { block })
@@ -42,6 +61,13 @@ function M.thread_slice_1d(x, block, tid, vec, threads, unroll)
 end
 
 --- Index (in x) of element (v, u) of a thread slice from thread_slice_1d.
+-- @param first the first index, from thread_slice_1d
+-- @param v the element in the vector
+-- @param u the vector
+-- @param vec the elements of one vector
+-- @param threads the block's threads
+-- @return the index in x
+-- @usage local j = common.slice_index(first, v, u, vec, THREADS)
 function M.slice_index(first, v, u, vec, threads) return first + v + u * vec * threads end
 
 return M

@@ -19,6 +19,12 @@ local THREADS, UNROLL = 256, 4
 -- over 1-D contiguous tensors of one size. f gets values (f32 for narrow
 -- float inputs) and returns a value, converted to out's dtype. opts: the
 -- kernel's options (cute.kernel); a trace_key only when f is fixed by it.
+-- @param name the kernel's name
+-- @param ninputs the number of input tensors
+-- @param f a function(in1, ..., inK, scalars...) -> value
+-- @param opts optional: the kernel's options
+-- @return a cute.kernel taking (out, in1, ..., inK, scalars...)
+-- @usage local relu = elementwise.map_kernel("relu", 1, function(x) return cute.max(x, 0) end)
 function M.map_kernel(name, ninputs, f, opts)
   return cute.kernel(name, function(...)
     local args = { ... }
@@ -71,6 +77,10 @@ function M.map_kernel(name, ninputs, f, opts)
 end
 
 --- The launch grid of a map kernel over n elements of dtype dt.
+-- @param n the number of elements
+-- @param dt the dtype
+-- @return the number of blocks
+-- @usage relu { grid = elementwise.grid(n, cute.f32), block = 256 }(y, x)
 function M.grid(n, dt) return math.max(1, math.ceil(n / (16 / dt.bytes * THREADS * UNROLL))) end
 
 -- (their functions are this file's: the trace_key, with cutelua's build id,
@@ -82,11 +92,19 @@ local axpb_k = M.map_kernel("axpb", 1, function(x, a, b) return a * x + b end,
 local function flat(t) return t:view(cute.make_layout(t:size())) end
 
 --- y = x (same dtype and size; both contiguous).
+-- @param x the source device tensor
+-- @param y the destination device tensor
+-- @usage cute.lib.elementwise.copy(x, y)
 function M.copy(x, y)
   copy_k { grid = M.grid(x:size(), x.dtype), block = THREADS }(flat(x), flat(y))
 end
 
 --- y = a * x + b elementwise (a, b: numbers; math in f32).
+-- @param x the source device tensor
+-- @param y the destination device tensor
+-- @param a the scale (a number)
+-- @param b the offset (a number)
+-- @usage cute.lib.elementwise.axpb(x, y, 2, 1)
 function M.axpb(x, y, a, b)
   axpb_k { grid = M.grid(x:size(), x.dtype), block = THREADS }(flat(x), flat(y), cute.f32(a), cute.f32(b))
 end
@@ -121,6 +139,11 @@ local add_bcast_k = cute.kernel("add_broadcast", function(a, b, c)
 end, { trace_key = "cute.lib.elementwise:add_broadcast" })
 M.kernels.add_broadcast = add_bcast_k
 
+--- c = a + b with b broadcast to each row: a and c row-major M x N, b a vector of N.
+-- @param a a row-major device tensor (M x N)
+-- @param b a device tensor of N elements
+-- @param c the result, a row-major device tensor (M x N)
+-- @usage cute.lib.elementwise.add_broadcast(x, bias, y)
 function M.add_broadcast(a, b, c)
   local m, n = a.layout.shape[1], a.layout.shape[2]
   add_bcast_k { grid = { m, math.ceil(n / (16 / a.dtype.bytes * THREADS * UNROLL)) }, block = THREADS }(a, b, c)

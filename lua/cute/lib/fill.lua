@@ -37,6 +37,10 @@ end
 -- converts 16-bit and 8-bit floats from f32 only; going through an f32
 -- rounded to odd (truncate, then set the last bit when inexact) keeps the
 -- final rounding correct, since f32 has more than two bits beyond them.
+-- @param v an f64 value
+-- @param dt the dtype to convert to
+-- @return a value of dtype dt
+-- @usage local h = fill.from_f64(v, cute.bf16)
 function M.from_f64(v, dt)
   if dt.is_integer then
     -- saturating, as the host's encoding (the largest doubles below 2^63 / 2^64 for 64 bits)
@@ -77,6 +81,13 @@ M.kernel = fill_k
 --- Fills device tensor t on the device. mode: "iota" (a = start, b = step),
 -- "uniform" (in [a, b)), "normal" (mean a, standard deviation b); seed: an
 -- integer (uniform, normal). Every dtype but bool.
+-- @param t a device tensor
+-- @param mode "iota", "uniform" or "normal"
+-- @param a the first parameter (start, lower bound or mean)
+-- @param b the second parameter (step, upper bound or standard deviation)
+-- @param seed optional: an integer seed (uniform, normal)
+-- @return t
+-- @usage cute.lib.fill.launch(t, "uniform", 0, 1, 42)
 function M.launch(t, mode, a, b, seed)
   local n = t:size()
   if n == 0 then return t end

@@ -35,6 +35,13 @@ local M = {}
 -- contiguous, "mn": rows contiguous), elements of `bytes`: the 16-byte
 -- chunks of a 128-byte line XORed with the row bits above the line, so that
 -- 8 rows read at the same column land in 8 different chunks.
+--- The swizzled shared-memory layout of a rows x cols tile (see the comment above).
+-- @param rows the tile's rows
+-- @param cols the tile's columns
+-- @param major "k" (cols contiguous) or "mn" (rows contiguous)
+-- @param bytes the element size in bytes
+-- @return a ComposedLayout
+-- @usage local sA = gemm.smem_layout(128, 32, "k", 2)
 function M.smem_layout(rows, cols, major, bytes)
   local contiguous = major == "k" and cols or rows
   local function log2(x) return math.floor(math.log(x) / math.log(2) + 0.5) end
@@ -396,6 +403,9 @@ M._build = build
 -- The key of the configuration is the kernel's trace_key, so a kernel
 -- compiled before (in any process, with the disk cache) is found without
 -- tracing it (docs/compiler.md).
+-- @param cfg the configuration (above)
+-- @return a cute.kernel
+-- @usage local k = cute.lib.gemm.kernel(cute.lib.gemm.plan(A, B, C).config)
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "acc_dtype", "a_major", "b_major", "a_vec", "b_vec", "bm", "bn", "bk", "stages",
@@ -474,6 +484,12 @@ local CONFIGS = {
 M.CONFIGS = CONFIGS
 
 --- The configuration picked for an M x N x K problem of dtype dt.
+-- @param m the rows of C
+-- @param n the columns of C
+-- @param k the reduction extent
+-- @param dt the inputs' dtype
+-- @return a configuration table
+-- @usage local cfg = cute.lib.gemm.pick(4096, 4096, 4096, cute.f16)
 function M.pick(m, n, k, dt)
   local _ = k
   if dt.bits == 32 then return CONFIGS.tf32 end
@@ -493,6 +509,19 @@ local function device_is_sm90()
   return ok and info.compute_capability and info.compute_capability[1] == 9
 end
 
+--- Whether a problem is planned for the Hopper kernel, and why (see the comment above device_is_sm90).
+-- @param dt the inputs' dtype
+-- @param a_stride A's strides
+-- @param b_stride B's strides
+-- @param Av A's kernel view
+-- @param Bv B's kernel view
+-- @param m the rows of C
+-- @param n the columns of C
+-- @param k the reduction extent
+-- @param batch the batch count
+-- @param opts cute.gemm's options
+-- @return true or false, and the reason
+-- @usage local sm90, why = gemm.choose_sm90(dt, sa, sb, Av, Bv, m, n, k, 1, opts)
 function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
   if opts.kernel ~= nil and opts.kernel ~= "sm80" and opts.kernel ~= "sm90" then
     err.raise("cute.gemm: opts.kernel is %s; it is \"sm80\" (mma.sync) or \"sm90\" (TMA + wgmma)",
@@ -532,6 +561,12 @@ local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true
 -- grid, block, config and C. With fake tensors (cute.fake_tensor; a fake C
 -- is made when none is given) `plan.kernel:compile(unpack(plan.args))`
 -- compiles what cute.gemm would run, without a GPU.
+-- @param A the device tensor A (M x K[, L])
+-- @param B the device tensor B (K x N[, L])
+-- @param C optional: the device tensor C (M x N[, L])
+-- @param opts optional: as for cute.gemm
+-- @return the plan: {kernel =, args =, grid =, block =, config =, C =}
+-- @usage local p = cute.lib.gemm.plan(cute.fake_tensor(cute.f16, {512, 512}), B)
 function M.plan(A, B, C, opts)
   if C ~= nil and not tensor.is_device_tensor(C) and type(C) == "table" and opts == nil then
     opts, C = C, nil
@@ -696,6 +731,10 @@ end
 -- bm, bn, bk, stages, wm, wn), stream. Returns C. Inside a kernel,
 -- gemm(tiled_mma or mma_atom, D, A, B, C) on register fragments
 -- (cute.trace.atom.gemm).
+-- @param A the device tensor A (or, in a kernel, a tiled MMA or MMA atom)
+-- @param ... B[, C, opts] (or, in a kernel, D, A, B, C)
+-- @return C
+-- @usage local C = cute.gemm(A, B)
 function M.gemm(A, ...)
   if atoms.is_tiled_mma(A) or atoms.is_mma_atom(A) then return trace_atom.gemm(A, ...) end
   return host_gemm(A, ...)

@@ -64,6 +64,10 @@ local function final_kernel(name)
 end
 
 local kernels = {}
+--- The two kernels (partial, final) of a reduction op, made on first use.
+-- @param name "sum" or "max"
+-- @return a table {partial = kernel, final = kernel}
+-- @usage local ks = cute.lib.reduce.kernels("sum")
 local function get(name)
   local k = kernels[name]
   if not k then
@@ -75,10 +79,20 @@ end
 M.kernels = get
 
 --- The grid of the first pass for n elements of dtype dt.
+-- @param n the number of elements
+-- @param dt the dtype
+-- @return the number of blocks
+-- @usage local partial = cute.tensor(cute.f32, reduce.blocks(n, x.dtype))
 function M.blocks(n, dt) return math.max(1, math.ceil(n / (16 / dt.bytes * THREADS * UNROLL))) end
 
 --- Reduces a contiguous tensor with op ("sum" or "max"); partial and out
 -- (f32 tensors of blocks() and 1 elements) may be given to avoid allocating.
+-- @param x a contiguous device tensor
+-- @param op "sum" or "max"
+-- @param partial optional: an f32 device tensor of blocks() elements
+-- @param out optional: an f32 device tensor of 1 element
+-- @return out
+-- @usage local out = cute.lib.reduce.launch(x, "sum")
 function M.launch(x, op, partial, out)
   local k = get(op)
   local n = x:size()
@@ -91,7 +105,15 @@ function M.launch(x, op, partial, out)
   return out
 end
 
+--- The sum of a contiguous device tensor's elements (as a Lua number).
+-- @param x a device tensor
+-- @return a number
+-- @usage local s = cute.lib.reduce.sum(x)
 function M.sum(x) return M.launch(x, "sum"):to_table()[1] end
+--- The largest element of a contiguous device tensor (as a Lua number).
+-- @param x a device tensor
+-- @return a number
+-- @usage local m = cute.lib.reduce.max(x)
 function M.max(x) return M.launch(x, "max"):to_table()[1] end
 
 -- ---------------------------------------------------------------------------
@@ -128,6 +150,10 @@ end
 local row_kernels = {}
 
 --- out[i] = op over row i of x (row-major M x N); out has M elements.
+-- @param x a row-major device tensor (M x N)
+-- @param out a device tensor of M elements
+-- @param op "sum" or "max"
+-- @usage cute.lib.reduce.rows(x, out, "max")
 function M.rows(x, out, op)
   local k = row_kernels[op]
   if not k then
@@ -138,6 +164,10 @@ function M.rows(x, out, op)
   local chunks = math.max(1, math.ceil(n / (THREADS * 16 / x.dtype.bytes)))
   k { grid = m, block = THREADS }(x, out, cute.constexpr(chunks))
 end
+--- The row reduction kernel of op, made on first use.
+-- @param op "sum" or "max"
+-- @return a cute.kernel
+-- @usage local k = cute.lib.reduce.row_kernel("sum")
 M.row_kernel = function(op)
   if not row_kernels[op] then row_kernels[op] = row_kernel(op) end
   return row_kernels[op]

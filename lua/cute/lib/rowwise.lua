@@ -25,6 +25,10 @@ local LOG2E = 1.4426950408889634
 -- Rows that the threads' chunks do not cover exactly take a kernel with
 -- predicated edges, which needs more registers: for those, at most four
 -- chunks (1024 threads beyond 512 x 4).
+-- @param n the row length
+-- @param dt the dtype
+-- @return {threads =, chunks =, exact =} and the elements a 16-byte chunk holds
+-- @usage local cfg, vec = cute.lib.rowwise.config(4096, cute.bf16)
 function M.config(n, dt)
   local vec = 16 / dt.bytes
   local threads = 128
@@ -222,6 +226,9 @@ M.kernels = { softmax = softmax_k, rmsnorm = rms_k, layernorm = ln_k }
 local function rows(x) return x.layout.shape[1], x.layout.shape[2] end
 
 --- y = softmax over each row of x (row-major M x N).
+-- @param x a row-major device tensor (M x N)
+-- @param y the result, like x
+-- @usage cute.lib.rowwise.softmax(x, y)
 function M.softmax(x, y)
   local m, n = rows(x)
   local cfg = M.config(n, x.dtype)
@@ -229,6 +236,11 @@ function M.softmax(x, y)
 end
 
 --- y = x / sqrt(mean(x^2) + eps) * w over each row (w: a vector of N).
+-- @param x a row-major device tensor (M x N)
+-- @param w the weights, a device tensor of N elements
+-- @param y the result, like x
+-- @param eps optional: the epsilon (default 1e-6 for rmsnorm, 1e-5 for layernorm)
+-- @usage cute.lib.rowwise.rmsnorm(x, w, y, 1e-6)
 function M.rmsnorm(x, w, y, eps)
   local m, n = rows(x)
   local cfg = M.config(n, x.dtype)
@@ -236,6 +248,12 @@ function M.rmsnorm(x, w, y, eps)
 end
 
 --- y = (x - mean) / sqrt(var + eps) * w + b over each row.
+-- @param x a row-major device tensor (M x N)
+-- @param w the weights, a device tensor of N elements
+-- @param b the biases, a device tensor of N elements
+-- @param y the result, like x
+-- @param eps optional: the epsilon (default 1e-6 for rmsnorm, 1e-5 for layernorm)
+-- @usage cute.lib.rowwise.layernorm(x, w, b, y, 1e-5)
 function M.layernorm(x, w, b, y, eps)
   local m, n = rows(x)
   local cfg = M.config(n, x.dtype)

@@ -133,11 +133,21 @@ end, { max_threads = THREADS, trace_key = "cute.lib.sgemm" })
 M.kernel = k
 
 --- The grid for an M x N result.
+-- @param m the rows of C
+-- @param n the columns of C
+-- @return the grid {x, y}
+-- @usage local grid = cute.lib.sgemm.grid(1024, 1024)
 function M.grid(m, n) return { math.ceil(n / BN), math.ceil(m / BM) } end
 
 --- C = alpha * A @ B + beta * C (f32, row-major). With beta = 0 (the
 -- default) C is not read, as in BLAS: whatever it held (NaN included) is
 -- overwritten.
+-- @param A an f32 row-major device tensor (M x K)
+-- @param B an f32 row-major device tensor (K x N)
+-- @param C an f32 row-major device tensor (M x N)
+-- @param alpha optional: default 1
+-- @param beta optional: default 0
+-- @usage cute.lib.sgemm.gemm(A, B, C)
 function M.gemm(A, B, C, alpha, beta)
   local m, n = A.layout.shape[1], B.layout.shape[2]
   beta = beta or 0

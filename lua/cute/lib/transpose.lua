@@ -90,12 +90,18 @@ M.kernel = kw
 --- b = a^T: a row-major M x N, b row-major N x M (same dtype); 64 x 64
 -- tiles, 16-byte accesses (0.93 of the copy bandwidth on an H200, against
 -- 0.84 for transpose32).
+-- @param a a row-major device tensor (M x N)
+-- @param b a row-major device tensor (N x M)
+-- @usage cute.lib.transpose.transpose(a, b)
 function M.transpose(a, b)
   local m, n = a.layout.shape[1], a.layout.shape[2]
   kw { grid = { math.ceil(n / W), math.ceil(m / W) }, block = { WT, WT } }(a, b)
 end
 
 --- b = a^T with 32 x 32 tiles and scalar accesses (the simple variant).
+-- @param a a row-major device tensor (M x N)
+-- @param b a row-major device tensor (N x M)
+-- @usage cute.lib.transpose.transpose32(a, b)
 function M.transpose32(a, b)
   local m, n = a.layout.shape[1], a.layout.shape[2]
   k { grid = { math.ceil(n / TILE), math.ceil(m / TILE) }, block = { TILE, ROWS } }(a, b)

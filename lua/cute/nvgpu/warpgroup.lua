@@ -104,6 +104,8 @@ local function n_text(ns)
 end
 
 --- The wgmma.mma_async forms that exist, as text (one per line).
+-- @treturn string
+-- @usage print(cute.nvgpu.warpgroup.mma_forms())
 function M.mma_forms()
   local out = { "wgmma.mma_async forms (M = 64; SS: A and B in shared memory; RS: A in registers, K-major):" }
   for _, name in ipairs(FAMILY_ORDER) do
@@ -184,6 +186,14 @@ end
 -- f16 for f16 inputs), instruction_shape_mnk {64, N, 16}, a_src
 -- (OperandSource, default SMEM), a_major and b_major (OperandMajorMode,
 -- default K).
+-- @param ab_dtype cute.f16 or cute.bf16
+-- @param acc_dtype cute.f32 (or cute.f16 for f16 inputs)
+-- @param instruction_shape_mnk {64, N, 16}
+-- @param a_src optional: OperandSource.SMEM (the default) or .RMEM
+-- @param a_major optional: OperandMajorMode.K (the default) or .MN
+-- @param b_major optional: OperandMajorMode.K (the default) or .MN
+-- @return a warpgroup MMA op (for cute.make_mma_atom)
+-- @usage local op = cute.nvgpu.warpgroup.MmaF16BF16Op(cute.bf16, cute.f32, {64, 128, 16})
 function M.MmaF16BF16Op(ab_dtype, acc_dtype, instruction_shape_mnk, a_src, a_major, b_major)
   local what = "warpgroup.MmaF16BF16Op"
   local ab = get_dtype(ab_dtype, what, "A/B")
@@ -194,6 +204,15 @@ end
 
 --- wgmma with fp8 inputs (e4m3 or e5m2 each): acc_dtype f32 or f16,
 -- instruction_shape_mnk {64, N, 32}; operands K-major.
+-- @param a_dtype cute.e4m3 or cute.e5m2
+-- @param b_dtype cute.e4m3 or cute.e5m2
+-- @param acc_dtype cute.f32 or cute.f16
+-- @param instruction_shape_mnk {64, N, 32}
+-- @param a_src optional: OperandSource.SMEM (the default) or .RMEM
+-- @param a_major optional: OperandMajorMode.K
+-- @param b_major optional: OperandMajorMode.K
+-- @return a warpgroup MMA op
+-- @usage local op = cute.nvgpu.warpgroup.MmaF8Op(cute.e4m3, cute.e4m3, cute.f32, {64, 128, 32})
 function M.MmaF8Op(a_dtype, b_dtype, acc_dtype, instruction_shape_mnk, a_src, a_major, b_major)
   local what = "warpgroup.MmaF8Op"
   return make_op(what, "f8", get_dtype(a_dtype, what, "A"), get_dtype(b_dtype, what, "B"),
@@ -203,6 +222,14 @@ end
 --- wgmma with 8-bit integer inputs (i8 or u8 each) and i32 accumulators:
 -- instruction_shape_mnk {64, N, 32} (N = 8, 16, 24, 32, 48..256 step 16);
 -- operands K-major.
+-- @param a_dtype cute.i8 or cute.u8
+-- @param b_dtype cute.i8 or cute.u8
+-- @param instruction_shape_mnk {64, N, 32}
+-- @param a_src optional: OperandSource.SMEM (the default) or .RMEM
+-- @param a_major optional: OperandMajorMode.K
+-- @param b_major optional: OperandMajorMode.K
+-- @return a warpgroup MMA op
+-- @usage local op = cute.nvgpu.warpgroup.MmaI8Op(cute.i8, cute.i8, {64, 64, 32})
 function M.MmaI8Op(a_dtype, b_dtype, instruction_shape_mnk, a_src, a_major, b_major)
   local what = "warpgroup.MmaI8Op"
   return make_op(what, "i8", get_dtype(a_dtype, what, "A"), get_dtype(b_dtype, what, "B"), dtype.i32,
@@ -212,11 +239,21 @@ end
 --- wgmma with tf32 inputs (f32 data read as tf32) and f32 accumulators:
 -- instruction_shape_mnk {64, N, 8}; operands K-major. (CuTe DSL has no
 -- warpgroup tf32 op; this one is named like cute.nvgpu.warp.MmaTF32Op.)
+-- @param instruction_shape_mnk {64, N, 8}
+-- @param a_src optional: OperandSource.SMEM (the default) or .RMEM
+-- @param a_major optional: OperandMajorMode.K
+-- @param b_major optional: OperandMajorMode.K
+-- @return a warpgroup MMA op
+-- @usage local op = cute.nvgpu.warpgroup.MmaTF32Op({64, 64, 8})
 function M.MmaTF32Op(instruction_shape_mnk, a_src, a_major, b_major)
   return make_op("warpgroup.MmaTF32Op", "tf32", dtype.tf32, dtype.tf32, dtype.f32, instruction_shape_mnk, a_src,
     a_major, b_major)
 end
 
+--- is_mma_op(x): x is a warpgroup MMA op.
+-- @param x any value
+-- @treturn bool
+-- @usage cute.nvgpu.warpgroup.is_mma_op(cute.nvgpu.warpgroup.MmaTF32Op({64, 64, 8}))  -- true
 M.is_mma_op = function(x) return getmetatable(x) == WgmmaOp end
 
 -- ---------------------------------------------------------------------------
@@ -228,6 +265,9 @@ local make_layout = L.make_layout
 
 --- C/D of m64nN: thread (l % 4, l // 4, w), value i = (i % 2, (i // 2) % 2,
 -- i // 4): row 16 w + l // 4 + 8 ((i // 2) % 2), column 8 (i // 4) + 2 (l % 4) + i % 2.
+-- @param n the N of m64nN
+-- @treturn Layout
+-- @usage local tv_c = cute.nvgpu.warpgroup.c_layout(128)
 function M.c_layout(n) return make_layout({ { 4, 8, 4 }, { 2, 2, n / 8 } }, { { 128, 1, 16 }, { 64, 8, 512 } }) end
 
 -- A in registers (RS), by input bits: four 32-bit registers a thread, the
@@ -239,10 +279,17 @@ local A_RS = {
 }
 
 --- The A layout of an RS wgmma with inputs of `bits` (8, 16 or 32).
+-- @param bits 8, 16 or 32
+-- @treturn Layout
+-- @usage local tv_a = cute.nvgpu.warpgroup.a_rs_layout(16)
 function M.a_rs_layout(bits) return make_layout(A_RS[bits][1], A_RS[bits][2]) end
 
 --- An operand in shared memory: every thread of the warpgroup "holds" the
 -- whole (rows x k) operand (thread stride 0), as CuTe's ABLayout.
+-- @param rows the operand's rows (M or N)
+-- @param k the operand's K
+-- @treturn Layout
+-- @usage cute.nvgpu.warpgroup.smem_operand_layout(64, 16)  -- (128,(64,16)):(0,(1,64))
 function M.smem_operand_layout(rows, k) return make_layout({ 128, { rows, k } }, { 0, { 1, rows } }) end
 
 -- The fields of the atom; cute.atom.make_mma_atom makes them an MmaAtom.
@@ -291,12 +338,20 @@ local SW_NAME = { [0] = "INTER", "SW32", "SW64", "SW128" }
 
 --- The element-unit swizzle of the GMMA atoms for `esize`-byte elements:
 -- Swizzle<b, 4 - log2(esize), 3> (b = 0, 1, 2, 3 for none, 32B, 64B, 128B).
+-- @param b 0, 1, 2 or 3 (none, 32B, 64B, 128B)
+-- @param esize the element size in bytes
+-- @return a Swizzle
+-- @usage local sw = cute.nvgpu.warpgroup.element_swizzle(3, 2)
 function M.element_swizzle(b, esize) return swizzle.Swizzle(b, 4 - log2(esize), 3) end
 
 --- The swizzled layout atom of a kind for dtype (a ComposedLayout, in
 -- elements, over (MN, K)): K-major SWw is Sw o (8, w/e):(w/e, 1), MN-major
 -- SWw is Sw o (w/e, 8):(1, w/e) (w = 16 bytes for INTER, e the element
 -- bytes).
+-- @param kind a SmemLayoutAtomKind (or its name: "K_SW128", ...)
+-- @param dt the element dtype
+-- @return a ComposedLayout
+-- @usage local atom = cute.nvgpu.warpgroup.make_smem_layout_atom("K_SW128", cute.bf16)
 function M.make_smem_layout_atom(kind, dt)
   local what = "warpgroup.make_smem_layout_atom"
   kind = pick(M.SmemLayoutAtomKind, kind, what .. ": kind")
@@ -312,6 +367,11 @@ end
 --- The widest atom kind whose contiguous extent divides major_mode_size
 -- (the tile's extent along the contiguous mode: K for K-major, MN for
 -- MN-major), as CuTe DSL's get_smem_layout_atom picks it.
+-- @param major an OperandMajorMode
+-- @param dt the element dtype
+-- @param major_mode_size the tile's extent along the contiguous mode
+-- @return a SmemLayoutAtomKind
+-- @usage local kind = wg.get_smem_layout_atom_kind(wg.OperandMajorMode.K, cute.bf16, 64)  -- (wg: cute.nvgpu.warpgroup)
 function M.get_smem_layout_atom_kind(major, dt, major_mode_size)
   local what = "warpgroup.get_smem_layout_atom_kind"
   major = pick(M.OperandMajorMode, major, what .. ": major")
@@ -331,6 +391,11 @@ end
 -- K-major atom, K first for an MN-major one (so that one TMA box of
 -- (contiguous extent, the other extent) fills a block of atoms densely),
 -- stages last.
+-- @param atom a layout atom (make_smem_layout_atom)
+-- @param shape {MN, K} or {MN, K, stages}
+-- @param major an OperandMajorMode
+-- @return a ComposedLayout
+-- @usage local sA = wg.tile_to_mma_shape(atom, {128, 64, 4}, wg.OperandMajorMode.K)
 function M.tile_to_mma_shape(atom, shape, major)
   local what = "warpgroup.tile_to_mma_shape"
   if not L.internal.is_any_layout(atom) then err.raise("%s: expected a layout atom, got %s", what, tostring(atom)) end
@@ -362,11 +427,23 @@ end
 --- The shared-memory layout of A over (M, K[, stages]) for a tile
 -- {M, N, K}: the widest swizzle atom that fits, tiled (CuTe DSL's
 -- make_smem_layout_a).
+-- @param major an OperandMajorMode
+-- @param tiler_mnk the tile {M, N, K}
+-- @param dt the element dtype
+-- @param stages optional: the pipeline stages
+-- @return a ComposedLayout
+-- @usage local sA = wg.make_smem_layout_a(wg.OperandMajorMode.K, {128, 128, 64}, cute.bf16, 4)
 function M.make_smem_layout_a(major, tiler_mnk, dt, stages)
   return smem_layout_operand("a", major, tiler_mnk, dt, stages)
 end
 
 --- The same for B, over (N, K[, stages]).
+-- @param major an OperandMajorMode
+-- @param tiler_mnk the tile {M, N, K}
+-- @param dt the element dtype
+-- @param stages optional: the pipeline stages
+-- @return a ComposedLayout
+-- @usage local sB = wg.make_smem_layout_b(wg.OperandMajorMode.K, {128, 128, 64}, cute.bf16, 4)
 function M.make_smem_layout_b(major, tiler_mnk, dt, stages)
   return smem_layout_operand("b", major, tiler_mnk, dt, stages)
 end
@@ -392,6 +469,9 @@ end
 -- 3 32B)}. Returns the low and high 32-bit words: bits 0-13 start >> 4,
 -- 16-29 LBO >> 4 (low word); 32-45 SBO >> 4, 49-51 base offset, 62-63
 -- layout type (high word).
+-- @param f the fields {start_address, lbo_bytes, sbo_bytes, base_offset, layout_type}
+-- @return the low and the high word
+-- @usage local lo, hi = wg.encode_smem_desc({start_address = 0, lbo_bytes = 16, sbo_bytes = 1024})
 function M.encode_smem_desc(f)
   local what = "warpgroup.encode_smem_desc"
   if type(f) ~= "table" then err.raise("%s: expected a table of fields, got %s", what, tostring(f)) end
@@ -407,6 +487,10 @@ function M.encode_smem_desc(f)
 end
 
 --- The fields of a descriptor from its two words (encode_smem_desc's inverse).
+-- @param lo the low word
+-- @param hi the high word
+-- @return a table of the fields
+-- @usage local f = cute.nvgpu.warpgroup.decode_smem_desc(lo, hi)
 function M.decode_smem_desc(lo, hi)
   local function bits(w, from, n) return floor(w / 2 ^ from) % 2 ^ n end
   return { start_address = bits(lo, 0, 14) * 16, lbo_bytes = bits(lo, 16, 14) * 16, sbo_bytes = bits(hi, 0, 14) * 16,
@@ -472,6 +556,12 @@ end
 --   lo, hi (the words with start address 0: add (address >> 4) to lo),
 --   mn, k, mn_blocks, k_blocks, stages.
 -- A layout no descriptor can describe is an error saying why and which atom fits.
+-- @param layout a Layout, swizzled ComposedLayout or a tensor with one
+-- @param dt the element dtype
+-- @param major the operand's OperandMajorMode
+-- @param opts optional: {mn =}
+-- @return an SmemDesc
+-- @usage local d = wg.make_smem_desc(sA_layout, cute.bf16, wg.OperandMajorMode.K)
 function M.make_smem_desc(layout, dt, major, opts)
   local what = "warpgroup.make_smem_desc"
   local lay = layout
@@ -671,6 +761,10 @@ function M.make_smem_desc(layout, dt, major, opts)
   return desc
 end
 
+--- is_smem_desc(x): x is an SmemDesc (make_smem_desc).
+-- @param x any value
+-- @treturn bool
+-- @usage cute.nvgpu.warpgroup.is_smem_desc(d)
 M.is_smem_desc = function(x) return getmetatable(x) == SmemDesc end
 M._SmemDesc = SmemDesc
 

@@ -64,6 +64,11 @@ end
 --- ldmatrix: n (1, 2, 4) 8 x 8 matrices of 16-bit elements from shared
 -- memory (ptr: this thread's row) into n 32-bit registers (a list of i32
 -- values). trans: transposed.
+-- @param ptr a shared-memory pointer value (this thread's row)
+-- @param n 1, 2 or 4
+-- @param trans optional: transposed
+-- @return a list of n i32 values
+-- @usage local r = cute.arch.ldmatrix(sA:ptr_at({row, 0}), 4)
 function arch.ldmatrix(ptr, n, trans)
   need_trace("cute.arch.ldmatrix")
   if not is_value(ptr) or type_of(ptr).kind ~= "ptr" or type_of(ptr).space ~= "shared" then
@@ -79,6 +84,10 @@ end
 
 --- stmatrix (sm_90): n 32-bit registers (a list of i32 values) to n 8 x 8
 -- matrices in shared memory (ptr: this thread's row).
+-- @param ptr a shared-memory pointer value (this thread's row)
+-- @param regs a list of 1, 2 or 4 i32 values
+-- @param trans optional: transposed
+-- @usage cute.arch.stmatrix(sC:ptr_at({row, 0}), regs)
 function arch.stmatrix(ptr, regs, trans)
   need_trace("cute.arch.stmatrix")
   local n = #regs
@@ -90,6 +99,12 @@ end
 --- cp.async: bytes (4, 8, 16) from global src to shared dst, cache "ca" or
 -- "cg" (16 bytes only); src_bytes (a value, optional): how many to read, the
 -- rest zero-filled (0: none read, for predicated-off copies).
+-- @param dst a shared-memory pointer value
+-- @param src a global pointer value
+-- @param bytes 4, 8 or 16
+-- @param cache optional: "ca" or "cg"
+-- @param src_bytes optional: the bytes read (a value); the rest zero-filled
+-- @usage cute.arch.cp_async(s:ptr_at(i), g:ptr_at(i), 16, "cg")
 function arch.cp_async(dst, src, bytes, cache, src_bytes)
   need_trace("cute.arch.cp_async")
   local d = emit("ptrcast", core.ptr(core.scalar(dtype.u8), "shared", bytes), dst)
@@ -101,18 +116,22 @@ function arch.cp_async(dst, src, bytes, cache, src_bytes)
 end
 
 --- Closes the group of cp.async issued since the last commit.
+-- @usage cute.arch.cp_async_commit_group()
 function arch.cp_async_commit_group()
   need_trace("cute.arch.cp_async_commit_group")
   emit("cp.async.commit", nil)
 end
 
 --- Waits until at most n groups of cp.async are pending.
+-- @param n the pending groups allowed (a Lua number)
+-- @usage cute.arch.cp_async_wait_group(0)
 function arch.cp_async_wait_group(n)
   need_trace("cute.arch.cp_async_wait_group")
   emit("cp.async.wait", nil, nil, nil, nil, n or 0)
 end
 
 --- wgmma.fence (sm_90a): this warpgroup's register accesses before its later wgmma.mma_async.
+-- @usage cute.arch.warpgroup_fence()
 function arch.warpgroup_fence()
   need_trace("cute.arch.warpgroup_fence")
   emit("wgmma.fence", nil)
@@ -120,6 +139,12 @@ end
 
 --- One mma.sync of an atom: a, b, c lists of registers (i32 for packed
 -- operands, f32 accumulators); returns the list of D registers.
+-- @param at the MMA atom
+-- @param a the A registers (a list of values)
+-- @param b the B registers
+-- @param c the C registers
+-- @return the list of D registers
+-- @usage local d = cute.arch.mma_sync(atom, a, b, c)
 function arch.mma_sync(at, a, b, c)
   need_trace("cute.arch.mma_sync")
   local ct = at.c_dtype.bits == 32 and at.c_dtype or dtype.i32
@@ -208,8 +233,8 @@ function M._mma_gemm(tiled, d, a, b, c)
   check_frag(d, "D", at.values.c)
   local mm, nn, kk = extent(a, 1), extent(b, 1), extent(a, 2)
   if extent(b, 2) ~= kk or extent(c, 1) ~= mm or extent(c, 2) ~= nn or extent(d, 1) ~= mm or extent(d, 2) ~= nn then
-    err.raise("cute.gemm: shapes do not agree: A %s, B %s, C %s, D %s", tostring(a.layout), tostring(b.layout),
-      tostring(c.layout), tostring(d.layout))
+    err.raise("cute.gemm: shapes do not agree: A %s, B %s, C %s, D %s", core.describe(a), core.describe(b),
+      core.describe(c), core.describe(d))
   end
   local va, vb, vc = at.values.a, at.values.b, at.values.c
   local function first(t, i, j)
@@ -249,7 +274,10 @@ end
 local function copy_cp_async(at, src, dst, pred)
   local nv = L.size(src.layout, 0)
   local n = L.size(src.layout)
-  if L.size(dst.layout) ~= n then err.raise("cute.copy: source and destination sizes differ") end
+  if L.size(dst.layout) ~= n then
+    err.raise("cute.copy: source and destination sizes differ: src is %s, dst is %s", core.describe(src),
+      core.describe(dst))
+  end
   local per = at.values
   local bytes = at.bits / 8
   for i = 0, n - 1, per do
@@ -277,7 +305,8 @@ local function copy_matrix(tc, src, dst)
     end
     local frag = dst
     if not tensor.is_tensor(frag) or frag.engine ~= "rmem" then
-      err.raise("cute.copy: ldmatrix copies into a register fragment (thr_copy:retile(fragment))")
+      err.raise("cute.copy: ldmatrix copies into a register fragment (thr_copy:retile(fragment)), got %s",
+        core.describe(frag))
     end
     local total = L.size(frag.layout)
     if total ~= src.n_instr * src.per then
@@ -295,7 +324,8 @@ local function copy_matrix(tc, src, dst)
     err.raise("cute.copy: stmatrix copies to thr_copy:partition_D(smem tile)")
   end
   if not tensor.is_tensor(src) or src.engine ~= "rmem" then
-    err.raise("cute.copy: stmatrix copies from a register fragment (thr_copy:retile(fragment))")
+    err.raise("cute.copy: stmatrix copies from a register fragment (thr_copy:retile(fragment)), got %s",
+      core.describe(src))
   end
   local total = L.size(src.layout)
   if total ~= dst.n_instr * dst.per then
@@ -354,6 +384,9 @@ end
 --- cute.copy(atom_or_tiled_copy, src, dst[, pred]) copies with the atom
 -- (copy_with); cute.copy(src, dst[, pred]) copies tensors elementwise
 -- (cute.trace.tensor's copy).
+-- @param x a copy atom or tiled copy (or the source tensor)
+-- @param ... src, dst[, pred] (or dst[, pred])
+-- @usage cute.copy(tiled_copy, tAgA, tAsA)
 function M.copy(x, ...)
   if atom.is_copy_atom(x) or atom.is_tiled_copy(x) then return M.copy_with(x, ...) end
   if require("cute.nvgpu.tma").is_tma_atom(x) then return require("cute.trace.tma").copy(x, ...) end

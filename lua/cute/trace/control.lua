@@ -72,6 +72,13 @@ end
 -- `cute.range(lo, hi, step)`, with an optional options table {unroll = n |
 -- true (full) | false (none)} and an optional body function (callback form).
 -- The loop variable is a run-time value (i32, or i64 when a bound is i64).
+-- @param a n, or lo (with b)
+-- @param b optional: hi
+-- @param c optional: step, or the options, or the body
+-- @param d optional: the options or the body
+-- @param e optional: the body
+-- @return an iterator for a generic for (or nothing, with a body function)
+-- @usage for i in cute.range(0, n, 32, {unroll = 4}) do x[i] = 0 end
 function M.range(a, b, c, d, e)
   if not core.current() then err.raise("cute.range can only be used while tracing a kernel") end
   local args = { a, b, c, d, e }
@@ -146,6 +153,10 @@ end
 
 --- if cond then then_fn() else else_fn() end, decided on the GPU. A Lua
 -- boolean condition (or one the IR folded to a constant) picks the branch now.
+-- @param cond a bool value (or a Lua boolean)
+-- @param then_fn the function traced into the taken branch
+-- @param else_fn optional: the function traced into the other branch
+-- @usage cute.if_(i:lt(n), function() y[i] = x[i] end)
 function M.if_(cond, then_fn, else_fn)
   if type(then_fn) ~= "function" then err.raise("cute.if_(cond, then_fn[, else_fn]): then_fn must be a function") end
   if else_fn ~= nil and type(else_fn) ~= "function" then err.raise("cute.if_: else_fn must be a function") end
@@ -177,6 +188,9 @@ end
 
 --- while cond_fn() do body_fn() end, decided on the GPU. cond_fn is traced
 -- once into the loop's condition and must return a bool value.
+-- @param cond_fn a function returning a bool value
+-- @param body_fn the loop body
+-- @usage cute.while_(function() return k.value:lt(n) end, function() k.value = k.value + 1 end)
 function M.while_(cond_fn, body_fn)
   if type(cond_fn) ~= "function" or type(body_fn) ~= "function" then
     err.raise("cute.while_(cond_fn, body_fn): both must be functions")
@@ -199,6 +213,7 @@ function M.while_(cond_fn, body_fn)
 end
 
 --- Leaves the innermost dynamic loop.
+-- @usage cute.if_(x[i]:eq(0), function() cute.break_() end)
 function M.break_()
   if not core.current() or not core.in_loop() then err.raise("cute.break_() outside a dynamic loop") end
   core.update_loc()
@@ -207,6 +222,7 @@ function M.break_()
 end
 
 --- Goes to the next iteration of the innermost dynamic loop.
+-- @usage cute.if_(x[i]:eq(0), function() cute.continue_() end)
 function M.continue_()
   if not core.current() or not core.in_loop() then err.raise("cute.continue_() outside a dynamic loop") end
   core.update_loc()
@@ -216,6 +232,8 @@ end
 
 --- Returns from the kernel (or device function, with its value) right here,
 -- for the threads that reach it.
+-- @param v optional: the device function's result
+-- @usage cute.if_(i:ge(n), function() cute.return_() end)
 function M.return_(v)
   local T = core.current()
   if not T then err.raise("cute.return_() outside a kernel") end
@@ -264,6 +282,10 @@ Var.__tostring = function(v) return "cute.var(" .. v.type.name .. ")" end
 
 --- A mutable run-time variable of dtype dt, initialised to init (a number or
 -- value): read and write it through .value (v.value = v.value + 1).
+-- @param dt the dtype
+-- @param init the initial value (a Lua number or a value)
+-- @return a variable (read and write v.value)
+-- @usage local sum = cute.var(cute.f32, 0)
 function M.var(dt, init)
   local T = core.current()
   if not T then err.raise("cute.var can only be used while tracing a kernel") end

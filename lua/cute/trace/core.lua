@@ -332,6 +332,8 @@ M.show_number = show_number
 
 local function describe(x)
   if is_value(x) then return types[x.ty].name .. " value" end
+  local mt = getmetatable(x)
+  if type(mt) == "table" and mt.__describe then return mt.__describe(x) end -- (a tensor: cute.trace.tensor)
   if type(x) == "number" then return "the Lua number " .. show_number(x) end
   return type(x)
 end

@@ -197,6 +197,48 @@ local function compare(op)
   end
 end
 
+--- a:ge(b): a >= b as a bool value.
+-- @function Value:ge
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:ge(n), function() cute.return_() end)
+
+--- a:gt(b): a > b as a bool value.
+-- @function Value:gt
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage local y = cute.where(x:gt(0), x, 0)
+
+--- a:le(b): a <= b as a bool value.
+-- @function Value:le
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage local inside = i:le(n - 1)
+
+--- a:lt(b): a < b as a bool value (Lua's < decides at trace time, so it is refused on values).
+-- @function Value:lt
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:lt(n), function() x[i] = 0 end)
+
+--- a:ne(b): a ~= b as a bool value.
+-- @function Value:ne
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:ne(j), function() ... end)
+
+--- a:eq(b): a == b as a bool value (Lua's == cannot return one; see docs/tracer.md).
+-- @function Value:eq
+-- @param a a value
+-- @param b a value or Lua number
+-- @return a bool value
+-- @usage cute.if_(i:eq(0), function() ... end)
+
 for _, op in ipairs { "eq", "ne", "lt", "le", "gt", "ge" } do Value[op] = compare(op) end
 
 -- ---------------------------------------------------------------------------
@@ -212,6 +254,12 @@ local function bool_of(x, what)
   err.raise("%s: expected a bool value or a Lua boolean, got %s", what, describe(x))
 end
 
+--- The logical and of bool values (Lua booleans are folded now); more than two chain.
+-- @param a a bool value or Lua boolean
+-- @param b a bool value or Lua boolean
+-- @param ... further operands
+-- @return a bool value
+-- @usage local inside = cute.and_(i:lt(m), j:lt(n))
 function M.and_(a, b, ...)
   if type(a) == "boolean" and type(b) == "boolean" then return a and b end
   local r = emit("and", core.bool, bool_of(a, "cute.and_"), bool_of(b, "cute.and_"))
@@ -219,6 +267,12 @@ function M.and_(a, b, ...)
   return r
 end
 
+--- The logical or of bool values (Lua booleans are folded now); more than two chain.
+-- @param a a bool value or Lua boolean
+-- @param b a bool value or Lua boolean
+-- @param ... further operands
+-- @return a bool value
+-- @usage local edge = cute.or_(i:eq(0), i:eq(n - 1))
 function M.or_(a, b, ...)
   if type(a) == "boolean" and type(b) == "boolean" then return a or b end
   local r = emit("or", core.bool, bool_of(a, "cute.or_"), bool_of(b, "cute.or_"))
@@ -226,6 +280,10 @@ function M.or_(a, b, ...)
   return r
 end
 
+--- The logical not of a bool value (a Lua boolean is folded now).
+-- @param a a bool value or Lua boolean
+-- @return a bool value
+-- @usage cute.if_(cute.not_(done), function() ... end)
 function M.not_(a)
   if type(a) == "boolean" then return not a end
   return emit("xor", core.bool, bool_of(a, "cute.not_"), core.const(core.bool, true))
@@ -244,17 +302,49 @@ local function int_binop(name, irop, uirop)
   end
 end
 
+--- a:band(b): the bitwise and of integers (and of bools).
+-- @function Value:band
+-- @param a an integer value
+-- @param b an integer value or Lua number
+-- @return a value of the common type
+-- @usage local low = x:band(0xff)
 Value.band = int_binop("band", "and")
+--- a:bor(b): the bitwise or of integers (and of bools).
+-- @function Value:bor
+-- @param a an integer value
+-- @param b an integer value or Lua number
+-- @return a value of the common type
+-- @usage local v = x:bor(1)
 Value.bor = int_binop("bor", "or")
+--- a:bxor(b): the bitwise exclusive or of integers (and of bools).
+-- @function Value:bxor
+-- @param a an integer value
+-- @param b an integer value or Lua number
+-- @return a value of the common type
+-- @usage local partner = lane:bxor(1)
 Value.bxor = int_binop("bxor", "xor")
 local shl_raw = int_binop("shl", "shl")
+--- a:shl(b): a shifted left by b bits (integers).
+-- @param a an integer value
+-- @param b the shift (an integer value or Lua number)
+-- @return a value of a's type
+-- @usage local m = one:shl(k)
 function Value.shl(a, b)
   local r = shl_raw(a, b)
   if type(b) == "number" then with_div(r, pow2(a) + b) end
   return r
 end
 --- Shift right: arithmetic for signed integers, logical for unsigned.
+-- @function Value:shr
+-- @param a an integer value
+-- @param b the shift (an integer value or Lua number)
+-- @return a value of a's type
+-- @usage local hi = x:shr(16)
 Value.shr = int_binop("shr", "ashr", "lshr")
+--- a:bnot(): the bitwise not of an integer.
+-- @param a an integer value
+-- @return a value of a's type
+-- @usage local mask = x:bnot()
 function Value.bnot(a)
   local t = type_of(a)
   if not is_int(t) then err.raise("bnot on a %s value: integers only", t.name) end
@@ -269,6 +359,11 @@ local ROUND = { rn = true, rz = true, rm = true, rp = true, rna = true }
 --- x converted to dtype dt; opts.round ("rn" "rz" "rm" "rp" "rna") and
 -- opts.sat (saturate) where PTX has them. Integers truncate toward zero when
 -- converted from floats; bool converts to 0/1 and from (x ~= 0).
+-- @param x a value (or Lua number)
+-- @param dt the dtype to convert to
+-- @param opts optional: {round = "rn"|"rz"|"rm"|"rp"|"rna", sat = bool}
+-- @return a value of dtype dt
+-- @usage local h = cute.to(x, cute.f16)  -- or x:to(cute.f16)
 function M.to(x, dt, opts)
   local target = core.scalar(dtype.get(dt))
   if not is_value(x) then
@@ -296,6 +391,10 @@ end
 Value.to = M.to
 
 --- The same bits as another dtype of the same size.
+-- @param x a value
+-- @param dt a dtype of x's size in bits
+-- @return a value of dtype dt
+-- @usage local bits = cute.bitcast(x, cute.u32)
 function M.bitcast(x, dt)
   local target = core.scalar(dtype.get(dt))
   return emit("bitcast", target, x)
@@ -324,11 +423,32 @@ local function minmax(name, sop, uop, fop)
     return r
   end
 end
+--- The larger of two or more values (Lua numbers are compared now).
+-- @function max
+-- @param a a value or Lua number
+-- @param b a value or Lua number
+-- @param ... further operands
+-- @return a value of the operands' common type
+-- @usage local relu = cute.max(x, 0)
+
+--- The smaller of two or more values (Lua numbers are compared now).
+-- @function min
+-- @param a a value or Lua number
+-- @param b a value or Lua number
+-- @param ... further operands
+-- @return a value of the operands' common type
+-- @usage local lo = cute.min(x, 0)
+
 M.min = minmax("min", "smin", "umin", "fmin")
 M.max = minmax("max", "smax", "umax", "fmax")
 Value.min, Value.max = M.min, M.max
 
 --- c ? a : b (CuTe DSL's where). With a Lua boolean c the choice is made now.
+-- @param c a bool value (or a Lua boolean)
+-- @param a the value where c holds
+-- @param b the value where it does not
+-- @return a value of a's and b's common type
+-- @usage local y = cute.where(x:gt(0), x, 0)
 function M.where(c, a, b)
   if type(c) == "boolean" then return c and a or b end
   c = bool_of(c, "cute.where")
@@ -376,8 +496,103 @@ do
   require("cute._c").ir.ops_in_family("MATH", buf, 1024)
   for name in ffi.string(buf):gmatch("%S+") do MATH[#MATH + 1] = name end
 end
+--- x rounded up to an integer (as a float) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function ceil
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.ceil(x)
+
+--- x rounded down to an integer (as a float) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function floor
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.floor(x)
+
+--- The error function of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function erf
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.erf(x)
+
+--- The hyperbolic tangent of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function tanh
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.tanh(x)
+
+--- The cosine of x (radians) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function cos
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.cos(x)
+
+--- The sine of x (radians) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function sin
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.sin(x)
+
+--- The natural logarithm of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function log
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.log(x)
+
+--- e to the power x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function exp
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.exp(x)
+
+--- The base-2 logarithm of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function log2
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.log2(x)
+
+--- 2 to the power x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function exp2
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.exp2(x)
+
+--- 1 / x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function rcp
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.rcp(x)
+
+--- 1 / sqrt(x) (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function rsqrt
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.rsqrt(x)
+
+--- The square root of x (f32 or f64; {fast = true}: PTX's f32 approximation); Lua numbers now.
+-- @function sqrt
+-- @param x an f32 or f64 value (or a Lua number)
+-- @param opts optional: {fast = true}
+-- @return a value of x's type
+-- @usage local y = cute.sqrt(x)
+
 for _, name in ipairs(MATH) do M[name] = math_fn(name) end
 
+--- The absolute value of x (unsigned values are returned as they are).
+-- @param x a value or Lua number
+-- @return a value of x's type
+-- @usage local d = cute.abs(a - b)
 function M.abs(x)
   if type(x) == "number" then return math.abs(x) end
   local t = type_of(x)
@@ -386,6 +601,11 @@ function M.abs(x)
 end
 
 --- a * b + c rounded once (floats).
+-- @param a a float value (or Lua number)
+-- @param b a float value (or Lua number)
+-- @param c a float value (or Lua number)
+-- @return a value of the operands' type
+-- @usage acc = cute.fma(a, b, acc)
 function M.fma(a, b, c)
   local first = is_value(a) and a or (is_value(b) and b or c)
   if not is_value(first) then return a * b + c end
@@ -395,6 +615,10 @@ function M.fma(a, b, c)
 end
 
 --- a % b for floats with the sign of a (C's fmod).
+-- @param a a value (or Lua number)
+-- @param b a value (or Lua number)
+-- @return a value of the operands' common type
+-- @usage local r = cute.fmod(x, 1.0)
 function M.fmod(a, b)
   local t = arith_type(a, b, "cute.fmod")
   if t.kind ~= "float" then return mod(a, b) end
@@ -411,6 +635,10 @@ local SPACE_BITS = { shared = 32, ["local"] = 32, shared_cluster = 32 }
 
 --- The address of a pointer value as an integer (i64; i32 for shared, local
 -- and shared_cluster pointers, as PTX takes them).
+-- @param p a pointer value
+-- @param bits optional: 32 or 64 (default by the address space)
+-- @return a u32 or u64 value
+-- @usage local a = t:ptr_at(0):addr()
 function Value.addr(p, bits)
   local t = type_of(p)
   if t.kind ~= "ptr" then err.raise("addr: expected a pointer value, got a %s", t.name) end
@@ -420,6 +648,11 @@ end
 
 --- The pointer in another address space ("generic", "global", "shared", ...) or
 -- with another element dtype: p:cast("generic"), p:cast(nil, cute.u64).
+-- @param p a pointer value
+-- @param space optional: the address space (default p's)
+-- @param dt optional: the element dtype (default p's)
+-- @return a pointer value
+-- @usage local g = p:cast("generic")
 function Value.cast(p, space, dt)
   local t = type_of(p)
   if t.kind ~= "ptr" then err.raise("cast: expected a pointer value, got a %s", t.name) end
@@ -437,6 +670,12 @@ local ASM_FLAGS = { sideeffect = 0x8, convergent = 0x10, memory = 0x20 }
 -- name the result (first, when ret is given) then the operands, in the
 -- LLVM constraint syntax ("=r,r,l": an i32 result, an i32 and an i64 input).
 -- With no result the asm is a side effect by default.
+-- @param text the PTX text, with $0, $1, ... for the operands
+-- @param constraints the LLVM constraint string ("=r,r,l")
+-- @param operands optional: a list of the input values
+-- @param opts optional: {ret = dtype, sideeffect = bool, convergent = bool, memory = bool}
+-- @return the result value (with opts.ret), else nothing
+-- @usage local lane = cute.asm("mov.u32 $0, %laneid;", "=r", {}, {ret = cute.u32})
 function M.asm(text, constraints, operands, opts)
   local T = core.current()
   if not T then err.raise("cute.asm can only be used while tracing a kernel") end

@@ -84,11 +84,16 @@ end
 
 local function rank2(t, what)
   local r = L.rank(t.layout)
-  if r < 2 then err.raise("%s: expected a tensor of rank 2 or more (rows, cols[, ...]), got %s", what, tostring(t)) end
+  if r < 2 then
+    err.raise("%s: expected a tensor of rank 2 or more (rows, cols[, ...]), got %s", what, core.describe(t))
+  end
 end
 
 --- This thread's part of A (an M x K tensor, or M x K x ... with more
 -- modes): (MMA_V, MMA_M, MMA_K[, ...]).
+-- @param t the Tensor A (in a kernel)
+-- @return the thread's part, a Tensor
+-- @usage local tCgA = thr_mma:partition_A(gA)
 function ThrMma:partition_A(t)
   rank2(t, "partition_A")
   local w = self.tiled.warp_tile
@@ -96,6 +101,9 @@ function ThrMma:partition_A(t)
 end
 
 --- This thread's part of B (an N x K tensor): (MMA_V, MMA_N, MMA_K[, ...]).
+-- @param t the Tensor B
+-- @return the thread's part, a Tensor
+-- @usage local tCgB = thr_mma:partition_B(gB)
 function ThrMma:partition_B(t)
   rank2(t, "partition_B")
   local w = self.tiled.warp_tile
@@ -103,6 +111,9 @@ function ThrMma:partition_B(t)
 end
 
 --- This thread's part of C (an M x N tensor): (MMA_V, MMA_M, MMA_N[, ...]).
+-- @param t the Tensor C
+-- @return the thread's part, a Tensor
+-- @usage local tCgC = thr_mma:partition_C(gC)
 function ThrMma:partition_C(t)
   rank2(t, "partition_C")
   local w = self.tiled.warp_tile
@@ -122,17 +133,42 @@ end
 local function smem_operand(self, x, src)
   return self.tiled.atom.wgmma and (src == nil or src.name == "SMEM") and tensor.is_tensor(x) and x.space == "shared"
 end
+--- A register fragment for A shaped like a partition (or a shape), in the atom's A dtype (a shared
+-- partition itself for a warpgroup atom reading A from shared memory).
+-- @param x a Tensor (a partition) or a shape
+-- @return a Tensor
+-- @usage local tCrA = thr_mma:make_fragment_A(thr_mma:partition_A(sA))
 function ThrMma:make_fragment_A(x)
   if smem_operand(self, x, self.tiled.atom.a_src) then return x end
   return fragment(x, self.tiled.atom.a_dtype)
 end
+--- A register fragment for B shaped like a partition (or a shape), in the atom's B dtype.
+-- @param x a Tensor (a partition) or a shape
+-- @return a Tensor
+-- @usage local tCrB = thr_mma:make_fragment_B(thr_mma:partition_B(sB))
 function ThrMma:make_fragment_B(x)
   if smem_operand(self, x) then return x end
   return fragment(x, self.tiled.atom.b_dtype)
 end
+--- A register fragment for C shaped like a partition (or a shape), in the accumulator's dtype.
+-- @param x a Tensor (a partition) or a shape
+-- @return a Tensor
+-- @usage local acc = thr_mma:make_fragment_C(thr_mma:partition_C(gC))
 function ThrMma:make_fragment_C(x) return fragment(x, self.tiled.atom.c_dtype) end
+--- make_fragment_A(partition_A(t)): A's fragment for the tile t.
+-- @param t the Tensor A
+-- @return a Tensor
+-- @usage local tCrA = thr_mma:partition_fragment_A(sA)
 function ThrMma:partition_fragment_A(t) return self:make_fragment_A(self:partition_A(t)) end
+--- make_fragment_B(partition_B(t)): B's fragment for the tile t.
+-- @param t the Tensor B
+-- @return a Tensor
+-- @usage local tCrB = thr_mma:partition_fragment_B(sB)
 function ThrMma:partition_fragment_B(t) return self:make_fragment_B(self:partition_B(t)) end
+--- make_fragment_C(partition_C(t)): the accumulator for the tile t.
+-- @param t the Tensor C
+-- @return a Tensor
+-- @usage local acc = thr_mma:partition_fragment_C(gC)
 function ThrMma:partition_fragment_C(t) return self:make_fragment_C(self:partition_C(t)) end
 
 
@@ -171,11 +207,18 @@ end
 -- whose element (0, m, k) is the row this thread's address points to for
 -- instruction (m, k); partition_D of a fragment is retile_D. For the other
 -- atoms, both are the thread's (V, rest...) part.
+-- @param t the source Tensor
+-- @return a Tensor
+-- @usage local tAgA = thr_copy:partition_S(gA)
 function ThrCopy:partition_S(t)
   if is_matrix(self.tiled) and self.tiled.atom.op.kind == "ldmatrix" then return self:matrix_rows(t) end
   return partition_plain(self, t)
 end
 
+--- The destination of this thread (see partition_S).
+-- @param t the destination Tensor
+-- @return a Tensor
+-- @usage local tAsA = thr_copy:partition_D(sA)
 function ThrCopy:partition_D(t)
   if is_matrix(self.tiled) then
     if self.tiled.atom.op.kind == "stmatrix" then return self:matrix_rows(t) end
@@ -187,6 +230,9 @@ end
 --- A register fragment (partitioned by the tiled MMA: (MMA_V, M, K)) seen
 -- as this copy's instructions: (CPY_V, CPY_N), CPY_V the values one
 -- instruction moves: consecutive runs of the fragment's column-major order.
+-- @param frag a register fragment (Tensor)
+-- @return a Tensor
+-- @usage local tCrA_view = s2r:get_slice(tid):retile_D(tCrA)
 function ThrCopy:retile(frag)
   local tc = self.tiled
   if not is_matrix(tc) then return frag end
@@ -215,6 +261,10 @@ local function shr(x, k) return is_value(x) and x:shr(k) or math.floor(x / 2 ^ k
 -- Non-transposed, lane 8j + r gives row r of matrix j: the first of the two
 -- values register j of lane 4r holds; transposed, value 2j + r % 2 of lane
 -- r // 2 (the stored rows then run along the fragment's value pairs).
+--- For ldmatrix/stmatrix: the coordinates this lane's addresses point at (see the comment above).
+-- @param t the shared tile (Tensor)
+-- @return a Tensor
+-- @usage local rows = thr_copy:matrix_rows(sA)
 function ThrCopy:matrix_rows(t)
   return core.at_user_line(self._matrix_rows, self, t)
 end

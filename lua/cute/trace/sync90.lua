@@ -85,6 +85,9 @@ end
 -- mbarriers
 
 --- Initialises the barrier to phase 0, expecting `count` arrivals a phase.
+-- @param bar the mbarrier, a shared-memory pointer value (an i64 slot)
+-- @param count the arrivals a phase expects
+-- @usage cute.arch.mbarrier_init(bar, 1)
 function arch.mbarrier_init(bar, count)
   need_trace("mbarrier_init")
   emit("mbarrier.init", nil, bar_ptr(bar, "mbarrier_init"), i32(count, "mbarrier_init count"))
@@ -92,6 +95,7 @@ end
 
 --- fence.mbarrier_init.release.cluster: makes this thread's mbarrier_init
 -- visible to the cluster and the async proxy; follow it with a (cluster) barrier.
+-- @usage cute.arch.mbarrier_init_fence()
 function arch.mbarrier_init_fence()
   need_trace("mbarrier_init_fence")
   emit("fence.mbarrier_init", nil)
@@ -102,6 +106,11 @@ arch.fence_barrier_init = arch.mbarrier_init_fence
 -- on a shared_cluster barrier). opts: count (arrivals, default 1), scope
 -- ("cta" default, "cluster": release at cluster scope), token (true: return
 -- the phase's state token, an i64; local barriers only).
+-- @param bar the mbarrier (a shared or shared_cluster pointer value)
+-- @param peer optional: the CTA rank whose barrier to arrive on
+-- @param opts optional: {count =, scope =, token =}
+-- @return the state token with opts.token, else nothing
+-- @usage cute.arch.mbarrier_arrive(empty_bar)
 function arch.mbarrier_arrive(bar, peer, opts)
   need_trace("mbarrier_arrive")
   opts = opts or {}
@@ -113,6 +122,11 @@ end
 
 --- Adds `bytes` to the barrier's transaction count, then arrives (the TMA
 -- producer's arrive: the phase completes when the copies deliver the bytes).
+-- @param bar the mbarrier
+-- @param bytes the bytes the phase's copies will deliver
+-- @param peer optional: the CTA rank whose barrier to use
+-- @param opts optional: {scope =}
+-- @usage cute.arch.mbarrier_arrive_and_expect_tx(full_bar, 2 * 64 * 64 * 2)
 function arch.mbarrier_arrive_and_expect_tx(bar, bytes, peer, opts)
   need_trace("mbarrier_arrive_and_expect_tx")
   opts = opts or {}
@@ -121,6 +135,11 @@ function arch.mbarrier_arrive_and_expect_tx(bar, bytes, peer, opts)
 end
 
 --- Adds `bytes` to the barrier's transaction count without arriving.
+-- @param bar the mbarrier
+-- @param bytes the bytes to add
+-- @param peer optional: the CTA rank whose barrier to use
+-- @param opts optional: {scope =}
+-- @usage cute.arch.mbarrier_expect_tx(full_bar, 8192)
 function arch.mbarrier_expect_tx(bar, bytes, peer, opts)
   need_trace("mbarrier_expect_tx")
   opts = opts or {}
@@ -131,6 +150,11 @@ end
 --- Whether the phase of parity `phase` (0 or 1) completed, waiting up to a
 -- hardware time limit (a bool value). opts: suspend_ns (a suspend-time
 -- hint), scope ("cluster": acquire at cluster scope).
+-- @param bar the mbarrier
+-- @param phase the parity, 0 or 1 (a number or value)
+-- @param opts optional: {suspend_ns =, scope =}
+-- @return a bool value
+-- @usage local done = cute.arch.mbarrier_try_wait(bar, phase)
 function arch.mbarrier_try_wait(bar, phase, opts)
   need_trace("mbarrier_try_wait")
   opts = opts or {}
@@ -140,6 +164,11 @@ function arch.mbarrier_try_wait(bar, phase, opts)
 end
 
 --- Whether the phase of parity `phase` completed, without waiting.
+-- @param bar the mbarrier
+-- @param phase the parity, 0 or 1
+-- @param opts optional: {scope =}
+-- @return a bool value
+-- @usage local done = cute.arch.mbarrier_test_wait(bar, phase)
 function arch.mbarrier_test_wait(bar, phase, opts)
   need_trace("mbarrier_test_wait")
   opts = opts or {}
@@ -150,6 +179,11 @@ end
 --- Waits until the phase of parity `phase` completed (a loop on try_wait).
 -- opts.max_tries (a number): give up after that many try_waits and return
 -- a bool value, true when the phase completed (for tests that must not hang).
+-- @param bar the mbarrier
+-- @param phase the parity, 0 or 1
+-- @param opts optional: {max_tries =, suspend_ns =, scope =}
+-- @return with opts.max_tries, a bool value (completed); else nothing
+-- @usage cute.arch.mbarrier_wait(full_bar, phase)
 function arch.mbarrier_wait(bar, phase, opts)
   need_trace("mbarrier_wait")
   opts = opts or {}
@@ -169,6 +203,8 @@ function arch.mbarrier_wait(bar, phase, opts)
 end
 
 --- Invalidates the barrier before its memory is used for something else.
+-- @param bar the mbarrier
+-- @usage cute.arch.mbarrier_inval(bar)
 function arch.mbarrier_inval(bar)
   need_trace("mbarrier_inval")
   emit("mbarrier.inval", nil, bar_ptr(bar, "mbarrier_inval"))
@@ -184,6 +220,9 @@ local PROXY = { async = "fence.proxy.async", ["async.shared"] = "fence.proxy.asy
 -- shared memory) or "async.global": orders this thread's generic-proxy
 -- accesses with its async-proxy ones (TMA, bulk copies, wgmma operands).
 -- space: "cta" with "async.shared" (CuTe DSL's fence_proxy(kind, space)).
+-- @param kind "async", "async.shared" or "async.global"
+-- @param space optional: "cta" with "async.shared"
+-- @usage cute.arch.fence_proxy("async.shared", "cta")
 function arch.fence_proxy(kind, space)
   need_trace("fence_proxy")
   if space ~= nil and not (space == "cta" and (kind == "async.shared" or kind == "async.shared::cta")) then
@@ -195,13 +234,19 @@ function arch.fence_proxy(kind, space)
   end
   emit(op, nil)
 end
+--- fence.proxy.async: orders this thread's generic-proxy accesses with its async-proxy ones, in every space.
+-- @usage cute.arch.fence_proxy_async()
 function arch.fence_proxy_async() arch.fence_proxy("async") end
 --- fence.proxy.async.shared::cta: shared-memory writes (st.shared, stmatrix)
 -- before a TMA store or wgmma reads them.
+-- @usage cute.arch.fence_view_async_shared()
 function arch.fence_view_async_shared() arch.fence_proxy("async.shared") end
 
 --- bar.sync id, count: the named barrier `id` (0-15) over `count` threads
 -- (a multiple of 32; default the whole block).
+-- @param id the barrier, 0-15
+-- @param count optional: the threads taking part (a multiple of 32)
+-- @usage cute.arch.barrier(1, 256)
 function arch.barrier(id, count)
   need_trace("barrier")
   id = i32(id or 0, "barrier id")
@@ -214,6 +259,9 @@ end
 
 --- bar.arrive id, count: signals the named barrier without waiting (the
 -- producer side of a handshake); count is required.
+-- @param id the barrier, 0-15
+-- @param count the threads taking part (a multiple of 32)
+-- @usage cute.arch.barrier_arrive(1, 256)
 function arch.barrier_arrive(id, count)
   need_trace("barrier_arrive")
   if count == nil then err.raise("cute.arch.barrier_arrive(id, count): count (threads) is required") end
@@ -224,12 +272,18 @@ local FULL = 0xffffffff
 
 --- elect.sync: true in one leader lane of the mask's lanes (all of which
 -- execute it; default the whole warp).
+-- @param mask optional: the lanes (default all)
+-- @return a bool value
+-- @usage cute.if_(cute.arch.elect_one(), function() ... end)
 function arch.elect_one(mask)
   need_trace("elect_one")
   return emit("elect.sync", core.bool, core.coerce(mask or FULL, core.u32, "cute.arch.elect_one mask"))
 end
 
 --- elect.sync with the leader's lane: returns lane (i32), is_leader (bool).
+-- @param mask optional: the lanes (default all)
+-- @return the leader's lane (an i32 value) and is_leader (a bool value)
+-- @usage local lane, leader = cute.arch.elect_sync()
 function arch.elect_sync(mask)
   need_trace("elect_sync")
   local r = emit("elect.sync", core.struct { core.i32, core.bool },
@@ -241,26 +295,35 @@ end
 -- Clusters and distributed shared memory
 
 --- barrier.cluster.arrive (release): every thread of every CTA of the cluster arrives.
+-- @usage cute.arch.cluster_arrive()
 function arch.cluster_arrive()
   need_trace("cluster_arrive")
   emit("barrier.cluster.arrive", nil)
 end
 --- barrier.cluster.arrive.relaxed: no memory ordering (after mbarrier_init_fence).
+-- @usage cute.arch.cluster_arrive_relaxed()
 function arch.cluster_arrive_relaxed()
   need_trace("cluster_arrive_relaxed")
   emit("barrier.cluster.arrive.relaxed", nil)
 end
 --- barrier.cluster.wait (acquire).
+-- @usage cute.arch.cluster_wait()
 function arch.cluster_wait()
   need_trace("cluster_wait")
   emit("barrier.cluster.wait", nil)
 end
 --- cluster_arrive then cluster_wait: the cluster's threads meet here.
+-- @usage cute.arch.cluster_sync()
 function arch.cluster_sync()
   arch.cluster_arrive()
   arch.cluster_wait()
 end
 
+--- mapa: the address of shared pointer p in the shared memory of CTA `rank` of the cluster (a shared_cluster pointer).
+-- @param p a shared-memory pointer value
+-- @param rank the CTA's rank in the cluster
+-- @return a shared_cluster pointer value
+-- @usage local q = cute.arch.mapa(s:ptr_at(0), peer)
 function arch.mapa(p, rank)
   need_trace("mapa")
   return M.mapa(p, rank)
@@ -268,6 +331,9 @@ end
 arch.map_dsmem_ptr = arch.mapa
 
 --- The rank in the cluster of the CTA a shared_cluster pointer belongs to.
+-- @param p a shared_cluster pointer value
+-- @return an i32 value
+-- @usage local r = cute.arch.getctarank(q)
 function arch.getctarank(p)
   need_trace("getctarank")
   if not is_value(p) or type_of(p).kind ~= "ptr" or type_of(p).space ~= "shared_cluster" then
@@ -291,6 +357,10 @@ local function remote(p, rank, what)
 end
 
 --- ld.shared::cluster: the element at p in CTA `rank` (or at a shared_cluster p).
+-- @param p a shared (with rank) or shared_cluster pointer value
+-- @param rank optional: the CTA's rank
+-- @return the element's value
+-- @usage local v = cute.arch.dsmem_load(s:ptr_at(i), peer)
 function arch.dsmem_load(p, rank)
   need_trace("dsmem_load")
   local q = remote(p, rank, "dsmem_load")
@@ -298,6 +368,10 @@ function arch.dsmem_load(p, rank)
 end
 
 --- st.shared::cluster: v to p in CTA `rank` (or to a shared_cluster p).
+-- @param p a shared (with rank) or shared_cluster pointer value
+-- @param v the value
+-- @param rank optional: the CTA's rank
+-- @usage cute.arch.dsmem_store(s:ptr_at(i), v, peer)
 function arch.dsmem_store(p, v, rank)
   need_trace("dsmem_store")
   local q = remote(p, rank, "dsmem_store")
@@ -306,6 +380,13 @@ end
 
 --- atom.shared::cluster: old = *p; *p = old OP v in CTA `rank`; op "add"
 -- (default), "min", "max", "and", "or", "xor", "exch", "inc", "dec".
+-- @param p a shared (with rank) or shared_cluster pointer value
+-- @param v the operand
+-- @param rank optional: the CTA's rank
+-- @param op optional: the operation (default "add")
+-- @param opts optional: {order =, scope =}
+-- @return the old value
+-- @usage local old = cute.arch.dsmem_atomic(s:ptr_at(0), 1, 0, "add")
 function arch.dsmem_atomic(p, v, rank, op, opts)
   need_trace("dsmem_atomic")
   opts = opts or {}
@@ -316,6 +397,13 @@ function arch.dsmem_atomic(p, v, rank, op, opts)
   return emit("atom", et, q, core.coerce(v, et, "cute.arch.dsmem_atomic"), nil, imm("A", name, "dsmem_atomic op"),
     imm("O", opts.order or "relaxed", "dsmem_atomic order"), imm("S", opts.scope or "cluster", "dsmem_atomic scope"))
 end
+--- dsmem_atomic(p, v, rank, "add", opts).
+-- @param p a shared (with rank) or shared_cluster pointer value
+-- @param v the operand
+-- @param rank optional: the CTA's rank
+-- @param opts optional: {order =, scope =}
+-- @return the old value
+-- @usage cute.arch.dsmem_atomic_add(count:ptr_at(0), 1, 0)
 function arch.dsmem_atomic_add(p, v, rank, opts) return arch.dsmem_atomic(p, v, rank, "add", opts) end
 
 -- ---------------------------------------------------------------------------
@@ -336,8 +424,14 @@ end
 -- four warps execute it). The kernel needs a register cap at entry
 -- (max_threads and min_blocks: cute.launch_bounds), and compiles through
 -- the toolkit's ptxas (docs/compiler.md).
+-- @function setmaxnreg_inc
+-- @param n the registers per thread, 24-256, a multiple of 8 (a Lua number)
+-- @usage cute.arch.setmaxnreg_inc(232)
 arch.setmaxnreg_inc = setmaxnreg("setmaxnreg.inc", "setmaxnreg_inc")
 --- setmaxnreg.dec n: registers per thread fall to n, returned to the CTA's pool.
+-- @function setmaxnreg_dec
+-- @param n the registers per thread, 24-256, a multiple of 8 (a Lua number)
+-- @usage cute.arch.setmaxnreg_dec(40)
 arch.setmaxnreg_dec = setmaxnreg("setmaxnreg.dec", "setmaxnreg_dec")
 arch.warpgroup_reg_alloc = arch.setmaxnreg_inc
 arch.warpgroup_reg_dealloc = arch.setmaxnreg_dec

@@ -37,11 +37,17 @@ local function is_tensor(x) return getmetatable(x) == Tensor end
 M.is_tensor = is_tensor
 
 local function new(fields) return setmetatable(fields, Tensor) end
+local describe, on_layout -- (below: a tensor in the user's terms; its layout's errors naming it)
 
 -- ---------------------------------------------------------------------------
 -- Construction
 
 --- A tensor over a pointer value (global or shared memory) with a layout.
+-- @param ptr a pointer value (global or shared memory)
+-- @param layout a Layout, ComposedLayout or shape
+-- @param dt optional: the element dtype (default: the pointer's)
+-- @return a Tensor
+-- @usage local t = cute.make_tensor(p, cute.make_layout({16, 16}))
 function M.make_tensor(ptr, layout, dt)
   if is_value(ptr) and type_of(ptr).kind == "ptr" then
     local pt = type_of(ptr)
@@ -62,6 +68,10 @@ end
 
 --- A register fragment of dtype dt with a layout or shape (CuTe DSL's
 -- make_rmem_tensor; make_fragment is the same). Its elements are uninitialised.
+-- @param layout_or_shape a static Layout or shape
+-- @param dt the element dtype (cute.f32, ...)
+-- @return a Tensor in registers
+-- @usage local acc = cute.make_rmem_tensor({4, 4}, cute.f32)
 function M.make_rmem_tensor(layout_or_shape, dt)
   local T = core.current()
   if not T then err.raise("make_rmem_tensor can only be used while tracing a kernel") end
@@ -77,6 +87,10 @@ end
 M.make_fragment = M.make_rmem_tensor
 
 --- A register fragment with the shape of t (compact, column-major) and its dtype or dt.
+-- @param t a Tensor
+-- @param dt optional: the element dtype (default t's)
+-- @return a Tensor in registers
+-- @usage local frag = cute.make_fragment_like(tile)
 function M.make_fragment_like(t, dt)
   local layout = is_tensor(t) and t.layout or t
   return M.make_rmem_tensor(L.make_layout(L.shape(layout)), dt or (is_tensor(t) and t.dtype))
@@ -84,6 +98,9 @@ end
 M.make_rmem_tensor_like = M.make_fragment_like
 
 --- A coordinate tensor: element c is c itself (for predication at the edges).
+-- @param shape a shape (integers or values)
+-- @return a Tensor of coordinates
+-- @usage local coords = cute.make_identity_tensor({m, n})
 function M.make_identity_tensor(shape)
   return new { engine = "identity", layout = L.make_identity_layout(shape), space = "none" }
 end
@@ -160,9 +177,9 @@ local function check_bounds(t, c)
   if bad then
     if type(c) == "table" then
       err.raise("coordinate %s is out of bounds of %s: %s is not in 0..%s, the extent of its mode", it.pretty_str(c),
-        tostring(t), arith.show(bad), arith.show(n - 1))
+        describe(t), arith.show(bad), arith.show(n - 1))
     end
-    err.raise("index %s is out of bounds of %s, which has %s elements (0..%s)", arith.show(c), tostring(t),
+    err.raise("index %s is out of bounds of %s, which has %s elements (0..%s)", arith.show(c), describe(t),
       arith.show(n), arith.show(n - 1))
   end
 end
@@ -173,11 +190,13 @@ local function coord_offset(t, c)
   if not ok then
     local shape = L.shape(t.layout)
     local rank = type(shape) == "table" and #shape or 1
-    if type(c) == "table" and #c ~= rank and not L.is_layout(c) then
-      err.raise("indexing %s with %d coordinates %s: it has rank %d, so give %d (or one index, 0..size-1)",
-        tostring(t), #c, it.pretty_str(c), rank, rank)
+    if it.is_tuple(c) and #c ~= rank then
+      err.raise("indexing %s with %d coordinate%s %s: it has rank %d, so give %d (or one index, 0..size-1)",
+        describe(t), #c, #c == 1 and "" or "s", it.pretty_str(c), rank, rank)
     end
-    err.raise("%s (indexing %s)", (tostring(off):gsub("^[^:]*:%d+: ", "")), tostring(t))
+    -- (the layout's message without its location and "calling <layout>: ")
+    local why = tostring(off):gsub("^[^:]*:%d+: ", ""):gsub("^calling %S+: ", "")
+    err.raise("%s (indexing %s)", why, describe(t))
   end
   return off
 end
@@ -231,16 +250,16 @@ local function with_offset(t, off, layout)
   if t.engine == "ptr" then
     local align = align_after(t, off)
     return new { engine = "ptr", ptr = address(t, off, align), layout = layout, dtype = t.dtype, space = t.space,
-      align = align }
+      align = align, of = t.name or t.of }
   elseif t.engine == "rmem" then
     if type(off) ~= "number" then
       err.raise("slicing a register fragment at a run-time position: fragments are indexed statically")
     end
     return new { engine = "rmem", var = t.var, base = t.base + off, layout = layout, dtype = t.dtype, space = "rmem",
-      fid = t.fid, elem_type = t.elem_type }
+      fid = t.fid, elem_type = t.elem_type, of = t.name or t.of }
   end
   -- identity: offsets are coordinates; compose the offset into the layout
-  return new { engine = "identity", layout = layout, offset = off, space = "none" }
+  return new { engine = "identity", layout = layout, offset = off, space = "none", of = t.name or t.of }
 end
 
 
@@ -273,7 +292,7 @@ Tensor.__index = function(t, k)
 end
 
 Tensor.__newindex = function(t, k, v)
-  if type(k) == "string" then err.raise("tensor fields are read-only (%s)", k) end
+  if type(k) == "string" then err.raise("tensor fields are read-only (%s of %s)", k, describe(t)) end
   store_at(t, coord_offset(t, k), v)
 end
 
@@ -283,16 +302,39 @@ Tensor.__tostring = function(t)
   return string.format("tensor<%s> o %s", what, tostring(t.layout))
 end
 
+-- A tensor in the user's terms, for error messages: a kernel argument by its
+-- parameter's name, shape (the argument's, where the trace has run-time
+-- extents) and dtype; a part of one (a slice, tile, partition) as itself and
+-- whose part it is; any other as tostring shows it.
+function describe(t)
+  if t.name then
+    return string.format("tensor '%s' (shape %s, %s)", t.name, it.pretty_str(t.arg_shape or L.shape(t.layout)),
+      t.dtype.name)
+  end
+  if t.of then return string.format("%s (a part of tensor '%s')", tostring(t), t.of) end
+  return tostring(t)
+end
+M.describe = describe
+Tensor.__describe = describe -- (cute.trace.core's describe)
+
 Tensor.__len = function(t) return L.size(t.layout) end
 
 --- The sub-tensor kept by the cute._ modes of coordinate c.
+-- @param t the Tensor
+-- @param c a coordinate with cute._ in the modes kept
+-- @return a Tensor
+-- @usage local row = t:slice({i, cute._})  -- or t[{i, cute._}]
 function methods.slice(t, c)
   check_bounds(t, c)
-  local layout, off = L.slice_and_offset(c, t.layout)
+  local layout, off = on_layout(t, function(l) return L.slice_and_offset(c, l) end)
   return with_offset(t, off, layout)
 end
 
 --- The address of element c as a pointer value (for atomics, cp.async, ...).
+-- @param t the Tensor (in global or shared memory)
+-- @param c optional: the coordinate (default 0)
+-- @return a pointer value
+-- @usage cute.atomic_add(t:ptr_at(i), 1)
 function methods.ptr_at(t, c)
   if t.engine ~= "ptr" then err.raise("ptr_at: only tensors in memory have addresses") end
   return address(t, coord_offset(t, c or 0))
@@ -300,36 +342,96 @@ end
 methods.ptr = methods.ptr_at
 
 --- A view with another layout over the same memory.
+-- @param t the Tensor
+-- @param layout the new Layout (its cosize within the memory)
+-- @return a Tensor
+-- @usage local flat = t:view(cute.make_layout(256))
 function methods.view(t, layout)
   local c = {}
   for k, v in pairs(t) do c[k] = v end
   c.layout = layout
+  c.name, c.arg_shape, c.of = nil, nil, t.name or t.of
   return new(c)
 end
 
 -- ---------------------------------------------------------------------------
 -- Tiling and partitioning (CuTe's names, now on tensors)
 
+-- fn(t.layout, ...), its errors naming the tensor t (in the user's terms).
+function on_layout(t, fn, ...)
+  local r = { pcall(fn, t.layout, ...) }
+  if r[1] then return unpack(r, 2, table.maxn(r)) end
+  if type(r[2]) ~= "string" then error(r[2], 0) end
+  err.raise("%s (of %s)", (r[2]:gsub("^[^:]*:%d+: ", "")), describe(t))
+end
+
 local function apply(t, fn, ...)
-  return with_offset(t, 0, fn(t.layout, ...))
+  return with_offset(t, 0, on_layout(t, fn, ...))
 end
 
 --- local_tile(t, tiler, coord[, proj]): the tile at coord of t divided by the
 -- tiler (CuTe's inner partition). proj (e.g. {1, cute.X, 1}) selects the modes
 -- of tiler and coord that apply.
+-- @param t a Tensor (or a Layout)
+-- @param tiler the tile's shape (or a tiler of layouts)
+-- @param coord the tile's coordinate in the grid of tiles
+-- @param proj optional: a tuple of 1 and cute.X selecting modes of tiler and coord
+-- @return a Tensor (a Layout for a Layout)
+-- @usage local tile = cute.local_tile(a, {128, 32}, {cute.block_idx().x, cute._})
 function M.local_tile(t, tiler, coord, proj)
   if not is_tensor(t) then return LT.local_tile(t, tiler, coord, proj) end
-  local layout, off = LT.local_tile(t.layout, tiler, coord, proj)
+  local layout, off = on_layout(t, LT.local_tile, tiler, coord, proj)
   return with_offset(t, off, layout)
 end
 
 --- local_partition(t, thr_layout, index[, proj]): the elements of t that
 -- thread `index` of the thread layout owns (CuTe's outer partition).
+-- @param t a Tensor (or a Layout)
+-- @param tile the thread layout
+-- @param index the thread's index in it
+-- @param proj optional: a tuple of 1 and cute.X selecting modes
+-- @return a Tensor (a Layout for a Layout)
+-- @usage local mine = cute.local_partition(tile, cute.make_layout({16, 8}), cute.thread_idx().x)
 function M.local_partition(t, tile, index, proj)
   if not is_tensor(t) then return LT.local_partition(t, tile, index, proj) end
-  local layout, off = LT.local_partition(t.layout, tile, index, proj)
+  local layout, off = on_layout(t, LT.local_partition, tile, index, proj)
   return with_offset(t, off, layout)
 end
+
+--- composition(t, B): the tensor (or layout) seen through the layout B: (t o B)(c) = t(B(c)).
+-- @function composition
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... B, a Layout, shape or tiler
+-- @return the same kind as t
+-- @usage local v = cute.composition(t, cute.make_layout({4, 8}, {8, 1}))
+
+--- flat_divide(t, tiler): the tensor (or layout) as (tile modes..., rest modes...).
+-- @function flat_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local z = cute.flat_divide(t, {16, 16})
+
+--- tiled_divide(t, tiler): the tensor (or layout) as (tile, rest modes...).
+-- @function tiled_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local z = cute.tiled_divide(t, {16, 16})
+
+--- zipped_divide(t, tiler): the tensor (or layout) as (tile, rest), as cute.zipped_divide does to layouts.
+-- @function zipped_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local z = cute.zipped_divide(t, {16, 16})
+
+--- logical_divide(t, tiler): a tensor (or layout) divided by the tiler, as cute.logical_divide does to layouts.
+-- @function logical_divide
+-- @param t a Tensor, Layout or ComposedLayout
+-- @param ... the tiler
+-- @return the same kind as t
+-- @usage local d = cute.logical_divide(t, cute.make_layout(4))
 
 for _, name in ipairs { "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "composition" } do
   local f = name == "composition" and L.composition or LA[name]
@@ -347,6 +449,48 @@ local function layout_of(x)
   return nil
 end
 
+--- cosize(x, i, ...): L(size(L) - 1) + 1 of a tensor's or layout's layout L: the span of memory it addresses.
+-- @function cosize
+-- @param x a Tensor or Layout
+-- @param ... an optional 0-based mode path
+-- @return a number (or a value)
+-- @usage cute.cosize(cute.make_layout({4, 8}, {1, 8}))  -- 60
+
+--- stride(x, i, ...): the stride of a tensor or layout (of mode i, ...).
+-- @function stride
+-- @param x a Tensor or Layout
+-- @param ... an optional 0-based mode path
+-- @return an integer or tuple (values for run-time strides)
+-- @usage local ld = cute.stride(t, 1)
+
+--- shape(x, i, ...): the shape of a tensor or layout (of mode i, ...); a tuple is its own shape.
+-- @function shape
+-- @param x a Tensor, Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return an integer or tuple (values for run-time extents)
+-- @usage local m = cute.shape(t, 0)
+
+--- depth(x, i, ...): the nesting depth of a tensor's, layout's or tuple's shape (of mode i, ...).
+-- @function depth
+-- @param x a Tensor, Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return a number
+-- @usage cute.depth(cute.make_layout({4, {2, 2}}))  -- 2
+
+--- rank(x, i, ...): the number of top-level modes of a tensor, layout or tuple (of mode i, ...).
+-- @function rank
+-- @param x a Tensor, Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return a number
+-- @usage cute.rank(cute.make_layout({4, 8}))  -- 2
+
+--- size(x, i, ...): the number of elements of a tensor, layout or tuple (of mode i, ...).
+-- @function size
+-- @param x a Tensor (in a kernel, or a device tensor), Layout or tuple
+-- @param ... an optional 0-based mode path
+-- @return a number (or a value, for run-time extents)
+-- @usage local n = cute.size(t)
+
 for _, name in ipairs { "size", "rank", "depth", "shape", "stride", "cosize" } do
   M[name] = function(x, ...)
     local l = layout_of(x)
@@ -362,14 +506,18 @@ end
 local function each(t, f)
   local n = L.size(t.layout)
   if type(n) ~= "number" then
-    err.raise("this operation needs a tensor of static size (got size %s); loop with cute.range instead",
-      arith.show(n))
+    err.raise("this operation needs a tensor of static size, got %s of size %s; loop with cute.range instead",
+      describe(t), arith.show(n))
   end
   for i = 0, n - 1 do f(i) end
   return n
 end
 
 --- Sets every element to v (unrolled; the tensor's size must be static).
+-- @param t the Tensor
+-- @param v the value (a traced value or Lua number)
+-- @return t (for chaining)
+-- @usage acc:fill(0)
 function methods.fill(t, v)
   each(t, function(i) t[i] = v end)
   return t
@@ -438,10 +586,13 @@ end
 -- pred: optional bool-valued tensor or function(i) -> bool value selecting the
 -- elements to copy (predicated elements are left alone).
 function M.copy(src, dst, pred)
-  if not (is_tensor(src) and is_tensor(dst)) then err.raise("copy(src, dst): tensors expected") end
+  if not (is_tensor(src) and is_tensor(dst)) then
+    err.raise("copy(src, dst): tensors expected, got %s and %s", core.describe(src), core.describe(dst))
+  end
   local n = L.size(src.layout)
   if n ~= L.size(dst.layout) then
-    err.raise("copy: sizes differ (%s vs %s)", arith.show(n), arith.show(L.size(dst.layout)))
+    err.raise("copy: sizes differ (%s vs %s): src is %s, dst is %s", arith.show(n), arith.show(L.size(dst.layout)),
+      describe(src), describe(dst))
   end
   if type(n) ~= "number" then
     err.raise("copy: the size must be static (got %s); copy a tile at a time", arith.show(n))
@@ -496,6 +647,9 @@ function M.copy(src, dst, pred)
 end
 
 --- A register fragment holding the tensor's elements (vectorised loads).
+-- @param t the Tensor
+-- @return a Tensor in registers
+-- @usage local frag = tile:load()
 function methods.load(t)
   local frag = M.make_fragment_like(t)
   M.copy(t, frag)
@@ -503,6 +657,10 @@ function methods.load(t)
 end
 
 --- Writes a fragment (or any tensor of the same size) into this tensor.
+-- @param t the Tensor written
+-- @param src the Tensor read (the same size)
+-- @return t (for chaining)
+-- @usage tile:store(frag)
 function methods.store(t, src)
   M.copy(src, t)
   return t
@@ -549,6 +707,11 @@ end
 
 --- A static shared-memory tensor of dtype dt with a layout (or a
 -- ComposedLayout carrying a swizzle), aligned to `align` bytes (default 128).
+-- @param dt the element dtype
+-- @param layout a static Layout, ComposedLayout or shape
+-- @param align optional: the alignment in bytes (default 128)
+-- @return a Tensor in shared memory
+-- @usage local s = cute.make_smem_tensor(cute.f32, cute.make_layout({32, 33}))
 function M.make_smem_tensor(dt, layout, align)
   local T = core.current()
   if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
@@ -568,6 +731,8 @@ end
 -- dynamic smem size is computed from what was carved (not typed by hand).
 --   local smem = cute.smem_allocator()
 --   local sA = smem:tensor(cute.bf16, layout_a, 128)
+-- @return an allocator (smem:tensor(dtype, layout[, align]), smem:reuse(...))
+-- @usage local smem = cute.smem_allocator()
 function M.smem_allocator()
   local T = core.current()
   if not T then err.raise("shared memory can only be allocated while tracing a kernel") end
@@ -620,6 +785,9 @@ end
 -- than kept live across (LLVM would otherwise reuse, say, the f32 values of a
 -- bf16 row converted before a block reduction, and hold 32 registers where
 -- the packed row needs 16). Values are unchanged; no instruction results.
+-- @param t a register fragment (Tensor)
+-- @return t
+-- @usage cute.opaque(row)
 function M.opaque(t)
   if not is_tensor(t) or t.engine ~= "rmem" then
     err.raise("cute.opaque: expected a register fragment, got %s", core.describe(t))

@@ -93,6 +93,12 @@ M.arch = arch
 -- completing on the mbarrier at mbar_ptr (complete_tx::bytes).
 -- mcast_mask (optional, i16 or a number): write the box into every CTA of
 -- the cluster whose %cluster_ctarank bit is set (sm_90a).
+-- @param desc the TMA descriptor (a kernel argument)
+-- @param smem_ptr the destination, a shared-memory pointer (128-byte aligned)
+-- @param mbar_ptr the mbarrier's shared-memory pointer
+-- @param coords a list of i32 coordinates, dimension 0 first
+-- @param mcast_mask optional: the CTAs of the cluster to write to
+-- @usage cute.arch.tma_load(desc, sA:ptr_at(0), bar, {k * 64, m0})
 function arch.tma_load(desc, smem_ptr, mbar_ptr, coords, mcast_mask)
   local what = "cute.arch.tma_load"
   need_trace(what)
@@ -122,6 +128,11 @@ end
 -- coords (bulk_group: commit and wait with cp_async_bulk_commit_group /
 -- cp_async_bulk_wait_group). reduction (optional): "add", "min", "max",
 -- "inc", "dec", "and", "or", "xor" (cp.reduce.async.bulk.tensor).
+-- @param desc the TMA descriptor
+-- @param smem_ptr the source, a shared-memory pointer (128-byte aligned)
+-- @param coords a list of i32 coordinates
+-- @param reduction optional: "add", "min", "max", "inc", "dec", "and", "or" or "xor"
+-- @usage cute.arch.tma_store(desc, sC:ptr_at(0), {n0, m0})
 function arch.tma_store(desc, smem_ptr, coords, reduction)
   local what = "cute.arch.tma_store"
   need_trace(what)
@@ -137,6 +148,9 @@ function arch.tma_store(desc, smem_ptr, coords, reduction)
 end
 
 --- L2 prefetch of the box at coords (cp.async.bulk.prefetch.tensor).
+-- @param desc the TMA descriptor
+-- @param coords a list of i32 coordinates
+-- @usage cute.arch.tma_prefetch(desc, {k * 64, m0})
 function arch.tma_prefetch(desc, coords)
   local what = "cute.arch.tma_prefetch"
   need_trace(what)
@@ -146,6 +160,8 @@ end
 
 --- prefetch.tensormap: warms the descriptor cache (CuTe DSL's
 -- cpasync.prefetch_descriptor); once per descriptor, at the kernel's start.
+-- @param desc the TMA descriptor
+-- @usage cute.arch.prefetch_descriptor(desc)
 function arch.prefetch_descriptor(desc)
   need_trace("cute.arch.prefetch_descriptor")
   emit("tma.prefetch_desc", nil, desc_of(desc, "cute.arch.prefetch_descriptor"))
@@ -160,6 +176,11 @@ end
 
 --- cp.async.bulk global -> shared: bytes (a multiple of 16) from gmem_ptr
 -- to smem_ptr (both 16-byte aligned), completing on the mbarrier at mbar_ptr.
+-- @param smem_ptr the destination, a shared-memory pointer
+-- @param gmem_ptr the source, a global pointer
+-- @param bytes a multiple of 16
+-- @param mbar_ptr the mbarrier's shared-memory pointer
+-- @usage cute.arch.cp_async_bulk_g2s(s:ptr_at(0), g:ptr_at(0), 4096, bar)
 function arch.cp_async_bulk_g2s(smem_ptr, gmem_ptr, bytes, mbar_ptr)
   local what = "cute.arch.cp_async_bulk_g2s"
   need_trace(what)
@@ -170,6 +191,10 @@ function arch.cp_async_bulk_g2s(smem_ptr, gmem_ptr, bytes, mbar_ptr)
 end
 
 --- cp.async.bulk shared -> global (bulk_group): bytes (a multiple of 16).
+-- @param gmem_ptr the destination, a global pointer
+-- @param smem_ptr the source, a shared-memory pointer
+-- @param bytes a multiple of 16
+-- @usage cute.arch.cp_async_bulk_s2g(g:ptr_at(0), s:ptr_at(0), 4096)
 function arch.cp_async_bulk_s2g(gmem_ptr, smem_ptr, bytes)
   local what = "cute.arch.cp_async_bulk_s2g"
   need_trace(what)
@@ -179,6 +204,9 @@ function arch.cp_async_bulk_s2g(gmem_ptr, smem_ptr, bytes)
 end
 
 --- cp.async.bulk.prefetch.L2: bytes (a multiple of 16) at gmem_ptr into L2.
+-- @param gmem_ptr a global pointer
+-- @param bytes a multiple of 16
+-- @usage cute.arch.cp_async_bulk_prefetch(g:ptr_at(0), 4096)
 function arch.cp_async_bulk_prefetch(gmem_ptr, bytes)
   local what = "cute.arch.cp_async_bulk_prefetch"
   need_trace(what)
@@ -186,6 +214,7 @@ function arch.cp_async_bulk_prefetch(gmem_ptr, bytes)
 end
 
 --- Closes the bulk group of the TMA / bulk stores issued since the last commit.
+-- @usage cute.arch.cp_async_bulk_commit_group()
 function arch.cp_async_bulk_commit_group()
   need_trace("cute.arch.cp_async_bulk_commit_group")
   emit("bulk.commit", nil)
@@ -193,6 +222,9 @@ end
 
 --- Waits until at most n bulk groups are pending; read = true: only until
 -- they have read their shared-memory sources (the buffers may be rewritten).
+-- @param n the pending groups allowed (0-63)
+-- @param read optional: true to wait only for the reads of the sources
+-- @usage cute.arch.cp_async_bulk_wait_group(0)
 function arch.cp_async_bulk_wait_group(n, read)
   need_trace("cute.arch.cp_async_bulk_wait_group")
   n = n or 0
@@ -307,6 +339,9 @@ end
 
 --- cute.prefetch(tma_atom, part:gmem_tile(c)): an L2 prefetch of every box
 -- of this CTA's tile.
+-- @param at a TMA atom
+-- @param src the tile in global memory (part:gmem_tile(c))
+-- @usage cute.prefetch(tma_a, part:gmem_tile({k, 0}))
 function M.prefetch(at, src)
   return core.at_user_line(function()
     need_trace("cute.prefetch")

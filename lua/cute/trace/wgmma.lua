@@ -65,6 +65,7 @@ M.arch = arch
 
 --- wgmma.commit_group: closes this warpgroup's uncommitted wgmma.mma_async
 -- into one wgmma-group (sm_90a).
+-- @usage cute.arch.warpgroup_commit_group()
 function arch.warpgroup_commit_group()
   need_trace("cute.arch.warpgroup_commit_group")
   mark_warpgroup()
@@ -73,6 +74,8 @@ end
 
 --- wgmma.wait_group n: waits until at most n of this warpgroup's
 -- wgmma-groups are pending (n: a whole number 0..63, default 0).
+-- @param n optional: the pending groups allowed (default 0)
+-- @usage cute.arch.warpgroup_wait_group(0)
 function arch.warpgroup_wait_group(n)
   need_trace("cute.arch.warpgroup_wait_group")
   n = n or 0
@@ -183,6 +186,9 @@ end
 -- warpgroup_fence_operand; put one on the accumulator before
 -- warpgroup_fence() and after warpgroup_wait_group()). Returns x (a
 -- fragment: the same fragment; values: the fenced values).
+-- @param x a register fragment, a list of values or one value
+-- @return x (values: the fenced values)
+-- @usage acc = cute.arch.warpgroup_fence_operand(acc)
 function arch.warpgroup_fence_operand(x)
   need_trace("cute.arch.warpgroup_fence_operand")
   local what = "cute.arch.warpgroup_fence_operand"
@@ -234,6 +240,14 @@ end
 -- default true), opts.negate_a / opts.negate_b (floats), opts.satfinite
 -- (integers). Returns the new accumulator registers (a list). Issue it
 -- between warpgroup_fence() and warpgroup_commit_group().
+-- @param at the warpgroup MMA atom
+-- @param acc the accumulator registers (a list)
+-- @param a A's descriptor (i64) or a list of four i32 registers
+-- @param b B's descriptor (i64)
+-- @param scale_d optional: false to ignore acc (default true)
+-- @param opts optional: {negate_a =, negate_b =, satfinite =}
+-- @return the new accumulator registers (a list)
+-- @usage acc = cute.arch.mma_async(atom, acc, desc_a, desc_b)
 function arch.mma_async(at, acc, a, b, scale_d, opts)
   return core.at_user_line(M._mma_async, at, acc, a, b, scale_d, opts)
 end
@@ -294,7 +308,7 @@ local function ptr_word(p) return emit("ptrtoint", core.i32, p) end
 local function desc_plan(t, at, which, what)
   if not tensor.is_tensor(t) or t.engine ~= "ptr" or t.space ~= "shared" then
     err.raise("%s: %s of an SS wgmma is thr_mma:partition_%s (or make_fragment_%s) of a shared-memory tensor, "
-      .. "got %s", what, which, which, which, tensor.is_tensor(t) and tostring(t) or core.describe(t))
+      .. "got %s", what, which, which, which, core.describe(t))
   end
   local lay = t.layout
   local composed = not L.is_layout(lay)
@@ -358,7 +372,7 @@ end
 local function check_frag(t, what, nv, name)
   if not tensor.is_tensor(t) or t.engine ~= "rmem" then
     err.raise("%s: %s must be a register fragment (thr_mma:make_fragment_%s), got %s", what, name, name:sub(1, 1),
-      tensor.is_tensor(t) and tostring(t) or core.describe(t))
+      core.describe(t))
   end
   local v = L.size(t.layout, 0)
   if v ~= nv then

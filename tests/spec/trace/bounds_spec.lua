@@ -10,9 +10,9 @@ local function static16() return cute.static(cute.fake_tensor(cute.f32, 16)) end
 describe("static bounds", function()
   it("refuses an index past a static tensor, reads and writes", function()
     local msg = H.error_at(function() H.ir(function(x) x[16] = 1 end, { static16() }) end)
-    assert.matches("index 16 is out of bounds of tensor<global f32> o 16:1, which has 16 elements %(0%.%.15%)", msg)
+    assert.matches("index 16 is out of bounds of tensor 'x' %(shape 16, f32%), which has 16 elements %(0%.%.15%)", msg)
     msg = H.error_at(function() H.ir(function(x) x[0] = x[-1] end, { static16() }) end)
-    assert.matches("index %-1 is out of bounds of tensor<global f32> o 16:1", msg)
+    assert.matches("index %-1 is out of bounds of tensor 'x' %(shape 16, f32%)", msg)
     assert.matches("store", H.ir(function(x) x[15] = x[0] end, { static16() }))
   end)
 

@@ -67,7 +67,7 @@ describe("messages in the user's terms", function()
       local i = cute.thread_idx().x
       x[{ i, i }] = 1
     end, X)
-    assert.matches("indexing tensor<global f32> o ?:1 with 2 coordinates (?,?): it has rank 1, so give 1", msg, 1,
+    assert.matches("indexing tensor 'x' (shape 16, f32) with 2 coordinates (?,?): it has rank 1, so give 1", msg, 1,
       true)
     assert.is_nil(msg:find("value %", 1, true))
   end)
