@@ -87,6 +87,7 @@ local EXPORTS = {
   -- in kernels
   -- the math functions (exp, sqrt, ...) are added below from C's list, the ops of the IR's MATH family
   { "trace.ops", { "abs", "and_", "asm", "bitcast", "fma", "fmod", "max", "min", "not_", "or_", "to", "where" } },
+  { "random", { "philox4x32", "rand", "rand4", "rand_host", "randint", "randint4", "randn", "randn4" } },
   { "trace.control", { "break_", "continue_", "if_", "range", "return_", "var", "while_" } },
   { "trace.sync", { "assert_", "atomic_add", "atomic_and", "atomic_cas", "atomic_dec", "atomic_exch", "atomic_inc",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xor", "ballot", "barrier", "block_dim", "block_idx",
@@ -141,8 +142,8 @@ local WINS = {
 
 -- Submodules reachable as cute.<name> (loaded on first use).
 local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "autotune", "bench", "compiler", "cublas", "dtype",
-  "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "pipeline", "runtime",
-  "swizzle", "tensor", "testing" }
+  "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "pipeline", "random",
+  "runtime", "swizzle", "tensor", "testing" }
 
 -- name -> module (nil, problems: a list of messages, when the tables
 -- disagree: see above).
