@@ -81,7 +81,8 @@ local EXPORTS = {
     "device_info", "device_lost", "event", "generation", "gpu_available", "load_module", "load_module_file",
     "mem_info", "reset_device", "set_device", "set_sync_launches", "stream", "synchronize", "tma_descriptor",
     "wrap" } },
-  { "tensor", { "empty_like", "fake_tensor", "from_ptr" } },
+  { "tensor", { "empty_like", "fake_tensor", "from_ptr", "host_tensor" } },
+  { "npy", { "load_npy", "save_npy" } },
   { "atom", { "make_copy_atom", "make_mma_atom", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
     "make_tiled_copy_tv", "make_tiled_mma", "mma_atoms", "nvgpu", "print_svg_copy", "print_svg_mma" } },
   -- in kernels
@@ -142,8 +143,8 @@ local WINS = {
 
 -- Submodules reachable as cute.<name> (loaded on first use).
 local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "autotune", "bench", "compiler", "cublas", "dtype",
-  "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "pipeline", "random",
-  "runtime", "swizzle", "tensor", "testing" }
+  "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "npy", "pipeline",
+  "random", "runtime", "swizzle", "tensor", "testing" }
 
 -- name -> module (nil, problems: a list of messages, when the tables
 -- disagree: see above).

@@ -287,6 +287,33 @@ end
 
 function methods:to_table() return self:to_host():to_table() end
 
+--- A host tensor: dtype dt, a shape (with an optional layout spec, as
+-- cute.tensor) or a Layout, its elements in an FFI array of cosize storage
+-- elements: `data` when given (kept alive by the tensor, not copied), else a
+-- new one (zeroed below 256 MiB, like every host array here).
+function M.host_tensor(dt, shape, spec, data)
+  dt = dtype.get(dt)
+  local layout = layout_of(shape, spec, "cute.host_tensor")
+  local _, cosize = check_static(layout, "cute.host_tensor")
+  if data ~= nil and type(data) ~= "cdata" then
+    err.raise("cute.host_tensor: data must be an FFI array or pointer, got %s", type(data))
+  end
+  local anchor = data
+  data = data and ffi.cast(dt.storage_ptr, data) or host_array(dt.storage, cosize)
+  return setmetatable({ data = data, dtype = dt, layout = layout, _anchor = anchor }, HostTensor)
+end
+
+--- A device tensor with the host tensor's dtype, layout and storage (a copy).
+function host_methods:to_device()
+  local t = M.tensor(self.dtype, self.layout)
+  t.buffer:copy_from_host(self.data, L.cosize(self.layout) * self.dtype.bytes, t.offset)
+  return t
+end
+
+HostTensor.__tostring = function(h)
+  return string.format("cute.host_tensor(%s, %s)", h.dtype.name, tostring(h.layout))
+end
+
 -- ---------------------------------------------------------------------------
 -- Writing from the host
 
@@ -498,6 +525,14 @@ function methods:read_file(path)
   self.buffer:copy_from_host(s, #s, self.offset)
   return self
 end
+
+--- What the modules above (cute.npy, cute.dlpack) use; not for users.
+M.internal = {
+  host_array = host_array, -- host_array(ctype, n): an FFI array of n elements (malloc'd from 256 MiB)
+  each_offset = each_offset, -- each_offset(layout, fn): fn(i, offset) in coordinate order
+  leaves = leaves, -- leaves(int_tuple): its leaves, in order
+  is_identity = is_identity, -- is_identity(layout): index i at offset i
+}
 
 -- cute.tensor(dt, shape, spec) is M.tensor; the module stays reachable as cute.tensor.*
 return setmetatable(M, { __call = function(_, ...) return M.tensor(...) end })

@@ -54,7 +54,8 @@ describe("cute.philox4x32 on the host", function()
     assert.error_matches(function() cute.philox4x32({ 1, 2, 3, 2 ^ 32 }, { 0, 0 }) end,
       "counter%[4%] must be a 32%-bit word %(an integer in 0..2%^32%-1%), got 4294967296")
     assert.error_matches(function() cute.philox4x32({ 1, 2, 3, 4 }, { 0, 0.5 }) end, "key%[2%] must be a 32%-bit word")
-    assert.error_matches(function() cute.philox4x32({ 1, 2, 3, 4 }, { 0, 0 }, 0) end, "rounds must be an integer in 1..16")
+    assert.error_matches(function() cute.philox4x32({ 1, 2, 3, 4 }, { 0, 0 }, 0) end,
+      "rounds must be an integer in 1..16")
   end)
 end)
 
