@@ -79,10 +79,11 @@ local EXPORTS = {
     "f16", "f32", "f64", "i16", "i32", "i64", "i8", "tf32", "u16", "u32", "u64", "u8" } },
   { "runtime", { "Buffer", "Event", "Kernel", "Module", "Stream", "alloc", "current_device", "device_count",
     "device_info", "device_lost", "event", "generation", "gpu_available", "load_module", "load_module_file",
-    "mem_info", "reset_device", "set_device", "set_sync_launches", "stream", "synchronize", "tma_descriptor",
-    "wrap" } },
+    "mem_info", "reset_device", "set_device", "set_sync_launches", "stream", "stream_from_handle", "synchronize",
+    "tma_descriptor", "wrap" } },
   { "tensor", { "empty_like", "fake_tensor", "from_ptr", "host_tensor" } },
   { "npy", { "load_npy", "save_npy" } },
+  { "dlpack", { "from_dlpack" } },
   { "atom", { "make_copy_atom", "make_mma_atom", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
     "make_tiled_copy_tv", "make_tiled_mma", "mma_atoms", "nvgpu", "print_svg_copy", "print_svg_mma" } },
   -- in kernels
@@ -142,9 +143,9 @@ local WINS = {
 }
 
 -- Submodules reachable as cute.<name> (loaded on first use).
-local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "autotune", "bench", "compiler", "cublas", "dtype",
-  "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "npy", "pipeline",
-  "random", "runtime", "swizzle", "tensor", "testing" }
+local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "autotune", "bench", "compiler", "cublas", "dlpack",
+  "dtype", "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "npy",
+  "pipeline", "random", "runtime", "swizzle", "tensor", "testing" }
 
 -- name -> module (nil, problems: a list of messages, when the tables
 -- disagree: see above).

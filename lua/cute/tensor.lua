@@ -310,6 +310,9 @@ function host_methods:to_device()
   return t
 end
 
+--- A DLPack managed tensor (kDLCPU) over this host tensor: cute.dlpack.to_dlpack.
+function host_methods:to_dlpack(opts) return require("cute.dlpack").to_dlpack(self, opts) end
+
 HostTensor.__tostring = function(h)
   return string.format("cute.host_tensor(%s, %s)", h.dtype.name, tostring(h.layout))
 end
@@ -490,6 +493,9 @@ function methods:normal(mean, std, seed) return random_fill(self, true, mean or 
 
 -- ---------------------------------------------------------------------------
 -- Views and files
+
+--- A DLPack managed tensor (kDLCUDA) over this tensor: cute.dlpack.to_dlpack.
+function methods:to_dlpack(opts) return require("cute.dlpack").to_dlpack(self, opts) end
 
 --- The same memory seen through another layout (its cosize must fit).
 function methods:view(layout_or_shape, spec)

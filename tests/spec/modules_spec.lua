@@ -9,8 +9,8 @@
 local LAYERS = {
   { "_err", "_c", "arith" },
   { "int_tuple" }, { "swizzle" }, { "layout" }, { "layout_algebra" }, { "layout_tile" }, { "layout_print" },
-  { "dtype" }, { "compiler", "ir" }, { "runtime" }, { "tensor", "cublas", "bench", "testing" },
-  { "npy", "dlpack" }, -- interop: files and foreign tensors
+  { "dtype" }, { "compiler", "ir" }, { "runtime" }, { "tensor", "cublas", "bench", "testing", "dlpack" },
+  { "npy" },
   { "trace.core" }, { "trace.ops" }, { "random" }, { "trace.control" }, { "trace.check" }, { "trace.sync" },
   { "trace.tensor" },
   { "trace.partition" }, { "nvgpu.*" }, { "atom" }, { "trace.wgmma", "trace.tma", "trace.sync90" },
