@@ -25,10 +25,10 @@
 --                   0 included, 1 excluded (exactly representable, so the
 --                   host's value is the GPU's bit for bit)
 --   randn(s, o)   = sqrt(-2 ln u1) cos(2 pi u2) with u1 = ((w0 >> 8) + 1) * 2^-24
---                   in (0, 1] and u2 = (w1 >> 8) * 2^-24 (Box-Muller); the GPU
---                   computes in f32 (cute.log, cute.cos, cute.sqrt), the host in
---                   f64 rounded once to f32, so they agree to a few f32 ulps
---                   (docs/interop.md has the measured bound), not bit for bit.
+--                   in (0, 1] and u2 = (w1 >> 8) * 2^-24 (Box-Muller); the angle
+--                   2 pi u2 is the same f32 on both; the GPU computes the rest in
+--                   f32 (cute.log, cute.cos, cute.sqrt), the host in f64 rounded
+--                   once to f32, so they agree to a few f32 ulps, not bit for bit.
 --   randint4, rand4, randn4: all four words of one call (randn4: the cosine
 --   and sine of both pairs (w0, w1) and (w2, w3)).
 -- Traced 32-bit offsets and seeds (i32 or u32) are taken by their bits as the
@@ -212,11 +212,14 @@ local function to_f32(x)
   return f32cell[0]
 end
 
+-- 2 pi as the f32 constant the GPU multiplies by.
+local TWO_PI_F32 = to_f32(2 * math.pi)
+
 local function host_box_muller(a, b)
   local u1 = (math.floor(a / 256) + 1) * INV24
   local u2 = math.floor(b / 256) * INV24
   local r = math.sqrt(-2 * math.log(u1))
-  local theta = 2 * math.pi * u2
+  local theta = to_f32(u2 * TWO_PI_F32) -- the GPU's f32 angle, bit for bit
   return to_f32(r * math.cos(theta)), to_f32(r * math.sin(theta))
 end
 
@@ -225,7 +228,7 @@ local function device_box_muller(a, b)
   local u1 = (ops.to(a:shr(8), f32) + 1) * INV24
   local u2 = ops.to(b:shr(8), f32) * INV24
   local r = ops.sqrt(ops.log(u1) * -2)
-  local theta = u2 * (2 * math.pi)
+  local theta = u2 * TWO_PI_F32
   return r * ops.cos(theta), r * ops.sin(theta)
 end
 

@@ -268,6 +268,8 @@ function M.stream_from_handle(ptr)
   else
     err.raise("stream_from_handle: expected a CUstream handle (a pointer, light userdata or number), got %s", t)
   end
+  -- the device's primary context, retained now (its generation starts at 1 then)
+  if rt.available() == 1 then check(rt.set_device(current), "stream_from_handle") end
   local s = ffi.new("RtStream")
   s.handle, s.device, s.gen, s.released = h, current, rt.generation(current), 0
   foreign[s] = true

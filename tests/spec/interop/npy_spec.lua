@@ -160,25 +160,56 @@ describe("cute.save_npy and cute.load_npy", function()
       "save_npy: a fake tensor has no memory")
   end)
 
-  local has_numpy = os.execute("python3 -c 'import numpy' >/dev/null 2>&1") == 0
+  local function sh(cmd)
+    local r = os.execute(cmd)
+    return r == 0 or r == true
+  end
+  local has_numpy = sh("python3 -c 'import numpy' >/dev/null 2>&1")
   local numpy_it = has_numpy and it or pending
   numpy_it("read files numpy wrote and write files numpy reads (needs python3 with numpy)", function()
     local p, q = path("np_in"), path("np_out")
     written[#written + 1], written[#written + 1] = p, q
-    assert(os.execute(string.format([[python3 -c "
+    assert(sh(string.format([[python3 -c "
 import numpy as np
 a = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * 0.5 - 3
 np.save('%s', np.asfortranarray(a.astype('>f8')))
-"]], p)) == 0)
+"]], p)))
     local h = cute.load_npy(p)
     assert.equal("f64", h.dtype.name)
     assert.equal(0.5 * (1 * 12 + 2 * 4 + 3) - 3, h[{ 1, 2, 3 }])
     cute.save_npy(q, h)
-    assert(os.execute(string.format([[python3 -c "
+    assert(sh(string.format([[python3 -c "
 import numpy as np
 a = np.load('%s'); b = np.arange(24).reshape(2, 3, 4) * 0.5 - 3
 assert a.dtype == np.float64 and a.shape == (2, 3, 4) and (a == b).all(), a
-"]], q)) == 0)
+"]], q)))
+    -- every dtype, both orders: numpy writes, cutelua reads and writes back, numpy compares
+    local dir = tmp .. "_np"
+    assert(sh(string.format([[mkdir -p %s && cd %s && python3 -c "
+import numpy as np
+for t in ['?', 'i1', 'i2', 'i4', 'i8', 'u1', 'u2', 'u4', 'u8', 'f2', 'f4', 'f8', '>i4', '>f2']:
+    a = (np.arange(30).reshape(5, 6) * 7 %% 23).astype(t)
+    np.save(t.replace('>', 'be') + '_c.npy', a)
+    np.save(t.replace('>', 'be') + '_f.npy', np.asfortranarray(a))
+"]], dir, dir)))
+    for _, t in ipairs { "?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "bei4", "bef2" } do
+      for _, order in ipairs { "_c", "_f" } do
+        local h = cute.load_npy(dir .. "/" .. t .. order .. ".npy")
+        assert.equal(t == "?" and 1 or 19, h[{ 1, 0 }], t .. order) -- a[1, 0] = 6 * 7 % 23 (True for bool)
+        assert.equal(0, h[{ 0, 0 }])
+        cute.save_npy(dir .. "/" .. t .. order .. "_back.npy", h)
+      end
+    end
+    assert(sh(string.format([[cd %s && python3 -c "
+import numpy as np, glob
+n = 0
+for f in glob.glob('*_back.npy'):
+    a, b = np.load(f), np.load(f.replace('_back', ''))
+    assert a.shape == b.shape and a.dtype.newbyteorder('=') == b.dtype.newbyteorder('=') and (a == b).all(), f
+    n += 1
+assert n == 28, n
+"]], dir)))
+    os.execute("rm -rf " .. dir)
   end)
 
   it("move device tensors through files #gpu", function()
