@@ -194,10 +194,10 @@ for t in ['?', 'i1', 'i2', 'i4', 'i8', 'u1', 'u2', 'u4', 'u8', 'f2', 'f4', 'f8',
 "]], dir, dir)))
     for _, t in ipairs { "?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "bei4", "bef2" } do
       for _, order in ipairs { "_c", "_f" } do
-        local h = cute.load_npy(dir .. "/" .. t .. order .. ".npy")
-        assert.equal(t == "?" and 1 or 19, h[{ 1, 0 }], t .. order) -- a[1, 0] = 6 * 7 % 23 (True for bool)
-        assert.equal(0, h[{ 0, 0 }])
-        cute.save_npy(dir .. "/" .. t .. order .. "_back.npy", h)
+        local g = cute.load_npy(dir .. "/" .. t .. order .. ".npy")
+        assert.equal(t == "?" and 1 or 19, g[{ 1, 0 }], t .. order) -- a[1, 0] = 6 * 7 % 23 (True for bool)
+        assert.equal(0, g[{ 0, 0 }])
+        cute.save_npy(dir .. "/" .. t .. order .. "_back.npy", g)
       end
     end
     assert(sh(string.format([[cd %s && python3 -c "
