@@ -153,7 +153,42 @@ local function args(fake, n)
   return mk(cute.f32, n), mk(cute.u32, n), mk(cute.f32, n), mk(cute.f32, { 4, n })
 end
 
+-- docs/interop.md's dropout: element i kept when rand(seed, i) >= p, scaled by 1 / (1 - p).
+local dropout = cute.kernel(function(x, y, p, seed)
+  local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
+  cute.if_(i:lt(cute.size(x)), function()
+    local keep = cute.rand(seed, i):ge(p)
+    y[i] = cute.where(keep, x[i] / (1 - p), 0)
+  end)
+end)
+
 describe("cute.rand in kernels", function()
+  it("compiles the dropout of docs/interop.md", function()
+    local ptx = dropout:compile(cute.fake_tensor(cute.f32, 4096), cute.fake_tensor(cute.f32, 4096), cute.f32(0.25),
+      cute.u32(1)):ptx()
+    assert.truthy(ptx:find("mul%.hi%.u32"))
+  end)
+
+  it("drops what the host's mask says #gpu", function()
+    local n, p, seed = 100000, 0.25, 2024
+    local x = cute.tensor(cute.f32, n):uniform(1, 2, 1)
+    local y = cute.tensor(cute.f32, n)
+    dropout { grid = math.ceil(n / 256), block = 256 }(x, y, cute.f32(p), cute.u32(seed))
+    local hx, hy = x:to_host():doubles(), y:to_host():doubles()
+    local mask = cute.rand_host(seed, n)
+    local kept = 0
+    for i = 0, n - 1 do
+      if mask[i] >= p then
+        kept = kept + 1
+        assert.is_true(math.abs(hy[i] - hx[i] / (1 - p)) <= 1e-6 * hy[i], i)
+      else
+        assert.equal(0, hy[i])
+      end
+    end
+    assert.is_true(math.abs(kept / n - (1 - p)) < 0.01, kept)
+  end)
+
+
   it("compiles without a GPU: umulhi, no 64-bit multiplies, PTX mul.hi.u32", function()
     local u, w, z, q = args(true, 1000)
     local c = streams:compile(u, w, z, q, cute.u64(1), cute.i64(0))
