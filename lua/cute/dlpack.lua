@@ -164,6 +164,7 @@ function M.from_dlpack(ptr, opts)
       DLPACK_MAJOR)
   end
   local dl = m.dl_tensor
+  if dl.data == nil and dl.byte_offset == 0 then err.raise("%s: the tensor's data pointer is NULL", what) end
   local dt = dtype_of(dl, what)
   local layout = layout_of(dl, what)
   local dev_type, dev_id = dl.device.device_type, dl.device.device_id
