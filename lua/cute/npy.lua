@@ -29,6 +29,38 @@ local M = {}
 
 local MAGIC = "\147NUMPY"
 
+-- C stdio, so that elements move between files and host arrays without Lua
+-- strings (which stop at 2 GiB).
+local C = ffi.C
+pcall(ffi.cdef, "typedef struct FILE FILE;")
+pcall(ffi.cdef, [[
+FILE *fopen(const char *path, const char *mode);
+size_t fread(void *ptr, size_t size, size_t n, FILE *f);
+size_t fwrite(const void *ptr, size_t size, size_t n, FILE *f);
+int fclose(FILE *f);
+char *strerror(int errnum);
+]])
+
+local function os_error() return ffi.string(C.strerror(ffi.errno())) end
+
+-- A FILE * closed by the GC when an error leaves it open.
+local function open(path, mode, what)
+  local f = C.fopen(path, mode)
+  if f == nil then err.raise("%s: cannot open %s: %s", what, path, os_error()) end
+  return ffi.gc(f, C.fclose)
+end
+
+local function close(f)
+  ffi.gc(f, nil)
+  return C.fclose(f) == 0
+end
+
+-- Up to n bytes of a file, as a string.
+local function read_string(f, n)
+  local buf = ffi.new("char[?]", math.max(n, 1))
+  return ffi.string(buf, C.fread(buf, 1, n, f))
+end
+
 -- numpy's type letter and size -> dtype name, and back.
 local FROM_DESCR = {
   b1 = "bool", i1 = "i8", i2 = "i16", i4 = "i32", i8 = "i64", u1 = "u8", u2 = "u16", u4 = "u32", u8 = "u64",
@@ -52,24 +84,26 @@ local function le_uint(s, i, n)
   return v
 end
 
--- The header dict of a .npy file's bytes: descr, fortran_order, shape, and
--- the offset of the data.
-local function parse_header(s, path)
+-- The header dict of an open .npy file, read up to the data: descr,
+-- fortran_order, shape.
+local function parse_header(f, path)
+  local s = read_string(f, 10)
   if #s < 10 or s:sub(1, 6) ~= MAGIC then
     err.raise("load_npy: %s is not a .npy file (it does not start with \\x93NUMPY)", path)
   end
   local major, minor = s:byte(7), s:byte(8)
-  local hlen, start
+  local hlen
   if major == 1 then
-    hlen, start = le_uint(s, 9, 2), 11
+    hlen = le_uint(s, 9, 2)
   elseif major == 2 or major == 3 then
+    s = s .. read_string(f, 2)
     if #s < 12 then err.raise("load_npy: %s: the header is truncated", path) end
-    hlen, start = le_uint(s, 9, 4), 13
+    hlen = le_uint(s, 9, 4)
   else
     err.raise("load_npy: %s: .npy format version %d.%d is not supported (1.0, 2.0 and 3.0 are)", path, major, minor)
   end
-  if #s < start + hlen - 1 then err.raise("load_npy: %s: the header is truncated", path) end
-  local h = s:sub(start, start + hlen - 1)
+  local h = read_string(f, hlen)
+  if #h < hlen then err.raise("load_npy: %s: the header is truncated", path) end
   if h:find("'descr'%s*:%s*%[") then
     err.raise("load_npy: %s: structured dtypes (descr %s) are not supported; save one field per file", path,
       h:match("'descr'%s*:%s*(%b[])") or "a list")
@@ -89,7 +123,7 @@ local function parse_header(s, path)
     if not n or n < 0 or n ~= math.floor(n) then err.raise("load_npy: %s: bad extent %s in the shape", path, d) end
     shape[#shape + 1] = n
   end
-  return descr, fortran == "True", shape, start + hlen
+  return descr, fortran == "True", shape
 end
 
 -- descr -> dtype, and whether the bytes need swapping.
@@ -142,11 +176,8 @@ end
 -- (the file's values converted, or the bits of a u2/u1 file for bf16 and fp8).
 function M.load_npy(path, opts)
   if type(path) ~= "string" then err.raise("load_npy: expected a path, got %s", type(path)) end
-  local f, e = io.open(path, "rb")
-  if not f then err.raise("load_npy: %s", e) end
-  local s = f:read("*a")
-  f:close()
-  local descr, fortran, shape, start = parse_header(s, path)
+  local f = open(path, "rb", "load_npy")
+  local descr, fortran, shape = parse_header(f, path)
   local dt, swap = dtype_of_descr(descr, path)
   local n = 1
   for i, d in ipairs(shape) do
@@ -157,12 +188,13 @@ function M.load_npy(path, opts)
     n = n * d
   end
   local bytes = n * dt.bytes
-  if #s - start + 1 < bytes then
-    err.raise("load_npy: %s: %d bytes of data; the header's shape (%s) of %s needs %d", path, #s - start + 1,
+  local data = T.host_array(dt.storage, n)
+  local got = tonumber(C.fread(data, 1, bytes, f))
+  close(f)
+  if got < bytes then
+    err.raise("load_npy: %s: %d bytes of data; the header's shape (%s) of %s needs %d", path, got,
       table.concat(shape, ", "), descr, bytes)
   end
-  local data = T.host_array(dt.storage, n)
-  ffi.copy(data, ffi.cast("const char *", s) + start - 1, bytes)
   if swap then byteswap(ffi.cast("uint8_t *", data), n, dt.bytes) end
   local want = opts and opts.dtype and dtype.get(opts.dtype)
   if want and want ~= dt then
@@ -261,12 +293,12 @@ function M.save_npy(path, t, opts)
   end
   if not descr then err.raise("save_npy: %s has no NumPy dtype", dt.name) end
   local bytes = n * ffi.sizeof(descr == "f4" and "float" or dt.storage)
-  local f, e = io.open(path, "wb")
-  if not f then err.raise("save_npy: %s", e) end
+  local f = open(path, "wb", "save_npy")
   local order = (descr == "b1" or descr:sub(2) == "1") and "|" or "<"
-  f:write(header(order .. descr, fortran, shape))
-  f:write(ffi.string(data, bytes))
-  f:close()
+  local h = header(order .. descr, fortran, shape)
+  local ok = C.fwrite(h, 1, #h, f) == #h and C.fwrite(data, 1, bytes, f) == bytes
+  ok = close(f) and ok
+  if not ok then err.raise("save_npy: writing %s failed: %s", path, os_error()) end
   return path
 end
 

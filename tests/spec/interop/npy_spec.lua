@@ -153,7 +153,10 @@ describe("cute.save_npy and cute.load_npy", function()
     fails(npy.internal.header("<f4", false, { 4, 0 }), "the shape %(4, 0%) has an empty dimension 1")
     fails(npy.internal.header("<f4", false, { 2 }) .. ffi.string(ffi.new("float[2]", 1.5, 300), 8),
       "the value 1.5 at index 0 does not fit i8", { dtype = cute.i8 })
-    assert.error_matches(function() cute.load_npy(tmp .. "_missing.npy") end, "load_npy: .*_missing%.npy")
+    assert.error_matches(function() cute.load_npy(tmp .. "_missing.npy") end,
+      "load_npy: cannot open .*_missing%.npy: No such file or directory")
+    assert.error_matches(function() cute.save_npy(tmp .. "_no/such/dir.npy", cute.host_tensor(cute.f32, 2)) end,
+      "save_npy: cannot open .*_no/such/dir%.npy: No such file or directory")
     assert.error_matches(function() cute.save_npy(path("x"), { 1, 2 }) end,
       "save_npy: expected a device or host tensor, got a table")
     assert.error_matches(function() cute.save_npy(path("x"), cute.fake_tensor(cute.f32, 4)) end,
