@@ -197,6 +197,7 @@ describe("cute.rand in kernels", function()
     assert.is_true(hi >= 19, "mul.hi.u32 x" .. hi) -- 20 a call, less what folds (counter words 0)
     assert.is_nil(ptx:find("mul%.hi%.u64"))
     assert.truthy(c:ir():find("umulhi"))
+    assert.is_true(#c:cubin() > 0) -- ptxas takes it
   end)
 
   it("emits rounds that give the known answers (traced constants, folded by the IR)", function()
