@@ -198,8 +198,7 @@ function M.load_npy(path, opts)
   if swap then byteswap(ffi.cast("uint8_t *", data), n, dt.bytes) end
   local want = opts and opts.dtype and dtype.get(opts.dtype)
   if want and want ~= dt then
-    if RAW_BITS[want.name] == dt.name then
-      data = ffi.cast(want.storage_ptr, data) -- the bits, as {raw = true} wrote them
+    if RAW_BITS[want.name] == dt.name then -- the bits, as {raw = true} wrote them (the same storage type)
       return tensor.host_tensor(want, layout_of(shape, fortran), nil, data)
     end
     data, dt = convert(data, dt, want, n, path), want

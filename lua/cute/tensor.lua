@@ -537,7 +537,6 @@ M.internal = {
   host_array = host_array, -- host_array(ctype, n): an FFI array of n elements (malloc'd from 256 MiB)
   each_offset = each_offset, -- each_offset(layout, fn): fn(i, offset) in coordinate order
   leaves = leaves, -- leaves(int_tuple): its leaves, in order
-  is_identity = is_identity, -- is_identity(layout): index i at offset i
 }
 
 -- cute.tensor(dt, shape, spec) is M.tensor; the module stays reachable as cute.tensor.*
