@@ -118,8 +118,10 @@ local function value_words(v, what)
   return ops.to(v, dtype.u32), core.const(core.u32, 0) -- i32: its bits; narrower: converted
 end
 
--- A seed or offset given as a Lua number: (low word, high word).
+-- A seed or offset given as a Lua number, a 64-bit FFI integer or a typed
+-- scalar (cute.u32(7)): (low word, high word).
 local function number_words(x, what)
+  if getmetatable(x) == dtype.Scalar then x = x.value end
   if type(x) == "cdata" and (ffi.istype("uint64_t", x) or ffi.istype("int64_t", x)) then
     local u = ffi.cast("uint64_t", x)
     return tonumber(u % TWO32), tonumber(u / TWO32)
@@ -296,7 +298,8 @@ function M.rand_host(seed, n, opts)
     err.raise("rand_host: n must be a non-negative integer, got %s", tostring(n))
   end
   local s0, s1 = number_words(seed, "rand_host: the seed")
-  number_words(offset, "rand_host: the offset")
+  local o_lo, o_hi = number_words(offset, "rand_host: the offset")
+  offset = o_hi * TWO32 + o_lo
   if offset + n > 2 ^ 53 then err.raise("rand_host: offset + n must stay below 2^53") end
   local out = ffi.new(ctype .. "[?]", math.max(n, 1))
   for i = 0, n - 1 do

@@ -71,6 +71,7 @@ describe("cute.rand, randint, randn on the host", function()
     -- 64-bit FFI integers as seeds and offsets: the same words
     assert.equal(w0, cute.randint(0x123456789ULL, 2 ^ 32 * 3 + 17))
     assert.equal(w0, cute.randint(seed, ffi.new("int64_t", offset)))
+    assert.equal(w0, cute.randint(cute.u64(0x123456789ULL), cute.i64(offset))) -- typed scalars, as kernels take
   end)
 
   it("give uniforms in [0, 1) that are f32 values, and normals from Box-Muller", function()
