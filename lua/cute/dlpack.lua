@@ -30,7 +30,7 @@ local tensor = require "cute.tensor"
 
 local M = {}
 
-ffi.cdef [[
+pcall(ffi.cdef, [[
 typedef struct CuteDLDevice { int32_t device_type; int32_t device_id; } CuteDLDevice;
 typedef struct CuteDLDataType { uint8_t code; uint8_t bits; uint16_t lanes; } CuteDLDataType;
 typedef struct CuteDLTensor {
@@ -55,7 +55,7 @@ typedef struct CuteDLManagedTensorVersioned {
   uint64_t flags;
   CuteDLTensor dl_tensor;
 } CuteDLManagedTensorVersioned;
-]]
+]]) -- pcall: already declared when this module is loaded a second time (package.loaded reset)
 pcall(ffi.cdef, "void *malloc(size_t); void free(void *);")
 
 -- DLDeviceType values (dlpack.h)
