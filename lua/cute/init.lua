@@ -79,14 +79,17 @@ local EXPORTS = {
     "f16", "f32", "f64", "i16", "i32", "i64", "i8", "tf32", "u16", "u32", "u64", "u8" } },
   { "runtime", { "Buffer", "Event", "Kernel", "Module", "Stream", "alloc", "current_device", "device_count",
     "device_info", "device_lost", "event", "generation", "gpu_available", "load_module", "load_module_file",
-    "mem_info", "reset_device", "set_device", "set_sync_launches", "stream", "synchronize", "tma_descriptor",
-    "wrap" } },
-  { "tensor", { "empty_like", "fake_tensor", "from_ptr" } },
+    "mem_info", "reset_device", "set_device", "set_sync_launches", "stream", "stream_from_handle", "synchronize",
+    "tma_descriptor", "wrap" } },
+  { "tensor", { "empty_like", "fake_tensor", "from_ptr", "host_tensor" } },
+  { "npy", { "load_npy", "save_npy" } },
+  { "dlpack", { "from_dlpack" } },
   { "atom", { "make_copy_atom", "make_mma_atom", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
     "make_tiled_copy_tv", "make_tiled_mma", "mma_atoms", "nvgpu", "print_svg_copy", "print_svg_mma" } },
   -- in kernels
   -- the math functions (exp, sqrt, ...) are added below from C's list, the ops of the IR's MATH family
   { "trace.ops", { "abs", "and_", "asm", "bitcast", "fma", "fmod", "max", "min", "not_", "or_", "to", "where" } },
+  { "random", { "philox4x32", "rand", "rand4", "rand_host", "randint", "randint4", "randn", "randn4" } },
   { "trace.control", { "break_", "continue_", "if_", "range", "return_", "var", "while_" } },
   { "trace.sync", { "assert_", "atomic_add", "atomic_and", "atomic_cas", "atomic_dec", "atomic_exch", "atomic_inc",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xor", "ballot", "barrier", "block_dim", "block_idx",
@@ -140,9 +143,9 @@ local WINS = {
 }
 
 -- Submodules reachable as cute.<name> (loaded on first use).
-local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "autotune", "bench", "compiler", "cublas", "dtype",
-  "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "pipeline", "runtime",
-  "swizzle", "tensor", "testing" }
+local SUBMODULES = { "_c", "_err", "aot", "arith", "atom", "autotune", "bench", "compiler", "cublas", "dlpack",
+  "dtype", "int_tuple", "ir", "kernel", "layout", "layout_algebra", "layout_print", "layout_tile", "lib", "npy",
+  "pipeline", "random", "runtime", "swizzle", "tensor", "testing" }
 
 -- name -> module (nil, problems: a list of messages, when the tables
 -- disagree: see above).

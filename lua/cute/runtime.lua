@@ -163,11 +163,29 @@ function M.device_lost(ordinal) return rt.device_lost(ordinal or -1) == 1 end
 local Buffer = {}
 Buffer.__index = Buffer
 
+-- Buffers over memory whose owner wants to know when cutelua is done with it
+-- (cute.from_dlpack): buffer -> function, called once, by :free() or the GC.
+local on_release = setmetatable({}, { __mode = "k" })
+
 --- Frees the buffer now (rather than when it is collected); it is invalid afterwards.
 -- @usage buf:free()
 function Buffer:free()
   rt.buffer_release(self)
   ffi.gc(self, nil)
+  local f = on_release[self]
+  if f then
+    on_release[self] = nil
+    f()
+  end
+end
+
+-- Calls fn() once when the buffer is freed (:free()) or collected.
+local function set_on_release(buf, fn)
+  on_release[buf] = fn
+  ffi.gc(buf, function(b)
+    rt.buffer_release(b)
+    fn()
+  end)
 end
 
 --- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
@@ -272,9 +290,17 @@ Stream.__index = Stream
 -- @usage s:synchronize()
 function Stream:synchronize() check(rt.stream_synchronize(self), "stream synchronize") end
 
---- Destroys the stream now (rather than when it is collected).
+-- Streams another library owns (stream_from_handle): never destroyed here.
+local foreign = setmetatable({}, { __mode = "k" })
+
+--- Destroys the stream now (rather than when it is collected); a stream
+-- from cute.stream_from_handle is only refused from then on, left to its owner.
 -- @usage s:free()
 function Stream:free()
+  if foreign[self] then
+    self.released = 1 -- refused from now on, left to its owner
+    return
+  end
   rt.stream_release(self)
   ffi.gc(self, nil)
 end
@@ -290,6 +316,36 @@ function M.stream()
   local s = ffi.new("RtStream")
   check(rt.stream_create(s), "stream")
   return ffi.gc(s, rt.stream_release)
+end
+
+--- A stream over a CUstream that another library created and owns (torch's
+-- current stream, a C application's): a number, an FFI pointer or integer, or
+-- a light userdata. It can be passed wherever a cute.stream() can (launches,
+-- copies, events, cute.bench); cutelua never destroys it (s:free() only makes
+-- cutelua refuse it). It is taken to belong to the current device, whose
+-- primary context (the CUDA runtime's, which torch uses too) must be the
+-- stream's context. 0 is the default (legacy) stream.
+-- @param ptr the CUstream (number, FFI pointer or integer, light userdata)
+-- @return a cute stream
+-- @usage local s = cute.stream_from_handle(torch_stream_ptr)
+function M.stream_from_handle(ptr)
+  local h
+  local t = type(ptr)
+  if t == "number" then
+    if ptr < 0 or ptr ~= math.floor(ptr) then err.raise("stream_from_handle: %s is not a handle", tostring(ptr)) end
+    h = ffi.cast("void *", ffi.cast("uintptr_t", ptr))
+  elseif t == "cdata" or t == "userdata" then
+    if ffi.istype("RtStream", ptr) then err.raise("stream_from_handle: this is already a cute stream") end
+    h = ffi.cast("void *", ffi.cast("uintptr_t", ptr))
+  else
+    err.raise("stream_from_handle: expected a CUstream handle (a pointer, light userdata or number), got %s", t)
+  end
+  -- the device's primary context, retained now (its generation starts at 1 then)
+  if rt.available() == 1 then check(rt.set_device(current), "stream_from_handle") end
+  local s = ffi.new("RtStream")
+  s.handle, s.device, s.gen, s.released = h, current, rt.generation(current), 0
+  foreign[s] = true
+  return s
 end
 
 local Event = {}
@@ -586,6 +642,7 @@ end
 M.internal = {
   check = check, -- check(rc, what): raises the runtime's last error when rc is not 0
   fill_launch = fill_launch, -- fill_launch(cfg, out): the RtLaunch out from {grid=, block=, smem=, cluster=, stream=}
+  set_on_release = set_on_release, -- set_on_release(buffer, fn): fn() once when the buffer is freed or collected
 }
 
 return M

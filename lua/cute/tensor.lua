@@ -336,6 +336,47 @@ end
 -- @usage local values = t:to_table()
 function methods:to_table() return self:to_host():to_table() end
 
+--- A host tensor: dtype dt, a shape (with an optional layout spec, as
+-- cute.tensor) or a Layout, its elements in an FFI array of cosize storage
+-- elements: `data` when given (kept alive by the tensor, not copied), else a
+-- new one (zeroed below 256 MiB, like every host array here).
+-- @param dt the dtype
+-- @param shape a shape (IntTuple) or a Layout
+-- @param spec optional: a layout spec ("row", "col" or strides), as cute.tensor
+-- @param data optional: an FFI array holding the elements (kept alive, not copied)
+-- @return a host tensor
+-- @usage local h = cute.host_tensor(cute.f32, {4, 8}, "row")
+function M.host_tensor(dt, shape, spec, data)
+  dt = dtype.get(dt)
+  local layout = layout_of(shape, spec, "cute.host_tensor")
+  local _, cosize = check_static(layout, "cute.host_tensor")
+  if data ~= nil and type(data) ~= "cdata" then
+    err.raise("cute.host_tensor: data must be an FFI array or pointer, got %s", type(data))
+  end
+  local anchor = data
+  data = data and ffi.cast(dt.storage_ptr, data) or host_array(dt.storage, cosize)
+  return setmetatable({ data = data, dtype = dt, layout = layout, _anchor = anchor }, HostTensor)
+end
+
+--- A device tensor with the host tensor's dtype, layout and storage (a copy).
+-- @return a new device tensor
+-- @usage local d = h:to_device()
+function host_methods:to_device()
+  local t = M.tensor(self.dtype, self.layout)
+  t.buffer:copy_from_host(self.data, L.cosize(self.layout) * self.dtype.bytes, t.offset)
+  return t
+end
+
+--- A DLPack managed tensor (kDLCPU) over this host tensor: cute.dlpack.to_dlpack.
+-- @param opts optional: {versioned = true} for a DLManagedTensorVersioned
+-- @return an FFI pointer to the managed tensor (the consumer calls its deleter)
+-- @usage local dl = h:to_dlpack()
+function host_methods:to_dlpack(opts) return require("cute.dlpack").to_dlpack(self, opts) end
+
+HostTensor.__tostring = function(h)
+  return string.format("cute.host_tensor(%s, %s)", h.dtype.name, tostring(h.layout))
+end
+
 -- ---------------------------------------------------------------------------
 -- Writing from the host
 
@@ -536,6 +577,12 @@ function methods:normal(mean, std, seed) return random_fill(self, true, mean or 
 -- ---------------------------------------------------------------------------
 -- Views and files
 
+--- A DLPack managed tensor (kDLCUDA) over this tensor: cute.dlpack.to_dlpack.
+-- @param opts optional: {versioned = true} for a DLManagedTensorVersioned
+-- @return an FFI pointer to the managed tensor (the consumer calls its deleter)
+-- @usage local dl = t:to_dlpack()
+function methods:to_dlpack(opts) return require("cute.dlpack").to_dlpack(self, opts) end
+
 --- The same memory seen through another layout (its cosize must fit).
 -- @param layout_or_shape a Layout or shape
 -- @param spec optional: the strides, LayoutLeft or LayoutRight (with a shape)
@@ -580,6 +627,13 @@ function methods:read_file(path)
   self.buffer:copy_from_host(s, #s, self.offset)
   return self
 end
+
+--- What the modules above (cute.npy, cute.dlpack) use; not for users.
+M.internal = {
+  host_array = host_array, -- host_array(ctype, n): an FFI array of n elements (malloc'd from 256 MiB)
+  each_offset = each_offset, -- each_offset(layout, fn): fn(i, offset) in coordinate order
+  leaves = leaves, -- leaves(int_tuple): its leaves, in order
+}
 
 -- cute.tensor(dt, shape, spec) is M.tensor; the module stays reachable as cute.tensor.*
 return setmetatable(M, { __call = function(_, ...) return M.tensor(...) end })

@@ -9,8 +9,10 @@
 local LAYERS = {
   { "_err", "_c", "arith" },
   { "int_tuple" }, { "swizzle" }, { "layout" }, { "layout_algebra" }, { "layout_tile" }, { "layout_print" },
-  { "dtype" }, { "compiler", "ir" }, { "runtime" }, { "tensor", "cublas", "bench", "testing" },
-  { "trace.core" }, { "trace.ops" }, { "trace.control" }, { "trace.check" }, { "trace.sync" }, { "trace.tensor" },
+  { "dtype" }, { "compiler", "ir" }, { "runtime" }, { "tensor", "cublas", "bench", "testing", "dlpack" },
+  { "npy" },
+  { "trace.core" }, { "trace.ops" }, { "random" }, { "trace.control" }, { "trace.check" }, { "trace.sync" },
+  { "trace.tensor" },
   { "trace.partition" }, { "nvgpu.*" }, { "atom" }, { "trace.wgmma", "trace.tma", "trace.sync90" },
   { "trace.atom" }, { "pipeline" }, { "func" },
   { "kernel_args" }, { "kernel_trace" }, { "kernel_cache", "kernel_launch" }, { "kernel" }, { "aot" }, { "autotune" },
