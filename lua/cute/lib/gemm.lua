@@ -554,7 +554,7 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
 end
 
 local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true, kernel = true, arch = true,
-  config = true, stream = true, tune = true }
+  config = true, stream = true, tune = true, bias = true, bias_mode = true, activation = true, epilogue = true }
 
 --- What cute.gemm(A, B, C, opts) launches, without launching: a table with
 -- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
@@ -623,6 +623,10 @@ function M.plan(A, B, C, opts)
       p.config.stages, p.config.group, p.config_source)
     return p, opts
   end
+  if opts.bias ~= nil or opts.activation ~= nil or opts.epilogue ~= nil or opts.bias_mode ~= nil then
+    err.raise("cute.gemm: fused epilogues (opts.bias, activation, epilogue) run in the Hopper kernel only, and this "
+      .. "problem runs %s", why)
+  end
   local base = M.pick(m, n, k, dt)
   local cfg = {}
   for key, v in pairs(base) do cfg[key] = v end
@@ -666,7 +670,21 @@ end
 -- made by the call, opts.config (a table the caller may change).
 local plan_cache = setmetatable({}, { __mode = "k" })
 M._plan_cache = plan_cache -- (for tests)
-local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune" }
+local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune", "bias", "bias_mode", "activation",
+  "epilogue" }
+
+-- A number for an object (a bias tensor, an epilogue function) that no other
+-- live object gets: a tensor's tostring names its layout, not its identity.
+local idents, next_ident = setmetatable({}, { __mode = "k" }), 0
+local function ident(x)
+  local id = idents[x]
+  if not id then
+    next_ident = next_ident + 1
+    id = next_ident
+    idents[x] = id
+  end
+  return id
+end
 
 local function options_key(opts)
   if opts == nil then return "" end
@@ -678,13 +696,17 @@ local function options_key(opts)
       if not known then return nil end -- (plan explains what it does not take)
     end
   end
-  for i, k in ipairs(OPT_KEYS) do parts[i] = tostring(opts[k]) end
+  for i, k in ipairs(OPT_KEYS) do
+    local v = opts[k]
+    parts[i] = (type(v) == "table" or type(v) == "function") and ("#" .. ident(v)) or tostring(v)
+  end
   return table.concat(parts, ",")
 end
 
 local function cached_plan(A, B, C, opts)
   if C == nil or not tensor.is_device_tensor(C) or A.fake or B.fake or C.fake then return nil end
   if not (A:valid() and B:valid() and C:valid()) then return nil end
+  if type(opts) == "table" and tensor.is_device_tensor(opts.bias) and not opts.bias:valid() then return nil end
   local okey = options_key(opts)
   if not okey then return nil end
   local byB = plan_cache[A]
@@ -727,14 +749,23 @@ end
 -- gemm(A, B[, C, opts]), A (M x K), B (K x N), C (M x N), each optionally
 -- batched (a third mode L), any strides with one unit stride each. C is made
 -- (f32, or i32 for 8-bit integers; row-major) when not given. opts: alpha
--- (1), beta (0; C is then not read), config (a table overriding M.pick's:
--- bm, bn, bk, stages, wm, wn), stream. Returns C. Inside a kernel,
+-- (1), beta (0; C is then not read), scale_a and scale_b (fp8's per-tensor
+-- scales, folded into alpha), stream, kernel ("sm80" or "sm90" forces one),
+-- arch ("sm_90a": plan for Hopper without a GPU), config (the tile: for the
+-- sm_80 kernel M.pick's bm, bn, bk, stages, wm, wn; for gemm_sm90 bn, stages,
+-- group), tune (true: time gemm_sm90's tiles once and cache the winner;
+-- docs/autotune.md), and the Hopper kernel's fused epilogue: bias (a device
+-- tensor, one value a column, or a row with bias_mode = "row"), activation
+-- ("relu", "gelu", "gelu_tanh", "silu") and epilogue (a function(v, m, n, l)
+-- traced into the kernel, returning the value to store). A repeated call
+-- with the same tensors and options reuses its plan. Returns C. Inside a kernel,
 -- gemm(tiled_mma or mma_atom, D, A, B, C) on register fragments
 -- (cute.trace.atom.gemm).
 -- @param A the device tensor A (or, in a kernel, a tiled MMA or MMA atom)
 -- @param ... B[, C, opts] (or, in a kernel, D, A, B, C)
 -- @return C
 -- @usage local C = cute.gemm(A, B)
+-- @usage cute.gemm(X, W, Y, { bias = b, activation = "gelu_tanh" })
 function M.gemm(A, ...)
   if atoms.is_tiled_mma(A) or atoms.is_mma_atom(A) then return trace_atom.gemm(A, ...) end
   return host_gemm(A, ...)

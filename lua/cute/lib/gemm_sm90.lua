@@ -150,8 +150,10 @@ local function build(cfg, trace_key)
   local tx_bytes = (stage_a + stage_b) * ta.bytes
   local _ = cute._
 
-  return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK,
-    function(descA, descB, C, K, alpha, beta)
+  local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
+  return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
+    function(descA, descB, C, K, alpha, beta, ...)
+      local bias = ... -- (a kernel argument only when cfg.bias)
       cute.launch_bounds(threads, 1)
       local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
       local tid = cute.thread_idx().x
@@ -243,13 +245,17 @@ local function build(cfg, trace_key)
           local gC = cute.local_tile(C[{ _, _, l }], { BM, BN }, { bm, bn })
           local tCgC = thr:partition_C(gC)
           local function value(i, old)
+            local v
             if tacc.is_integer then -- integer alpha and beta (plan checks), in i32
-              local v = acc[i] * alpha:to(tacc)
+              v = acc[i] * alpha:to(tacc)
               if cfg.beta then v = v + old:to(tacc) * beta:to(tacc) end
-              return v:to(C.dtype)
+            else
+              v = acc[i] * alpha
+              if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
             end
-            local v = acc[i] * alpha
-            if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
+            if cfg.bias or cfg.act or cfg.fn then
+              v = M.fused(cfg, v, bias, bm * BM + tCcC[i][1], bn * BN + tCcC[i][2], l)
+            end
             return v:to(C.dtype)
           end
           local rm, rn = Mr - bm * BM, Nr - bn * BN
@@ -280,18 +286,74 @@ end
 
 --- The kernel for a configuration {a_dtype ("bf16" or "f16"), bm, bn, bk,
 -- stages, group, beta (C is read)}; cached by its key (the trace key).
+-- (kernels with a user epilogue function: per function, weakly, so that
+-- dropping the function drops its kernels; fn_ids number them for the key)
+local fn_kernels = setmetatable({}, { __mode = "k" })
+local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
+
 function M.kernel(cfg)
   local key = {}
-  for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta" } do
+  for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act" } do
     key[#key + 1] = tostring(cfg[k])
   end
+  local cache = kernels
+  if cfg.fn then
+    if not fn_ids[cfg.fn] then
+      next_fn_id = next_fn_id + 1
+      fn_ids[cfg.fn] = next_fn_id
+    end
+    key[#key + 1] = "fn" .. fn_ids[cfg.fn]
+    cache = fn_kernels[cfg.fn] or {}
+    fn_kernels[cfg.fn] = cache
+  end
   key = table.concat(key, ",")
-  local k = kernels[key]
+  local k = cache[key]
   if not k then
     k = build(cfg, "cute.lib.gemm_sm90:" .. key)
-    kernels[key] = k
+    cache[key] = k
   end
   return k
+end
+
+-- ---------------------------------------------------------------------------
+-- Fused epilogues
+
+-- The activations opts.activation names: f32 value -> f32 value.
+M.ACTIVATIONS = {
+  relu = function(v) return cute.max(v, 0.0) end,
+  -- x * sigmoid(x)
+  silu = function(v) return v / (cute.exp(v * -1.0) + 1.0) end,
+  -- the tanh approximation (torch's approximate="tanh")
+  gelu_tanh = function(v)
+    return v * 0.5 * (cute.tanh((v * v * v * 0.044715 + v) * 0.7978845608028654) + 1.0)
+  end,
+  -- the exact one, with erf
+  gelu = function(v) return v * 0.5 * (cute.erf(v * 0.7071067811865476) + 1.0) end,
+}
+
+--- The fused part of the epilogue, in f32 (i32 for integer GEMMs: the user
+-- function only): v (alpha acc + beta C) at row m, column n, batch l of C
+-- (run-time values), plus the bias (cfg.bias = "col": bias[n], "row":
+-- bias[m]), through the activation (cfg.act) and the user's function
+-- (cfg.fn(v, m, n, l) -> the value to store, traced like a kernel body).
+-- @param cfg the kernel's configuration
+-- @param v the value
+-- @param bias the bias tensor (a kernel argument) or nil
+-- @param m the row
+-- @param n the column
+-- @param l the batch
+-- @return the value to store (converted to C's dtype by the caller)
+-- @usage v = M.fused(cfg, v, bias, m, n, l)
+function M.fused(cfg, v, bias, m, n, l)
+  if cfg.bias == "col" then v = v + bias[n]:to(cute.f32) end
+  if cfg.bias == "row" then v = v + bias[m]:to(cute.f32) end
+  if cfg.act then v = M.ACTIVATIONS[cfg.act](v) end
+  if cfg.fn then
+    local r = cfg.fn(v, m, n, l)
+    if r == nil then err.raise("cute.gemm: opts.epilogue(v, m, n, l) must return the value to store, got nil") end
+    v = r
+  end
+  return v
 end
 
 --- Why this kernel cannot take a problem (nil when it can): A (M, K, L) and
@@ -424,6 +486,65 @@ local function tuned_config(Av, Bv, Cv, dims, strides, alpha, beta, opts, name)
   return cfg, report.source, report
 end
 
+--- The fused epilogue's part of a configuration, from cute.gemm's options:
+-- bias (a device tensor of N values, or M with bias_mode = "row"; f32, bf16
+-- or f16), activation (a name of M.ACTIVATIONS), epilogue (a function(v, m,
+-- n, l) traced into the kernel: v the f32 value, i32 for integer GEMMs, after
+-- the bias and activation; m, n, l its coordinates in C). Sets cfg.bias,
+-- cfg.bias_dtype, cfg.act and cfg.fn; returns the bias tensor (the kernel's
+-- extra argument) or nil.
+-- @param cfg the configuration being planned
+-- @param opts cute.gemm's options
+-- @param m the rows of C
+-- @param n the columns of C
+-- @param integer whether the GEMM accumulates in i32
+-- @return the bias tensor, or nil
+-- @usage local bias = M.fused_config(cfg, opts, m, n, false)
+function M.fused_config(cfg, opts, m, n, integer)
+  local bias, act, fn = opts.bias, opts.activation, opts.epilogue
+  if opts.bias_mode ~= nil and opts.bias_mode ~= "col" and opts.bias_mode ~= "row" then
+    err.raise("cute.gemm: opts.bias_mode is \"col\" (one value a column of C, the default) or \"row\", got %s",
+      tostring(opts.bias_mode))
+  end
+  if act ~= nil and not M.ACTIVATIONS[act] then
+    local names = {}
+    for k in pairs(M.ACTIVATIONS) do names[#names + 1] = k end
+    table.sort(names)
+    err.raise("cute.gemm: unknown activation %s%s (the activations: %s)", tostring(act),
+      err.did_you_mean(tostring(act), names), table.concat(names, ", "))
+  end
+  if fn ~= nil and type(fn) ~= "function" then
+    err.raise("cute.gemm: opts.epilogue must be a function(v, m, n, l) returning the value to store, got %s", type(fn))
+  end
+  if integer and (bias ~= nil or act ~= nil) then
+    err.raise("cute.gemm: a bias or an activation on an integer GEMM is not supported (opts.epilogue is: it gets the "
+      .. "i32 value)")
+  end
+  cfg.act, cfg.fn = act, fn
+  if bias == nil then
+    if opts.bias_mode ~= nil then err.raise("cute.gemm: opts.bias_mode without opts.bias") end
+    return nil
+  end
+  local tensor = require "cute.tensor"
+  if not tensor.is_device_tensor(bias) then
+    err.raise("cute.gemm: opts.bias must be a device tensor, got %s", tostring(bias))
+  end
+  if not bias:valid() then err.raise("cute.gemm: opts.bias was freed (or its device was reset)") end
+  local mode = opts.bias_mode or "col"
+  local want = mode == "col" and n or m
+  local L = require "cute.layout"
+  if L.rank(bias.layout) ~= 1 or L.size(bias.layout) ~= want then
+    err.raise("cute.gemm: opts.bias (bias_mode \"%s\") must hold %d values (one a %s of C), got %s", mode, want,
+      mode == "col" and "column" or "row", tostring(bias.layout))
+  end
+  local bn = bias.dtype.name
+  if bn ~= "f32" and bn ~= "bf16" and bn ~= "f16" then
+    err.raise("cute.gemm: opts.bias must be f32, bf16 or f16, got %s", bn)
+  end
+  cfg.bias, cfg.bias_dtype = mode, bn
+  return bias
+end
+
 --- The launch for kernel views Av (M, K, L), Bv (N, K, L), Cv (M, N, L)
 -- (cute.lib.gemm.plan made them and checked M.unsupported): the kernel, its
 -- arguments, grid and block.
@@ -461,13 +582,14 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
   local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
+  local extra = M.fused_config(cfg, opts, m, n, INPUTS[name].acc == "i32")
   local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
   local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
   local dB = descriptor(atomB, Bv, { n, k, batch }, strides.b)
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
   local sms = sm_count()
   return {
-    kernel = M.kernel(cfg), args = { dA, dB, Cv, cute.i32(k), cute.f32(alpha), cute.f32(beta) },
+    kernel = M.kernel(cfg), args = { dA, dB, Cv, cute.i32(k), cute.f32(alpha), cute.f32(beta), extra },
     grid = { math.min(tiles, sms), 1, 1 }, block = 128 + cfg.bm / 64 * 128, config = cfg, config_source = source,
     tune_report = report,
   }

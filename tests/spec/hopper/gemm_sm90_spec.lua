@@ -197,6 +197,56 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", scale_a = "2" }) end))
   end)
 
+  it("fused epilogues: bias by column or row, activations, a user function; refusals", function()
+    local A, B = fakes(cute.bf16, 1000, 768, 512)
+    local C = cute.fake_tensor(cute.bf16, { 1000, 768 }, "row")
+    local seen = {}
+    for _, c in ipairs {
+      { { bias = cute.fake_tensor(cute.f32, { 768 }), activation = "gelu_tanh" }, "_bias_gelu_tanh", "ex2.approx" },
+      { { activation = "silu" }, "_silu", "ex2.approx" },
+      { { activation = "relu" }, "_relu", "max.f32" },
+      { { bias = cute.fake_tensor(cute.bf16, { 1000 }), bias_mode = "row",
+        epilogue = function(v, m, n) return v * 2.0 + (m + n):to(cute.f32) end }, "_bias_epilogue", "cvt.rn.f32.s32" },
+    } do
+      local o = c[1]
+      o.arch = "sm_90a"
+      local p = G.plan(A, B, C, o)
+      assert.equal("sm90", p.kernel_name)
+      assert.equal("gemm_sm90_bf16_128x" .. p.config.bn .. "x64" .. c[2], p.kernel.name)
+      local h = p.kernel:compile(unpack(p.args))
+      local r = h:resources()[p.kernel.name]
+      assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
+      assert.matches(c[3], h:ptx(), 1, true)
+      assert.is_nil(seen[p.kernel], "a kernel of its own")
+      seen[p.kernel] = true
+    end
+    local function refused(o)
+      o.arch = "sm_90a"
+      local msg = H.error_at(function() G.plan(A, B, C, o) end)
+      return msg
+    end
+    assert.matches("unknown activation gelu_tan.*did you mean 'gelu_tanh'", refused { activation = "gelu_tan" })
+    assert.matches("must hold 768 values %(one a column of C%)",
+      refused { bias = cute.fake_tensor(cute.f32, { 1000 }) })
+    assert.matches("must hold 1000 values %(one a row of C%)",
+      refused { bias = cute.fake_tensor(cute.f32, { 768 }), bias_mode = "row" })
+    assert.matches("bias_mode is \"col\"", refused { bias = cute.fake_tensor(cute.f32, { 768 }), bias_mode = "column" })
+    assert.matches("opts%.bias must be f32, bf16 or f16", refused { bias = cute.fake_tensor(cute.f64, { 768 }) })
+    assert.matches("opts%.epilogue must be a function", refused { epilogue = "relu" })
+    assert.matches("fused epilogues .* run in the Hopper kernel only",
+      refused { activation = "relu", kernel = "sm80" })
+    local Ai, Bi = fakes(cute.i8, 256, 256, 256)
+    local function refused_int(o)
+      local msg = H.error_at(function() G.plan(Ai, Bi, nil, o) end)
+      return msg
+    end
+    assert.matches("a bias or an activation on an integer GEMM is not supported",
+      refused_int { arch = "sm_90a", activation = "relu" })
+    -- an epilogue that returns nothing: an error at the kernel's trace
+    local p = G.plan(A, B, C, { arch = "sm_90a", epilogue = function() end })
+    assert.has_error(function() p.kernel:compile(unpack(p.args)) end)
+  end)
+
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
     local S = require "cute.lib.gemm_sm90"
     local tune = require "cute.autotune"
@@ -335,6 +385,71 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     -- tf32 (f32 data, the low 13 mantissa bits not used): within 2^-9 of the sum of |products|
     check(cute.f32, 512, 512, 512, { c_dtype = cute.f32, rtol = 2 ^ -9 })
     check(cute.f32, 333, 200, 100, { c_dtype = cute.f32, rtol = 2 ^ -9 })
+  end)
+
+  it("fused epilogues against float64: bias, activations, a user function #gpu", function()
+    if not need_sm90() then return end
+    local G90 = require "cute.lib.gemm_sm90"
+    local function ref_act(name, x)
+      if name == "relu" then return math.max(x, 0) end
+      if name == "silu" then return x / (1 + math.exp(-x)) end
+      if name == "gelu_tanh" then
+        return 0.5 * x * (1 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+      end
+      if name == "gelu" then -- erf by its series (|x| small here)
+        local z, term, sum = x / math.sqrt(2), x / math.sqrt(2), 0
+        for j = 0, 40 do
+          sum = sum + term / (2 * j + 1)
+          term = -term * z * z / (j + 1)
+        end
+        return 0.5 * x * (1 + 2 / math.sqrt(math.pi) * sum)
+      end
+      return x
+    end
+    for _, c in ipairs {
+      { 1000, 777, 520, { activation = "relu" } },
+      { 512, 768, 256, { bias = "col", activation = "gelu_tanh", alpha = 0.5 } },
+      { 300, 1000, 200, { bias = "row", activation = "silu" } },
+      { 640, 384, 128, { activation = "gelu", beta = 1 } },
+      { 333, 517, 72, { bias = "col", epilogue = function(v, m, n) return v * 2.0 + (m - n):to(cute.f32) end } },
+    } do
+      local m, n, k, o = c[1], c[2], c[3], c[4]
+      local A, B, C = operands(cute.bf16, m, n, k, nil, cute.f32, m + k)
+      local c0
+      if o.beta then
+        C:uniform(-1, 1, 3)
+        c0 = C:to_host()
+      else
+        C:fill(0 / 0)
+      end
+      local bias
+      if o.bias then bias = cute.tensor(cute.f32, { o.bias == "col" and n or m }):uniform(-1, 1, 5) end
+      local opts = { bias = bias, bias_mode = o.bias, activation = o.activation, epilogue = o.epilogue,
+        alpha = o.alpha, beta = o.beta }
+      assert.equal("sm90", G.plan(A, B, C, opts).kernel_name)
+      cute.gemm(A, B, C, opts)
+      cute.synchronize()
+      local ha, hb, hc, hbias = A:to_host(), B:to_host(), C:to_host(), bias and bias:to_host()
+      for t = 0, 499 do
+        local idx = (t * 7919) % (m * n)
+        local i, j = idx % m, math.floor(idx / m)
+        local s, mag = 0, 0
+        for kk = 0, k - 1 do
+          local p = ha[{ i, kk }] * hb[{ kk, j }]
+          s, mag = s + p, mag + math.abs(p)
+        end
+        local v = (o.alpha or 1) * s + (o.beta or 0) * (c0 and c0[{ i, j }] or 0)
+        if o.bias then v = v + hbias[{ o.bias == "col" and j or i }] end
+        v = ref_act(o.activation, v)
+        if o.epilogue then v = 2 * v + (i - j) end
+        local got = hc[{ i, j }]
+        local lim = 2 ^ -7 * (mag + 1) + 1e-3 * math.abs(v)
+        assert(math.abs(got - v) <= lim, string.format("%s (%d,%d): got %.6g, expected %.6g (allowed %.3g)",
+          G90.fused and (o.activation or "epilogue") or "?", i, j, got, v, lim))
+      end
+      A:free(); B:free(); C:free()
+      if bias then bias:free() end
+    end
   end)
 
   it("skinny (decode) shapes on narrow tiles #gpu", function()
