@@ -11,7 +11,8 @@
 --    main loop in the PTX.
 -- 3. With a GPU: C = A @ B on random bf16 inputs (A and B row-major, as
 --    torch has them), checked against float64 on sampled entries, then timed
---    against cuBLAS in the same run.
+--    against cuBLAS in the same run (forced onto this kernel with opts.kernel =
+--    "sm80": on an H100 cute.gemm would pick the Hopper one, examples/gemm_sm90.lua).
 -- The kernel's code is lua/cute/lib/gemm.lua (build()): read it alongside.
 local cute = require "cute"
 local G = require "cute.lib.gemm"
@@ -68,7 +69,7 @@ end
 local A = cute.tensor(cute.bf16, { M, K }, "row"):uniform(-1, 1, 1)
 local B = cute.tensor(cute.bf16, { K, N }, "row"):uniform(-1, 1, 2)
 local C = cute.tensor(cute.bf16, { M, N }, "row"):fill(0 / 0)
-cute.gemm(A, B, C)
+cute.gemm(A, B, C, { kernel = "sm80" })
 cute.synchronize()
 local a, b, c = A:to_host():doubles(), B:to_host():doubles(), C:to_host():doubles()
 local worst = 0
@@ -90,7 +91,7 @@ if worst > 2 ^ -8 then
   os.exit(1)
 end
 local flops = 2 * M * N * K
-local mine = cute.bench(function() cute.gemm(A, B, C) end, { flops = flops })
+local mine = cute.bench(function() cute.gemm(A, B, C, { kernel = "sm80" }) end, { flops = flops })
 local blas = cute.bench(function()
   cute.cublas.gemm_rowmajor { a = A, b = B, c = C, m = M, n = N, k = K, dtype = cute.bf16, c_dtype = cute.bf16 }
 end, { flops = flops })

@@ -2,24 +2,25 @@
 -- picks for the shape: the TMA + wgmma kernel on sm_90 where it applies)
 -- against cuBLAS measured in the same run, on the issue's shapes. bf16 in, f32
 -- accumulation, bf16 out; A row-major (M x K), B K-major (stored N x K, the
--- layout of a linear layer's weights, which the wgmma kernel and fp8 need),
--- C row-major. The decode shapes (M <= 128) are also reported as a fraction of
--- the copy bandwidth (cuMemcpyDtoD) while reading the weights (B) once.
--- fp8 (e4m3 in, bf16 out, unit scales) runs whatever kernel cute.gemm picks
--- for it today (the mma.sync kernel: gemm_sm90 takes bf16/f16 only) against
--- cuBLASLt's TN matmul. What cute.gemm cannot run yet (the grouped MoE GEMM)
--- is a row that says so ("skipped: ..."), never a made-up figure.
+-- layout of a linear layer's weights, which fp8 needs), C row-major; and B
+-- N-major (K x N row-major, as torch's A @ B has it) at 4096^3 and 8192^3.
+-- The decode shapes (M <= 128) are also reported as a fraction of the copy
+-- bandwidth (cuMemcpyDtoD) while reading the weights (B) once. fp8 (e4m3 in,
+-- bf16 out, unit scales) runs against cuBLASLt's TN matmul. What cute.gemm
+-- cannot run yet (the grouped MoE GEMM) is a row that says so ("skipped:
+-- ..."), never a made-up figure.
 -- Checked against float64 on sampled entries, C poisoned with NaN first.
 local cute = require "cute"
 
 -- A cuBLAS runner for row-major A (M x K) @ B (N x K, K-major) -> C (M x N).
-local function cublas_kmajor(h, m, n, k, dt, c_dt)
+local function cublas_kmajor(h, m, n, k, dt, c_dt, n_major)
   local A, B, C = cute.alloc(m * k * dt.bytes), cute.alloc(k * n * dt.bytes), cute.alloc(m * n * c_dt.bytes)
   h.fill_random(A, dt, m * k, 1)
   h.fill_random(B, dt, k * n, 2)
-  local spec = { a = A, b = B, c = C, m = m, n = n, k = k, dtype = dt, c_dtype = c_dt, b_trans = true }
+  local spec = { a = A, b = B, c = C, m = m, n = n, k = k, dtype = dt, c_dtype = c_dt, b_trans = not n_major }
   return {
-    name = string.format("cublas %s/%s %dx%dx%d B K-major", dt.name, c_dt.name, m, n, k), unit = "TFLOP/s",
+    name = string.format("cublas %s/%s %dx%dx%d B %s-major", dt.name, c_dt.name, m, n, k, n_major and "N" or "K"),
+    unit = "TFLOP/s",
     flops = 2 * m * n * k,
     run = function() cute.cublas.gemm_rowmajor(spec) end,
     free = function()
@@ -53,10 +54,10 @@ end
 
 return function(h)
   local tol = 2 ^ -8 -- one bf16 rounding of a sum of exact products
-  local function setup(m, n, k, dt)
+  local function setup(m, n, k, dt, b_layout)
     return function()
       return { A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 11),
-        B = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 12), -- K contiguous: N x K row-major
+        B = cute.tensor(dt, { k, n }, b_layout or "col"):uniform(-1, 1, 12), -- "col": N x K row-major
         C = cute.tensor(cute.bf16, { m, n }, "row"):fill(0 / 0) }
     end
   end
@@ -69,6 +70,15 @@ return function(h)
       name = "gemm bf16", shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", flops = 2 * m * n * k, goal = goal,
       peer = function(hh) return cublas_kmajor(hh, m, n, k, cute.bf16, cute.bf16) end,
       setup = setup(m, n, k, cute.bf16), run = run, check = check(m, n, k), teardown = teardown,
+    }
+  end
+  -- B N-major (K x N row-major, as torch's A @ B has it): MN-major wgmma operands
+  local function bf16_nmajor(m, n, k, goal)
+    h:case {
+      name = "gemm bf16, B N-major", shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", flops = 2 * m * n * k,
+      goal = goal,
+      peer = function(hh) return cublas_kmajor(hh, m, n, k, cute.bf16, cute.bf16, true) end,
+      setup = setup(m, n, k, cute.bf16, "row"), run = run, check = check(m, n, k), teardown = teardown,
     }
   end
   -- decode: the weights (B, n x k bf16) read once per GEMM, against the copy bandwidth
@@ -102,6 +112,7 @@ return function(h)
   if h:quick() then
     bf16(256, 256, 128, 1.05)
     bf16(16, 512, 512, 0.95)
+    bf16_nmajor(256, 256, 128, 1.05)
     decode_bandwidth(1, 1024, 1024)
     fp8(256, 256, 256)
     grouped()
@@ -113,6 +124,8 @@ return function(h)
   } do
     bf16(s[1], s[2], s[3], 1.05)
   end
+  bf16_nmajor(4096, 4096, 4096, 1.05)
+  bf16_nmajor(8192, 8192, 8192, 1.05)
   for _, s in ipairs { { 128, 8192, 8192 }, { 16, 8192, 8192 }, { 1, 4096, 4096 } } do
     decode_bandwidth(s[1], s[2], s[3])
   end

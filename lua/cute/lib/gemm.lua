@@ -501,7 +501,7 @@ end
 
 -- Whether a problem is planned for the Hopper kernel (cute.lib.gemm_sm90)
 -- and why (or why not): a sm_90 device (or opts.arch = "sm_90a" without
--- one), bf16/f16 inputs, A and B K-major, TMA's alignment rules, no
+-- one), its input dtypes and majors, TMA's alignment rules, no
 -- opts.config (the sm_80 kernel's table); opts.kernel = "sm80" or "sm90"
 -- forces the choice.
 local function device_is_sm90()
@@ -550,7 +550,8 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
     return false, "the mma.sync kernel (sm_80 and later): " .. no
   end
   return true, (opts.kernel == "sm90" and "opts.kernel = \"sm90\"; " or "")
-    .. "a sm_90 target and K-major bf16/f16 operands that meet TMA's rules: the warp-specialised TMA + wgmma kernel"
+    .. "a sm_90 target and operands that meet wgmma's and TMA's rules (bf16/f16 of either major, fp8, int8 and "
+    .. "tf32 K-major): the warp-specialised TMA + wgmma kernel"
 end
 
 local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true, kernel = true, arch = true,

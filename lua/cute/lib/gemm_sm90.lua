@@ -120,11 +120,15 @@ local INPUTS = {
 }
 M.INPUTS = INPUTS
 
-local function wgmma_op(name, bn)
+local function major_mode(m) return m == "mn" and wg.OperandMajorMode.MN or wg.OperandMajorMode.K end
+
+local function wgmma_op(name, bn, a_major, b_major)
   local S, K = wg.OperandSource.SMEM, wg.OperandMajorMode.K
   local t = cute.dtype.get(name)
   local shape = { 64, bn, INPUTS[name].k }
-  if name == "bf16" or name == "f16" then return wg.MmaF16BF16Op(t, cute.f32, shape, S, K, K) end
+  if name == "bf16" or name == "f16" then
+    return wg.MmaF16BF16Op(t, cute.f32, shape, S, major_mode(a_major), major_mode(b_major))
+  end
   if name == "e4m3" or name == "e5m2" then return wg.MmaF8Op(t, t, cute.f32, shape, S, K, K) end
   if name == "i8" or name == "u8" then return wg.MmaI8Op(t, t, shape, S, K, K) end
   return wg.MmaTF32Op(shape, S, K, K)
@@ -139,13 +143,18 @@ local function build(cfg, trace_key)
   local inp = INPUTS[cfg.a_dtype]
   local ta = cute.dtype.get(inp.storage or cfg.a_dtype) -- the data in memory
   local tacc = cute.dtype.get(inp.acc)
-  local atom = cute.make_mma_atom(wgmma_op(cfg.a_dtype, BN))
+  local amaj, bmaj = cfg.a_major or "k", cfg.b_major or "k"
+  local atom = cute.make_mma_atom(wgmma_op(cfg.a_dtype, BN, amaj, bmaj))
   local mma = cute.make_tiled_mma(atom, { BM / 64, 1, 1 })
   local consumers = mma.size -- 256 threads: BM / 64 warpgroups
   local threads = 128 + consumers
   local kblocks = BK / inp.k
-  local layA = wg.make_smem_layout_a("K", { BM, BN, BK }, ta, STAGES) -- S<3,3,3> o (BM,BK,STAGES)
-  local layB = wg.make_smem_layout_b("K", { BM, BN, BK }, ta, STAGES)
+  -- K-major: S<3,3,3> o (rows, BK, STAGES), one TMA box a stage; MN-major
+  -- (16-bit only): 64-row SW128 atoms, K first, one 64 x BK box a 64 rows
+  local layA = wg.make_smem_layout_a(major_mode(amaj), { BM, BN, BK }, ta, STAGES)
+  local layB = wg.make_smem_layout_b(major_mode(bmaj), { BM, BN, BK }, ta, STAGES)
+  -- the boxes of a stage, from the TMA atoms on stand-in views of this majorness
+  local boxesA, boxesB = M.stage_boxes(cfg)
   local stage_a, stage_b = BM * BK, BN * BK -- elements a stage
   local tx_bytes = (stage_a + stage_b) * ta.bytes
   local _ = cute._
@@ -186,8 +195,14 @@ local function build(cfg, trace_key)
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
               local s = ps.index
-              tma_load_3d(descA, sA_raw:ptr_at(s * stage_a), kt * BK, bm * BM, l, bar)
-              tma_load_3d(descB, sB_raw:ptr_at(s * stage_b), kt * BK, bn * BN, l, bar)
+              for _, bx in ipairs(boxesA) do
+                local c = bx.coords(bm * BM, kt * BK, l)
+                tma_load_3d(descA, sA_raw:ptr_at(s * stage_a + bx.smem_offset), c[1], c[2], c[3], bar)
+              end
+              for _, bx in ipairs(boxesB) do
+                local c = bx.coords(bn * BN, kt * BK, l)
+                tma_load_3d(descB, sB_raw:ptr_at(s * stage_b + bx.smem_offset), c[1], c[2], c[3], bar)
+              end
               pipe:producer_commit(ps)
               ps:advance()
             end)
@@ -293,7 +308,8 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 
 function M.kernel(cfg)
   local key = {}
-  for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act" } do
+  for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
+    "b_major" } do
     key[#key + 1] = tostring(cfg[k])
   end
   local cache = kernels
@@ -356,25 +372,44 @@ function M.fused(cfg, v, bias, m, n, l)
   return v
 end
 
+--- The contiguous mode of an operand view (rows, K, L) from its strides:
+-- "k" (K-major: unit stride along K), "mn" (unit stride along the rows), or
+-- nil (neither).
+-- @param st the view's strides {rows, K, L}, in elements
+-- @return "k", "mn" or nil
+-- @usage M.major_of({ 4096, 1, 0 }) -- "k"
+function M.major_of(st)
+  if st[2] == 1 then return "k" end
+  if st[1] == 1 then return "mn" end
+  return nil
+end
+
 --- Why this kernel cannot take a problem (nil when it can): A (M, K, L) and
 -- B (N, K, L) kernel views' strides (elements), their dtype, the tensors.
 function M.unsupported(dt, a_stride, b_stride, Ao, Bo, batch)
   if not INPUTS[input_name(dt)] then
     return "its inputs are " .. dt.name .. " (gemm_sm90 takes bf16, f16, e4m3, e5m2, i8, u8 and f32 as tf32)"
   end
-  if a_stride[2] ~= 1 or b_stride[2] ~= 1 then
-    return "A or B is not K-major (gemm_sm90 takes a row-major A and a column-major B for now)"
-  end
+  local sixteen = dt.bits == 16
   for _, x in ipairs { { "A", a_stride, Ao }, { "B", b_stride, Bo } } do
     local what, st, t = x[1], x[2], x[3]
-    if (st[1] * dt.bytes) % 16 ~= 0 or (st[3] * dt.bytes) % 16 ~= 0 then
+    local major = M.major_of(st)
+    if not major then
+      return what .. " has no unit stride in its rows or K (TMA needs a contiguous mode)"
+    end
+    if major == "mn" and not sixteen then
+      return string.format("%s is MN-major, and wgmma reads %s operands K-major only (transpose it, or store it "
+        .. "K-major)", what, dt.name)
+    end
+    local ld = major == "k" and st[1] or st[2] -- the other mode's stride
+    if (ld * dt.bytes) % 16 ~= 0 or (st[3] * dt.bytes) % 16 ~= 0 then
       return string.format("%s's strides (%d, %d elements) are not multiples of 16 bytes (TMA's rule)", what,
-        st[1], st[3])
+        ld, st[3])
     end
     if t:alignment() < 16 then return what .. " is not 16-byte aligned (TMA's rule)" end
-    if batch > 1 and st[3] < st[1] then
-      return string.format("%s's batch stride (%d elements) is below its row stride (%d): TMA's third dimension "
-        .. "must be the outermost", what, st[3], st[1])
+    if batch > 1 and st[3] < ld then
+      return string.format("%s's batch stride (%d elements) is below its other stride (%d): TMA's third dimension "
+        .. "must be the outermost", what, st[3], ld)
     end
   end
   return nil
@@ -389,17 +424,55 @@ end
 function M.tma_atoms(cfg, Av, Bv)
   local cp = cute.nvgpu.cpasync
   local ta = cute.dtype.get(INPUTS[cfg.a_dtype].storage or cfg.a_dtype)
-  local layA = wg.make_smem_layout_a("K", { cfg.bm, cfg.bn, cfg.bk }, ta)
-  local layB = wg.make_smem_layout_b("K", { cfg.bm, cfg.bn, cfg.bk }, ta)
+  local amaj, bmaj = cfg.a_major or "k", cfg.b_major or "k"
+  local layA = wg.make_smem_layout_a(major_mode(amaj), { cfg.bm, cfg.bn, cfg.bk }, ta)
+  local layB = wg.make_smem_layout_b(major_mode(bmaj), { cfg.bm, cfg.bn, cfg.bk }, ta)
   local atomA = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), Av, layA, { cfg.bm, cfg.bk })
   local atomB = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), Bv, layB, { cfg.bn, cfg.bk })
-  for _, a in ipairs { atomA, atomB } do
+  for _, x in ipairs { { atomA, amaj }, { atomB, bmaj } } do
+    local a, major = x[1], x[2]
     local d = a.dim_modes
-    if #a.boxes ~= 1 or a.swizzle ~= "128B" or d[1] ~= 1 or d[2] ~= 0 or d[3] ~= 2 then
-      err.raise("cute.gemm: gemm_sm90 loads a tile as one 128B-swizzled TMA box over (K, rows, L); got %s", tostring(a))
+    -- K-major: TMA dimensions (K, rows, L), one box; MN-major: (rows, K, L), a box a 64 rows
+    local want = major == "k" and { 1, 0, 2 } or { 0, 1, 2 }
+    if (major == "k" and #a.boxes ~= 1) or a.swizzle ~= "128B" or d[1] ~= want[1] or d[2] ~= want[2]
+      or d[3] ~= want[3] then
+      err.raise("cute.gemm: gemm_sm90 loads a %s-major tile as 128B-swizzled TMA boxes over %s; got %s",
+        major == "k" and "K" or "MN", major == "k" and "(K, rows, L), one box" or "(rows, K, L)", tostring(a))
     end
   end
   return atomA, atomB
+end
+
+-- A stand-in operand view (rows, K, L) of a majorness, for the atoms' boxes.
+local function stand_in(dt, rows, k, major)
+  local stride = major == "k" and { k, 1, rows * k } or { 1, rows, rows * k }
+  return cute.fake_tensor(dt, { rows, k, 1 }, cute.make_layout({ rows, k, 1 }, stride))
+end
+
+--- The TMA boxes of one stage of A and of B for a configuration: lists of
+-- {smem_offset (elements), coords = function(row0, k0, l) -> the box's TMA
+-- coordinates}, from the TMA atoms on stand-in views (the boxes depend on the
+-- majorness and the tile, not on the extents).
+-- @param cfg the configuration (a_dtype, bm, bn, bk, a_major, b_major)
+-- @return the boxes of A, the boxes of B
+-- @usage local boxesA, boxesB = M.stage_boxes(cfg)
+function M.stage_boxes(cfg)
+  local ta = cute.dtype.get(INPUTS[cfg.a_dtype].storage or cfg.a_dtype)
+  local amaj, bmaj = cfg.a_major or "k", cfg.b_major or "k"
+  local atomA, atomB = M.tma_atoms(cfg, stand_in(ta, 4 * cfg.bm, 4 * cfg.bk, amaj),
+    stand_in(ta, 4 * cfg.bn, 4 * cfg.bk, bmaj))
+  local function boxes(atom)
+    local out = {}
+    for i, bx in ipairs(atom.boxes) do
+      local o, modes = bx.origin, atom.dim_modes
+      out[i] = { smem_offset = bx.smem_offset, coords = function(row0, k0, l)
+        local base = { [0] = row0, [1] = k0, [2] = l }
+        return { base[modes[1]] + o[1], base[modes[2]] + o[2], base[modes[3]] + o[3] }
+      end }
+    end
+    return out
+  end
+  return boxes(atomA), boxes(atomB)
 end
 
 -- The TMA descriptor of an operand view (rows, K, L) with strides (ld, 1,
@@ -409,10 +482,14 @@ end
 local function descriptor(atom, t, dims, strides)
   if t.fake then return require("ffi").new("CuteTmaDesc") end
   local dt = t.dtype
+  -- K-major: TMA dimensions (K, rows, L), the row stride between; MN-major: (rows, K, L), K's stride
+  local kmajor = strides[2] == 1
+  local tdims = kmajor and { dims[2], dims[1], dims[3] } or { dims[1], dims[2], dims[3] }
+  local ld = kmajor and strides[1] or strides[2]
   -- one matrix: any valid batch stride (the box never leaves batch 0)
-  local batch_stride = dims[3] > 1 and strides[3] or dims[1] * strides[1]
-  return cute.tma_descriptor { dtype = dt, address = t, dims = { dims[2], dims[1], dims[3] },
-    strides = { strides[1] * dt.bytes, batch_stride * dt.bytes }, box = atom.box, swizzle = atom.swizzle,
+  local batch_stride = dims[3] > 1 and strides[3] or tdims[2] * ld
+  return cute.tma_descriptor { dtype = dt, address = t, dims = tdims,
+    strides = { ld * dt.bytes, batch_stride * dt.bytes }, box = atom.box, swizzle = atom.swizzle,
     oob = "zero" }
 end
 
@@ -577,6 +654,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
       cfg.bn, bk, max_stages, stage_bytes, tostring(cfg.stages))
   end
   cfg.a_dtype = name
+  cfg.a_major, cfg.b_major = M.major_of(strides.a), M.major_of(strides.b)
   cfg.beta = beta ~= 0
   if INPUTS[name].acc == "i32" and (alpha % 1 ~= 0 or beta % 1 ~= 0) then
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))

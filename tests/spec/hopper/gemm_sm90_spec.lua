@@ -63,9 +63,10 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
   it("plan falls back to the sm_80 kernel and says why", function()
     local A, B = fakes(cute.bf16, 256, 256, 256)
     local function why(a, b, opts) local p = G.plan(a, b, nil, opts) return p.kernel_name, p.why end
-    local k, w = why(A, cute.fake_tensor(cute.bf16, { 256, 256 }, "row"), { arch = "sm_90a" })
+    local A8 = cute.fake_tensor(cute.e4m3, { 256, 256 }, "row")
+    local k, w = why(A8, cute.fake_tensor(cute.e4m3, { 256, 256 }, "row"), { arch = "sm_90a" })
     assert.equal("sm80", k)
-    assert.matches("not K%-major", w)
+    assert.matches("B is MN%-major, and wgmma reads e4m3 operands K%-major only", w)
     k, w = why(cute.fake_tensor(cute.bf16, { 256, 300 }, "row"), cute.fake_tensor(cute.bf16, { 300, 256 }, "col"),
       { arch = "sm_90a" })
     assert.equal("sm80", k)
@@ -80,9 +81,9 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.equal("sm80", k)
     assert.matches("sm_80", w)
     -- forcing the Hopper kernel where it cannot run, and unknown kernels: errors at the caller's line
-    local NB = cute.fake_tensor(cute.bf16, { 256, 256 }, "row")
-    local msg = H.error_at(function() G.plan(A, NB, nil, { arch = "sm_90a", kernel = "sm90" }) end)
-    assert.matches("cute%.gemm: opts%.kernel = \"sm90\", but A or B is not K%-major", msg)
+    local NB = cute.fake_tensor(cute.e4m3, { 256, 256 }, "row")
+    local msg = H.error_at(function() G.plan(A8, NB, nil, { arch = "sm_90a", kernel = "sm90" }) end)
+    assert.matches("cute%.gemm: opts%.kernel = \"sm90\", but B is MN%-major", msg)
     msg = H.error_at(function() G.plan(A, B, nil, { kernel = "sm100" }) end)
     assert.matches("opts%.kernel is sm100", msg)
   end)
@@ -197,6 +198,37 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", scale_a = "2" }) end))
   end)
 
+  it("16-bit operands in all four majors: MN-major tiles as 64-row TMA boxes, wgmma's transpose bits", function()
+    local S = require "cute.lib.gemm_sm90"
+    for _, c in ipairs { { "row", "col", "k", "k", 0, 0 }, { "row", "row", "k", "mn", 0, 1 },
+      { "col", "col", "mn", "k", 1, 0 }, { "col", "row", "mn", "mn", 1, 1 } } do
+      local A = cute.fake_tensor(cute.f16, { 2048, 1024 }, c[1])
+      local B = cute.fake_tensor(cute.f16, { 1024, 2048 }, c[2])
+      local p = G.plan(A, B, cute.fake_tensor(cute.f16, { 2048, 2048 }, "row"), { arch = "sm_90a" })
+      assert.equal("sm90", p.kernel_name, p.why)
+      assert.same({ c[3], c[4] }, { p.config.a_major, p.config.b_major })
+      local h = p.kernel:compile(unpack(p.args))
+      local r = h:resources()[p.kernel.name]
+      assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
+      assert.is_nil(h:log():find("(C75", 1, true), h:log())
+      -- the wgmma's transpose operands (imm-trans-a, imm-trans-b): 1 for an MN-major operand
+      assert.matches("p, 1, 1, " .. c[5] .. ", " .. c[6] .. ";", h:ptx(), 1, true)
+      -- the boxes of a stage: K-major one box (K, rows); MN-major a box a 64 rows, (rows, K)
+      local ba, bb = S.stage_boxes(p.config)
+      assert.equal(c[3] == "k" and 1 or 2, #ba)
+      assert.equal(c[4] == "k" and 1 or 4, #bb)
+      for i, bx in ipairs(bb) do
+        local co = bx.coords(1000, 64, 3)
+        if c[4] == "k" then
+          assert.same({ 64, 1000, 3 }, co)
+        else
+          assert.same({ 1000 + 64 * (i - 1), 64, 3 }, co)
+          assert.equal((i - 1) * 64 * 64, bx.smem_offset) -- 64 x 64 boxes, one after the other
+        end
+      end
+    end
+  end)
+
   it("fused epilogues: bias by column or row, activations, a user function; refusals", function()
     local A, B = fakes(cute.bf16, 1000, 768, 512)
     local C = cute.fake_tensor(cute.bf16, { 1000, 768 }, "row")
@@ -301,10 +333,15 @@ local function need_sm90()
   return true
 end
 
--- A (M x K [x L]) row-major, B (K x N [x L]) column-major, C (M x N [x L]) row-major.
-local function operands(dt, m, n, k, l, cdt, seed)
+-- A (M x K [x L]) row-major, B (K x N [x L]) column-major, C (M x N [x L]) row-major
+-- (or A and B in the layouts given: "row" or "col").
+local function operands(dt, m, n, k, l, cdt, seed, a_layout, b_layout)
   local A, B, C
-  if l then
+  if a_layout then
+    A = cute.tensor(dt, { m, k }, a_layout)
+    B = cute.tensor(dt, { k, n }, b_layout)
+    C = cute.tensor(cdt, { m, n }, "row")
+  elseif l then
     A = cute.tensor(dt, { m, k, l }, { k, 1, m * k })
     B = cute.tensor(dt, { k, n, l }, { 1, k, k * n })
     C = cute.tensor(cdt, { m, n, l }, { n, 1, m * n })
@@ -325,7 +362,7 @@ end
 local function check(dt, m, n, k, opts)
   opts = opts or {}
   local cdt = opts.c_dtype or cute.f32
-  local A, B, C = operands(dt, m, n, k, opts.l, cdt, m + n + k)
+  local A, B, C = operands(dt, m, n, k, opts.l, cdt, m + n + k, opts.a_layout, opts.b_layout)
   local beta = opts.beta or 0
   local c0
   if beta ~= 0 then
@@ -449,6 +486,16 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       end
       A:free(); B:free(); C:free()
       if bias then bias:free() end
+    end
+  end)
+
+  it("MN-major A and B (16-bit): all four majors, ragged #gpu", function()
+    if not need_sm90() then return end
+    for _, lay in ipairs { { "row", "row" }, { "col", "col" }, { "col", "row" } } do
+      local o = { a_layout = lay[1], b_layout = lay[2] }
+      check(cute.bf16, 1024, 1024, 1024, o)
+      check(cute.f16, 1000, 776, 520, { a_layout = lay[1], b_layout = lay[2], c_dtype = cute.f16, beta = 1 })
+      check(cute.bf16, 16, 4096, 2048, { a_layout = lay[1], b_layout = lay[2], c_dtype = cute.bf16 })
     end
   end)
 
