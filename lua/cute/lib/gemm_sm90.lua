@@ -432,12 +432,15 @@ function M.tma_atoms(cfg, Av, Bv)
   for _, x in ipairs { { atomA, amaj }, { atomB, bmaj } } do
     local a, major = x[1], x[2]
     local d = a.dim_modes
-    -- K-major: TMA dimensions (K, rows, L), one box; MN-major: (rows, K, L), a box a 64 rows
+    -- K-major: TMA dimensions (K, rows, L), one 128B-swizzled box; MN-major: (rows, K,
+    -- L), a box a swizzle atom's width of rows (64 with the 128B swizzle; 32 or 16 rows,
+    -- 64B or 32B, in narrower tiles)
     local want = major == "k" and { 1, 0, 2 } or { 0, 1, 2 }
-    if (major == "k" and #a.boxes ~= 1) or a.swizzle ~= "128B" or d[1] ~= want[1] or d[2] ~= want[2]
+    if (major == "k" and (#a.boxes ~= 1 or a.swizzle ~= "128B")) or d[1] ~= want[1] or d[2] ~= want[2]
       or d[3] ~= want[3] then
-      err.raise("cute.gemm: gemm_sm90 loads a %s-major tile as 128B-swizzled TMA boxes over %s; got %s",
-        major == "k" and "K" or "MN", major == "k" and "(K, rows, L), one box" or "(rows, K, L)", tostring(a))
+      err.raise("cute.gemm: gemm_sm90 loads a %s-major tile as TMA boxes over %s; got %s",
+        major == "k" and "K" or "MN", major == "k" and "(K, rows, L), one 128B-swizzled box" or "(rows, K, L)",
+        tostring(a))
     end
   end
   return atomA, atomB

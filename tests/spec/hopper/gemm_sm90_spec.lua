@@ -418,7 +418,7 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     check(cute.e4m3, 4096, 4096, 4096, { c_dtype = cute.bf16, rtol = 2 ^ -8, samples = 1000 })
     -- int8: exact
     check(cute.i8, 256, 384, 512, { c_dtype = cute.i32 })
-    check(cute.u8, 200, 136, 300, { c_dtype = cute.i32, alpha = 2, beta = -1 })
+    check(cute.u8, 200, 136, 304, { c_dtype = cute.i32, alpha = 2, beta = -1 })
     -- tf32 (f32 data, the low 13 mantissa bits not used): within 2^-9 of the sum of |products|
     check(cute.f32, 512, 512, 512, { c_dtype = cute.f32, rtol = 2 ^ -9 })
     check(cute.f32, 333, 200, 100, { c_dtype = cute.f32, rtol = 2 ^ -9 })
@@ -433,13 +433,22 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       if name == "gelu_tanh" then
         return 0.5 * x * (1 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
       end
-      if name == "gelu" then -- erf by its series (|x| small here)
-        local z, term, sum = x / math.sqrt(2), x / math.sqrt(2), 0
-        for j = 0, 40 do
-          sum = sum + term / (2 * j + 1)
-          term = -term * z * z / (j + 1)
+      if name == "gelu" then
+        local z = x / math.sqrt(2)
+        local erf
+        if math.abs(z) < 3 then -- its series
+          local term, sum = z, 0
+          for j = 0, 80 do
+            sum = sum + term / (2 * j + 1)
+            term = -term * z * z / (j + 1)
+          end
+          erf = 2 / math.sqrt(math.pi) * sum
+        else -- 1 - erfc, erfc by its asymptotic series (relative error < 1e-4 from |z| = 3)
+          local a = math.abs(z)
+          local erfc = math.exp(-a * a) / (a * math.sqrt(math.pi)) * (1 - 1 / (2 * a * a) + 3 / (4 * a ^ 4))
+          erf = (z > 0 and 1 or -1) * (1 - erfc)
         end
-        return 0.5 * x * (1 + 2 / math.sqrt(math.pi) * sum)
+        return 0.5 * x * (1 + erf)
       end
       return x
     end
