@@ -325,7 +325,11 @@ function M.kernel(cfg)
   key = table.concat(key, ",")
   local k = cache[key]
   if not k then
-    k = build(cfg, "cute.lib.gemm_sm90:" .. key)
+    -- (no trace key with a user function: the key would stand for the
+    -- function's number in this process, and the cache keyed before tracing
+    -- would hand another process's function's kernel to this one. Such
+    -- kernels are traced, and cached by their IR.)
+    k = build(cfg, not cfg.fn and ("cute.lib.gemm_sm90:" .. key) or nil)
     cache[key] = k
   end
   return k

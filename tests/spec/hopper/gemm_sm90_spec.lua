@@ -274,6 +274,29 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     end
     assert.matches("a bias or an activation on an integer GEMM is not supported",
       refused_int { arch = "sm_90a", activation = "relu" })
+    -- two processes, two user functions that are each one's first: each gets its own
+    -- kernel (the cache keyed before tracing must not hand one's to the other)
+    local bin = (os.getenv("CUTELUA_BIN") or "build") .. "/cutelua"
+    local function ptx_with(factor)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "w"))
+      local src = ([[local cute = require "cute"
+local G = require "cute.lib.gemm"
+local A = cute.fake_tensor(cute.bf16, { 256, 256 }, "row")
+local B = cute.fake_tensor(cute.bf16, { 256, 256 }, "col")
+local p = G.plan(A, B, nil, { arch = "sm_90a", epilogue = function(v) return v * FACTOR end })
+io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
+      f:write(src)
+      f:close()
+      local pipe = io.popen(string.format("'%s' '%s' 2>&1", bin, path))
+      local out = pipe:read("*a")
+      pipe:close()
+      os.remove(path)
+      return out
+    end
+    local p3, p5 = ptx_with("3.0"), ptx_with("5.0")
+    assert.matches("0f40400000", p3, 1, true) -- 3.0f
+    assert.matches("0f40A00000", p5, 1, true) -- 5.0f
     -- an epilogue that returns nothing: an error at the kernel's trace
     local p = G.plan(A, B, C, { arch = "sm_90a", epilogue = function() end })
     assert.has_error(function() p.kernel:compile(unpack(p.args)) end)
