@@ -6,9 +6,9 @@
 -- N-major (K x N row-major, as torch's A @ B has it) at 4096^3 and 8192^3.
 -- The decode shapes (M <= 128) are also reported as a fraction of the copy
 -- bandwidth (cuMemcpyDtoD) while reading the weights (B) once. fp8 (e4m3 in,
--- bf16 out, unit scales) runs against cuBLASLt's TN matmul. What cute.gemm
--- cannot run yet (the grouped MoE GEMM) is a row that says so ("skipped:
--- ..."), never a made-up figure.
+-- bf16 out, unit scales) runs against cuBLASLt's TN matmul. The grouped MoE
+-- GEMM (cute.lib.gemm.grouped, one launch) runs against cuBLAS called once an
+-- expert.
 -- Checked against float64 on sampled entries, C poisoned with NaN first.
 local cute = require "cute"
 
@@ -99,13 +99,65 @@ return function(h)
     }
   end
   -- the MoE layer: 8 experts, 4096 tokens x 1024 split unevenly, each expert's weights 1024 x 4096
-  local split = { 1024, 768, 640, 512, 448, 384, 192, 128 }
-  local function grouped()
+  -- (stored N x K, K-major), in one launch (cute.lib.gemm.grouped); the peer: cuBLAS, one call an expert
+  local function grouped(T, K, N, split)
+    local off = { 0 }
+    for e = 1, #split do off[e + 1] = off[e] + split[e] end
+    local E = #split
+    local G = require "cute.lib.gemm"
     h:case {
-      name = "grouped gemm bf16, 8 experts", shape = "4096 tok x1024x4096 (" .. table.concat(split, "+") .. ")",
-      dtype = "bf16", goal = 1.05,
-      skip = "cute.gemm has no grouped GEMM yet (a list of problems of different sizes in one launch)",
-      run = function() end,
+      name = "grouped gemm bf16, " .. E .. " experts", shape = T .. " tok x" .. K .. "x" .. N .. " ("
+        .. table.concat(split, "+") .. ")", dtype = "bf16", flops = 2 * T * N * K, goal = 1.05,
+      peer = function()
+        local s = {}
+        return {
+          name = string.format("cublas bf16, one call an expert (%d)", E), unit = "TFLOP/s", flops = 2 * T * N * K,
+          run = function()
+            if not s.A then -- the same tensors as the kernel's (made by setup before the peer runs)
+              s.A, s.B, s.C = cute.tensor(cute.bf16, { T, K }, "row"):uniform(-1, 1, 1),
+                cute.tensor(cute.bf16, { K, N, E }, cute.make_layout({ K, N, E }, { 1, K, K * N })):uniform(-1, 1, 2),
+                cute.tensor(cute.bf16, { T, N }, "row")
+            end
+            local a, b, c = tonumber(s.A:data_ptr()), tonumber(s.B:data_ptr()), tonumber(s.C:data_ptr())
+            for e = 1, E do
+              local rows = off[e + 1] - off[e]
+              if rows > 0 then
+                cute.cublas.gemm_rowmajor { a = a + off[e] * K * 2, b = b + (e - 1) * K * N * 2,
+                  c = c + off[e] * N * 2, m = rows, n = N, k = K, dtype = cute.bf16, c_dtype = cute.bf16,
+                  b_trans = true }
+              end
+            end
+          end,
+          free = function()
+            if s.A then s.A:free(); s.B:free(); s.C:free() end
+          end,
+        }
+      end,
+      setup = function()
+        return { A = cute.tensor(cute.bf16, { T, K }, "row"):uniform(-1, 1, 11),
+          B = cute.tensor(cute.bf16, { K, N, E }, cute.make_layout({ K, N, E }, { 1, K, K * N })):uniform(-1, 1, 12),
+          C = cute.tensor(cute.bf16, { T, N }, "row"):fill(0 / 0) }
+      end,
+      run = function(st) G.grouped(st.A, st.B, st.C, off) end,
+      check = function(st)
+        local ha, hb, hc = st.A:to_host(), st.B:to_host(), st.C:to_host()
+        for t = 0, 255 do
+          local r, j = (t * 7919) % T, (t * 104729) % N
+          local e = 0
+          while off[e + 2] <= r do e = e + 1 end
+          local ref, mag = 0, 0
+          for kk = 0, K - 1 do
+            local p = ha[{ r, kk }] * hb[{ kk, j, e }]
+            ref, mag = ref + p, mag + math.abs(p)
+          end
+          local got = hc[{ r, j }]
+          if got ~= got or math.abs(got - ref) > tol * mag then
+            return false, string.format("C(%d,%d) = %s, expected %s", r, j, tostring(got), tostring(ref))
+          end
+        end
+        return true
+      end,
+      teardown = teardown,
     }
   end
 
@@ -115,7 +167,7 @@ return function(h)
     bf16_nmajor(256, 256, 128, 1.05)
     decode_bandwidth(1, 1024, 1024)
     fp8(256, 256, 256)
-    grouped()
+    grouped(512, 256, 512, { 128, 0, 200, 184 })
     return
   end
   for _, s in ipairs {
@@ -129,7 +181,7 @@ return function(h)
   for _, s in ipairs { { 128, 8192, 8192 }, { 16, 8192, 8192 }, { 1, 4096, 4096 } } do
     decode_bandwidth(s[1], s[2], s[3])
   end
-  grouped()
+  grouped(4096, 1024, 4096, { 1024, 768, 640, 512, 448, 384, 192, 128 })
   fp8(4096, 4096, 4096)
   fp8(8192, 8192, 8192)
 end

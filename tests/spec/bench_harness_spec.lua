@@ -89,7 +89,7 @@ describe("benchmark harness skipped cases", function()
     assert.is_false(h:all_correct())
   end)
 
-  it("loads the gemm_sm90 suite and declares the issue's shapes, skipping the grouped GEMM with a reason", function()
+  it("loads the gemm_sm90 suite and declares the issue's shapes, each with its peer", function()
     local h = H.new()
     h.quick = function() return false end
     local suite = dofile("bench/suites/gemm_sm90.lua")
@@ -103,10 +103,11 @@ describe("benchmark harness skipped cases", function()
     for _, s in ipairs { "gemm bf16 2048x2048x2048", "gemm bf16 4096x4096x4096", "gemm bf16 8192x8192x8192",
       "gemm bf16 4096x14336x4096", "gemm bf16 8192x1024x8192", "gemm bf16 16384x16384x1024", "gemm bf16 128x8192x8192",
       "gemm bf16 16x8192x8192", "gemm bf16 1x4096x4096", "(weights GB/s) 1x4096x4096",
-      "gemm fp8 e4m3 (vs cuBLASLt) 4096x4096x4096", "gemm fp8 e4m3 (vs cuBLASLt) 8192x8192x8192", "8 experts" } do
+      "gemm fp8 e4m3 (vs cuBLASLt) 4096x4096x4096", "gemm fp8 e4m3 (vs cuBLASLt) 8192x8192x8192", "8 experts",
+      "B N-major 4096x4096x4096" } do
       assert.is_truthy(all:find(s, 1, true), s .. " is missing from the suite")
     end
-    assert.same({ "grouped gemm bf16, 8 experts" }, skips)
+    assert.same({}, skips)
     for _, c in ipairs(h.cases) do
       if not c.skip then assert.is_truthy(c.peer == "copy" or type(c.peer) == "function", c.name .. " has no peer") end
     end

@@ -746,6 +746,86 @@ local function host_gemm(A, B, C, opts)
   return p.C or C
 end
 
+--- A grouped GEMM in one launch, as a mixture-of-experts layer has it: the
+-- rows of A and C split into G problems by `offsets` (G + 1 non-decreasing
+-- row numbers from 0 to T; problem e is rows offsets[e+1] .. offsets[e+2]-1,
+-- Lua's 1-based list), problem e multiplying its rows of A by matrix e of B:
+--   C[r, :] = alpha * A[r, :] @ B[:, :, e] + beta * C[r, :]   for the rows r of e
+-- A (T x K), B (K x N x G: one matrix a problem, as the experts' weights), C
+-- (T x N). The Hopper kernel only (a device of sm_90 or opts.arch = "sm_90a"),
+-- with its dtypes, majors and options (fused epilogues included; a row bias
+-- indexes C's rows). Problems without rows are allowed. Returns C.
+-- @param A the tokens (T x K), a device tensor
+-- @param B the problems' matrices (K x N x G), a device tensor
+-- @param C the output (T x N), a device tensor
+-- @param offsets a Lua list of G + 1 row offsets: 0, ..., T
+-- @param opts optional: cute.gemm's options (alpha, beta, bias, activation, ...)
+-- @return C
+-- @usage cute.lib.gemm.grouped(X, W, Y, { 0, 1024, 1792, 4096 })
+function M.grouped(A, B, C, offsets, opts)
+  local p = M.grouped_plan(A, B, C, offsets, opts)
+  M._last_kernel, M._last_args = p.kernel, p.args
+  p.kernel { grid = p.grid, block = p.block, stream = opts and opts.stream }(unpack(p.args))
+  return C
+end
+
+--- What M.grouped launches, without launching (as M.plan for cute.gemm).
+-- @param A the tokens (T x K)
+-- @param B the problems' matrices (K x N x G)
+-- @param C the output (T x N)
+-- @param offsets the G + 1 row offsets
+-- @param opts optional: cute.gemm's options
+-- @return a table {kernel, args, grid, block, config}
+-- @usage local p = cute.lib.gemm.grouped_plan(X, W, Y, offsets, { arch = "sm_90a" })
+function M.grouped_plan(A, B, C, offsets, opts)
+  opts = opts or {}
+  local as, ad = dims3(A, "A")
+  local bs, bd = dims3(B, "B")
+  local cs, cd = dims3(C, "C")
+  if as[3] ~= 1 or cs[3] ~= 1 then err.raise("cute.lib.gemm.grouped: A and C are matrices (T x K, T x N)") end
+  local T, K, N, G = as[1], as[2], bs[2], bs[3]
+  if bs[1] ~= K then err.raise("cute.lib.gemm.grouped: A is %dx%d and B is %dx%dx%d: the inner extents differ", T, K,
+    bs[1], N, G) end
+  if cs[1] ~= T or cs[2] ~= N then
+    err.raise("cute.lib.gemm.grouped: C is %dx%d; A @ B is %dx%d", cs[1], cs[2], T, N)
+  end
+  if type(offsets) ~= "table" or #offsets ~= G + 1 then
+    err.raise("cute.lib.gemm.grouped: offsets must be a list of %d row offsets (one more than B's %d problems), "
+      .. "got %s", G + 1, G, type(offsets) == "table" and (#offsets .. " values") or type(offsets))
+  end
+  for e = 1, G + 1 do
+    local o = offsets[e]
+    if type(o) ~= "number" or o % 1 ~= 0 or (e == 1 and o ~= 0) or (e == G + 1 and o ~= T)
+        or (e > 1 and o < offsets[e - 1]) then
+      err.raise("cute.lib.gemm.grouped: offsets must go from 0 to %d (A's rows), never down; offsets[%d] is %s", T,
+        e, tostring(o))
+    end
+  end
+  if A.dtype ~= B.dtype then err.raise("cute.lib.gemm.grouped: A is %s and B is %s", A.dtype.name, B.dtype.name) end
+  for key in pairs(opts) do
+    if not PLAN_OPTIONS[key] then err.raise("cute.lib.gemm.grouped: unknown option '%s'", tostring(key)) end
+  end
+  local dt = A.dtype
+  local Av = view(A, { T, K, 1 }, { ad[1], ad[2], 0 })
+  local Bv = view(B, { N, K, G }, { bd[2], bd[1], bd[3] })
+  local Cv = view(C, { T, N, 1 }, { cd[1], cd[2], 0 })
+  local o = {}
+  for key, v in pairs(opts) do o[key] = v end
+  o.kernel = "sm90"
+  M.choose_sm90(dt, { ad[1], ad[2], 0 }, { bd[2], bd[1], bd[3] }, Av, Bv, T, N, K, 1, o) -- (raises why not)
+  local bld = bd[1] == 1 and bd[2] or bd[1] -- B's other stride
+  if G > 1 and bd[3] < bld then
+    err.raise("cute.lib.gemm.grouped: B's problem stride (%d elements) is below its other stride (%d): TMA's third "
+      .. "dimension must be the outermost", bd[3], bld)
+  end
+  o.group_offsets, o.tune = offsets, false
+  local alpha = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1)
+  local p = require("cute.lib.gemm_sm90").plan(Av, Bv, Cv, { m = T, n = N, k = K, l = 1 },
+    { a = { ad[1], ad[2], 0 }, b = { bd[2], bd[1], bd[3] } }, alpha, opts.beta or 0, o)
+  p.kernel_name, p.C = "sm90", C
+  return p
+end
+
 --- cute.gemm. On the host, C = alpha * A @ B + beta * C on device tensors:
 -- gemm(A, B[, C, opts]), A (M x K), B (K x N), C (M x N), each optionally
 -- batched (a third mode L), any strides with one unit stride each. C is made

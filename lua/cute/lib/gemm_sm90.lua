@@ -160,9 +160,16 @@ local function build(cfg, trace_key)
   local _ = cute._
 
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
+  local GROUPS = cfg.groups -- grouped: the number of problems (experts)
+  if GROUPS then fused = "_grouped" .. fused end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
-      local bias = ... -- (a kernel argument only when cfg.bias)
+      -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
+      -- and first tiles (GROUPS + 1); then the bias when cfg.bias
+      local extra = { ... }
+      local offsets, tstart = nil, nil
+      if GROUPS then offsets, tstart = extra[1], extra[2] end
+      local bias = extra[GROUPS and 3 or 1]
       cute.launch_bounds(threads, 1)
       local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
       local tid = cute.thread_idx().x
@@ -179,9 +186,29 @@ local function build(cfg, trace_key)
       -- the tile scheduler: tile t -> (m tile, n tile, batch), grouped along M
       local tiles_m = (Mr + (BM - 1)) / BM
       local tiles_n = (Nr + (BN - 1)) / BN
-      local total = tiles_m * tiles_n * L
+      local total = GROUPS and tstart[GROUPS] or tiles_m * tiles_n * L
       local ktiles = (K + (BK - 1)) / BK
-      local function coords(t) return M.tile_coords(t, tiles_m, tiles_n, GROUP) end
+      -- tile t -> {bm, bn: the tile in its problem; a_row, b_row: the first rows of
+      -- its A and B boxes; a_l, b_l: their batches; l: C's batch; row0, rows: the
+      -- problem's first row in C and its rows}
+      local function coords(t)
+        if not GROUPS then
+          local bm, bn, l = M.tile_coords(t, tiles_m, tiles_n, GROUP)
+          return { bm = bm, bn = bn, a_row = bm * BM, b_row = bn * BN, a_l = l, b_l = l, l = l, row0 = 0, rows = Mr }
+        end
+        -- grouped: problem e is the last whose first tile is at or before t (the
+        -- problems without rows have no tiles, and never the last such one)
+        local e = cute.var(cute.i32, 0)
+        cute.range(1, GROUPS, function(j)
+          cute.if_(t:ge(tstart[j]), function() e.value = j end)
+        end)
+        local g = e.value
+        local row0 = offsets[g]
+        local rows = offsets[g + 1] - row0
+        local bm, bn = M.tile_coords(t - tstart[g], (rows + (BM - 1)) / BM, tiles_n, GROUP)
+        return { bm = bm, bn = bn, a_row = row0 + bm * BM, b_row = bn * BN, a_l = 0, b_l = g, l = 0, row0 = row0,
+          rows = rows }
+      end
       local first, step = cute.block_idx().x, cute.grid_dim().x
 
       cute.if_(wgi:eq(0), function()
@@ -190,17 +217,17 @@ local function build(cfg, trace_key)
         cute.if_(tid:eq(0), function()
           local ps = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
           cute.range(first, total, step, function(t)
-            local bm, bn, l = coords(t)
+            local tc = coords(t)
             cute.range(ktiles, function(kt)
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
               local s = ps.index
               for _, bx in ipairs(boxesA) do
-                local c = bx.coords(bm * BM, kt * BK, l)
+                local c = bx.coords(tc.a_row, kt * BK, tc.a_l)
                 tma_load_3d(descA, sA_raw:ptr_at(s * stage_a + bx.smem_offset), c[1], c[2], c[3], bar)
               end
               for _, bx in ipairs(boxesB) do
-                local c = bx.coords(bn * BN, kt * BK, l)
+                local c = bx.coords(tc.b_row, kt * BK, tc.b_l)
                 tma_load_3d(descB, sB_raw:ptr_at(s * stage_b + bx.smem_offset), c[1], c[2], c[3], bar)
               end
               pipe:producer_commit(ps)
@@ -237,7 +264,8 @@ local function build(cfg, trace_key)
         end
 
         local function tile(t)
-          local bm, bn, l = coords(t)
+          local tc = coords(t)
+          local bm, bn, l = tc.bm, tc.bn, tc.l
           -- k-tile 0 (every tile has one: K >= 1)
           pipe:consumer_wait(cs)
           batch(cs.index, true)
@@ -257,7 +285,11 @@ local function build(cfg, trace_key)
           rs:advance()
 
           -- the epilogue: alpha acc + beta C in C's dtype, straight from the registers
-          local gC = cute.local_tile(C[{ _, _, l }], { BM, BN }, { bm, bn })
+          local Cl = C[{ _, _, l }]
+          if GROUPS then -- the problem's rows of C
+            Cl = cute.make_tensor(Cl:ptr_at({ tc.row0, 0 }), cute.make_layout({ tc.rows, Nr }, Cl.layout.stride))
+          end
+          local gC = cute.local_tile(Cl, { BM, BN }, { bm, bn })
           local tCgC = thr:partition_C(gC)
           local function value(i, old)
             local v
@@ -269,11 +301,11 @@ local function build(cfg, trace_key)
               if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
             end
             if cfg.bias or cfg.act or cfg.fn then
-              v = M.fused(cfg, v, bias, bm * BM + tCcC[i][1], bn * BN + tCcC[i][2], l)
+              v = M.fused(cfg, v, bias, tc.row0 + bm * BM + tCcC[i][1], bn * BN + tCcC[i][2], l)
             end
             return v:to(C.dtype)
           end
-          local rm, rn = Mr - bm * BM, Nr - bn * BN
+          local rm, rn = tc.rows - bm * BM, Nr - bn * BN
           cute.if_(cute.and_(rm:ge(BM), rn:ge(BN)), function()
             if cfg.beta then
               -- element by element: a whole fragment of 32-bit C next to the
@@ -309,7 +341,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major" } do
+    "b_major", "groups" } do
     key[#key + 1] = tostring(cfg[k])
   end
   local cache = kernels
@@ -667,14 +699,36 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
   local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
-  local extra = M.fused_config(cfg, opts, m, n, INPUTS[name].acc == "i32")
+  local bias = M.fused_config(cfg, opts, m, n, INPUTS[name].acc == "i32")
   local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
   local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
-  local dB = descriptor(atomB, Bv, { n, k, batch }, strides.b)
+  local dB = descriptor(atomB, Bv, { n, k, opts.group_offsets and #opts.group_offsets - 1 or batch }, strides.b)
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
+  local args = { dA, dB, Cv, cute.i32(k), cute.f32(alpha), cute.f32(beta) }
+  local group_tensors
+  if opts.group_offsets then
+    -- grouped: problem e is rows offsets[e] .. offsets[e+1]-1 of A and C with batch e of
+    -- B; the tiles of the problems one after the other (tstart[e]: e's first tile)
+    local off = opts.group_offsets
+    cfg.groups = #off - 1
+    local tstart, t = { 0 }, 0
+    for e = 1, cfg.groups do
+      t = t + math.ceil((off[e + 1] - off[e]) / cfg.bm) * math.ceil(n / cfg.bn)
+      tstart[e + 1] = t
+    end
+    tiles = t
+    if Av.fake then
+      group_tensors = { cute.fake_tensor(cute.i32, { #off }), cute.fake_tensor(cute.i32, { #off }) }
+    else
+      group_tensors = { cute.tensor(cute.i32, { #off }):copy_from(off),
+        cute.tensor(cute.i32, { #off }):copy_from(tstart) }
+    end
+    args[7], args[8] = group_tensors[1], group_tensors[2]
+  end
+  args[#args + 1] = bias
   local sms = sm_count()
   return {
-    kernel = M.kernel(cfg), args = { dA, dB, Cv, cute.i32(k), cute.f32(alpha), cute.f32(beta), extra },
+    kernel = M.kernel(cfg), args = args, group_tensors = group_tensors,
     grid = { math.min(tiles, sms), 1, 1 }, block = 128 + cfg.bm / 64 * 128, config = cfg, config_source = source,
     tune_report = report,
   }

@@ -302,6 +302,32 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.has_error(function() p.kernel:compile(unpack(p.args)) end)
   end)
 
+  it("grouped (MoE) GEMMs: one launch over the problems' tiles; refusals", function()
+    local T, K, N, E = 4096, 1024, 2048, 8
+    local A = cute.fake_tensor(cute.bf16, { T, K }, "row")
+    local B = cute.fake_tensor(cute.bf16, { K, N, E }, cute.make_layout({ K, N, E }, { 1, K, K * N }))
+    local C = cute.fake_tensor(cute.bf16, { T, N }, "row")
+    local off = { 0, 1024, 1792, 2432, 2944, 3392, 3776, 3968, 4096 }
+    local p = G.grouped_plan(A, B, C, off, { arch = "sm_90a" })
+    assert.equal("gemm_sm90_bf16_128x" .. p.config.bn .. "x64_grouped", p.kernel.name)
+    assert.equal(E, p.config.groups)
+    local tiles = 0
+    for e = 1, E do tiles = tiles + math.ceil((off[e + 1] - off[e]) / 128) * math.ceil(N / p.config.bn) end
+    assert.equal(math.min(tiles, 132), p.grid[1])
+    local h = p.kernel:compile(unpack(p.args))
+    local r = h:resources()[p.kernel.name]
+    assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
+    local function refused(o, b, c)
+      local msg = H.error_at(function() G.grouped_plan(A, b or B, c or C, o, { arch = "sm_90a" }) end)
+      return msg
+    end
+    assert.matches("offsets must be a list of 9 row offsets", refused { 0, 4096 })
+    assert.matches("never down; offsets%[3%] is 100", refused { 0, 1024, 100, 2432, 2944, 3392, 3776, 3968, 4096 })
+    assert.matches("offsets must go from 0 to 4096", refused { 0, 1024, 1792, 2432, 2944, 3392, 3776, 3968, 4000 })
+    assert.matches("inner extents differ", refused(off, cute.fake_tensor(cute.bf16, { 512, N, E },
+      cute.make_layout({ 512, N, E }, { 1, 512, 512 * N }))))
+  end)
+
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
     local S = require "cute.lib.gemm_sm90"
     local tune = require "cute.autotune"
@@ -528,6 +554,42 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       check(cute.bf16, 1024, 1024, 1024, o)
       check(cute.f16, 1000, 776, 520, { a_layout = lay[1], b_layout = lay[2], c_dtype = cute.f16, beta = 1 })
       check(cute.bf16, 16, 4096, 2048, { a_layout = lay[1], b_layout = lay[2], c_dtype = cute.bf16 })
+    end
+  end)
+
+  it("grouped (MoE) GEMMs against float64: uneven and empty problems, ragged rows, a bias #gpu", function()
+    if not need_sm90() then return end
+    for _, c in ipairs {
+      { 1000, 512, 384, { 0, 300, 300, 555, 1000 } },
+      { 4096, 1024, 1024, { 0, 1024, 1792, 2432, 2944, 3392, 3776, 3968, 4096 } },
+      { 200, 256, 72, { 0, 0, 17, 200 }, true },
+    } do
+      local T, K, N, off, with_bias = c[1], c[2], c[3], c[4], c[5]
+      local E = #off - 1
+      local A = cute.tensor(cute.bf16, { T, K }, "row"):uniform(-1, 1, 1)
+      local B = cute.tensor(cute.bf16, { K, N, E }, cute.make_layout({ K, N, E }, { 1, K, K * N })):uniform(-1, 1, 2)
+      local C = cute.tensor(cute.f32, { T, N }, "row"):fill(0 / 0)
+      local bias = with_bias and cute.tensor(cute.f32, { N }):uniform(-1, 1, 3) or nil
+      G.grouped(A, B, C, off, { bias = bias })
+      cute.synchronize()
+      local ha, hb, hc = A:to_host(), B:to_host(), C:to_host()
+      local hbias = bias and bias:to_host()
+      for t = 0, 599 do
+        local r, j = (t * 7919) % T, (t * 104729) % N
+        local e = 0
+        while off[e + 2] <= r do e = e + 1 end
+        local ref, mag = 0, 0
+        for kk = 0, K - 1 do
+          local pr = ha[{ r, kk }] * hb[{ kk, j, e }]
+          ref, mag = ref + pr, mag + math.abs(pr)
+        end
+        if hbias then ref = ref + hbias[{ j }] end
+        local got = hc[{ r, j }]
+        assert(math.abs(got - ref) <= 1e-5 * (mag + 1), string.format("grouped %dx%dx%d: C(%d,%d) (problem %d) = %s, "
+          .. "expected %s", T, K, N, r, j, e, tostring(got), tostring(ref)))
+      end
+      A:free(); B:free(); C:free()
+      if bias then bias:free() end
     end
   end)
 
