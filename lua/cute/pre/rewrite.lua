@@ -106,18 +106,20 @@ local function analyze(root, chunk)
     end
   end
 
+  local all = {} -- every region, for the carried lists made at the end
   local function enter_region(s)
     s.start = serial + 1
     s.assigned = {}
     F.regions[#F.regions + 1] = s
+    all[#all + 1] = s
   end
-  local function leave_region(s)
-    table.remove(F.regions)
-    local list = {}
-    for d in pairs(s.assigned) do list[#list + 1] = d end
-    table.sort(list, function(a, b) return a.serial < b.serial end)
-    s.carried = {}
-    for i, d in ipairs(list) do s.carried[i] = d.name end
+  local function leave_region() table.remove(F.regions) end
+
+  -- a float literal (1.0, 2e3, -0.5): a local it is given to is an f32 in a
+  -- run-time region when it holds Lua numbers only (Lua does not tell 1.0 from 1)
+  local function float_literal(e)
+    if e and e.k == "Unop" and e.op == "-" then e = e.a end
+    return e and e.k == "Number" and not e.v:match("^0[xX]") and e.v:match("[%.eE]") ~= nil
   end
 
   -- the label that ends a loop body (the `goto continue` idiom), if any
@@ -159,7 +161,10 @@ local function analyze(root, chunk)
     local k = s.k
     if k == "Local" then
       exprs(s.exprs)
-      for _, n in ipairs(s.names) do declare(n) end
+      for i, n in ipairs(s.names) do
+        local d = declare(n)
+        if float_literal(s.exprs[i]) then d.float = true end
+      end
     elseif k == "LocalFunction" then
       declare(s.name)
       func(s.func)
@@ -169,9 +174,12 @@ local function analyze(root, chunk)
       func(s.func)
     elseif k == "Assign" then
       exprs(s.exprs)
-      for _, t in ipairs(s.targets) do
+      for i, t in ipairs(s.targets) do
         expr(t)
-        if t.k == "Name" then assign(t.decl) end
+        if t.k == "Name" then
+          assign(t.decl)
+          if t.decl and float_literal(s.exprs[i]) then t.decl.float = true end
+        end
       end
     elseif k == "CallStat" then
       expr(s.call)
@@ -185,12 +193,12 @@ local function analyze(root, chunk)
         block(c.body)
       end
       if s.orelse then block(s.orelse) end
-      leave_region(s)
+      leave_region()
     elseif k == "While" then
       enter_region(s)
       expr(s.cond)
       loop(s, function() block(s.body) end)
-      leave_region(s)
+      leave_region()
     elseif k == "Repeat" then
       enter_region(s)
       loop(s, function()
@@ -203,19 +211,19 @@ local function analyze(root, chunk)
         table.remove(F.blocks)
         table.remove(scopes)
       end)
-      leave_region(s)
+      leave_region()
     elseif k == "Fornum" then
       expr(s.lo)
       expr(s.hi)
       if s.step then expr(s.step) end
       enter_region(s)
       loop(s, function() block(s.body, function() s.vdecl = declare(s.var) end) end)
-      leave_region(s)
+      leave_region()
     elseif k == "Forin" then
       exprs(s.exprs)
       enter_region(s)
       loop(s, function() block(s.body, function() for _, n in ipairs(s.names) do declare(n) end end) end)
-      leave_region(s)
+      leave_region()
     elseif k == "Return" then
       exprs(s.exprs)
       for _, r in ipairs(F.regions) do r.esc_return = true end
@@ -225,7 +233,10 @@ local function analyze(root, chunk)
       if L then
         local inside = false
         for _, r in ipairs(F.regions) do
-          if inside then r.esc_break = true end
+          if inside then
+            r.esc_break = true
+            r.esc_loop = L.stmt
+          end
           if r == L.stmt then inside = true end
         end
         s.in_region = true
@@ -246,7 +257,10 @@ local function analyze(root, chunk)
           s.continue = true
           local inside = false
           for _, r in ipairs(F.regions) do
-            if inside then r.esc_continue = true end
+            if inside then
+              r.esc_continue = true
+              r.esc_loop = L.stmt
+            end
             if r == L.stmt then inside = true end
           end
         else
@@ -260,6 +274,23 @@ local function analyze(root, chunk)
 
   F = { regions = {}, loops = {}, blocks = {}, node = root }
   func(root)
+  -- a region left by `break` or `goto continue` carries the loop's locals too
+  -- (stored into the loop's variables before a run-time break or continue)
+  for _, r in ipairs(all) do
+    if r.esc_loop then
+      for d in pairs(r.esc_loop.assigned) do r.assigned[d] = true end
+    end
+  end
+  for _, r in ipairs(all) do
+    local list = {}
+    for d in pairs(r.assigned) do list[#list + 1] = d end
+    table.sort(list, function(a, b) return a.serial < b.serial end)
+    r.carried, r.carried_desc = {}, {}
+    for i, d in ipairs(list) do
+      r.carried[i] = d.name
+      r.carried_desc[i] = d.name .. (d.float and "." or "")
+    end
+  end
 end
 
 -- ---------------------------------------------------------------------------
@@ -383,7 +414,7 @@ local function transform(root)
     local carried = s.carried
     local nc = #carried
     local escapes = s.esc_return or s.esc_break or s.esc_continue
-    local head = { num(line, line), str(table.concat(carried, ","), line), num(nc, line) }
+    local head = { num(line, line), str(table.concat(s.carried_desc, ","), line), num(nc, line) }
     local c = rcall(escapes and (fname:gsub("_$", "") .. "x") or fname, concat(head, args), line, eline)
     if not escapes then
       if nc == 0 then return { k = "CallStat", call = c, line = line } end
@@ -427,7 +458,7 @@ local function transform(root)
     local elseline = s.elseline
     if #s.clauses > 1 then
       local rest = { k = "If", clauses = {}, orelse = s.orelse, elseline = s.elseline, line = s.clauses[2].line,
-        eline = s.eline, carried = s.carried, esc_return = s.esc_return, esc_break = s.esc_break,
+        eline = s.eline, carried = s.carried, carried_desc = s.carried_desc, esc_return = s.esc_return, esc_break = s.esc_break,
         esc_continue = s.esc_continue }
       for i = 2, #s.clauses do rest.clauses[i - 1] = s.clauses[i] end
       orelse = { k = "Block", stats = { rest } }

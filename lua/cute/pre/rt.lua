@@ -23,6 +23,14 @@ local is_value, type_of = core.is_value, core.type_of
 
 local function is_bool(x) return is_value(x) and type_of(x).kind == "bool" end
 
+-- "an f32", "a u8"
+local function an(name) return (name:match("^[aefio]") and "an " or "a ") .. name end
+
+local function describe(x)
+  if is_value(x) then return an(type_of(x).name) .. " value" end
+  return core.describe(x)
+end
+
 -- ---------------------------------------------------------------------------
 -- Values: pack/unpack, comparisons, logic
 
@@ -108,7 +116,15 @@ local function and_value(a, b)
 end
 
 local function or_value(a, b)
-  if is_select(a) then return ops.where(rawget(a, "c"), rawget(a, "v"), b) end
+  if is_select(a) then
+    local x = rawget(a, "v")
+    if type(x) == "number" and type(b) == "number" then
+      err.raise("`c and %s or %s` with a run-time condition c chooses between two Lua numbers, whose type is not "
+        .. "known: make one a value of its type, e.g. cute.to(%s, cute.f32)", core.show_number(x),
+        core.show_number(b), core.show_number(x))
+    end
+    return ops.where(rawget(a, "c"), x, b)
+  end
   if is_bool(b) or type(b) == "boolean" then return ops.or_(a, b) end
   err.raise("`c or x` with a run-time condition c (a bool value) and a %s x: use cute.where(c, ..., x) to choose "
     .. "between values", is_value(b) and (type_of(b).name .. " value") or type(b))
@@ -154,8 +170,8 @@ end
 local function condition(c, what, line)
   if is_value(c) then
     if type_of(c).kind == "bool" then return c end
-    err.raise("the condition of the %s at line %d is a %s value, which Lua takes as true whatever it is on the GPU: "
-      .. "compare it (x ~= 0)", what, line, type_of(c).name)
+    err.raise("the condition of the %s at line %d is %s value, which Lua takes as true whatever it is on the GPU: "
+      .. "compare it (x ~= 0)", what, line, an(type_of(c).name))
   end
   if is_select(c) then select_misuse() end
   return c and true or false
@@ -164,12 +180,17 @@ end
 -- ---------------------------------------------------------------------------
 -- Carried locals
 
+-- "a,b.": the names of the carried locals; "." marks one given a float
+-- literal (an f32 when it holds Lua numbers only)
 local names_cache = {}
 local function split(names)
   local t = names_cache[names]
   if not t then
-    t = {}
-    for n in names:gmatch("[^,]+") do t[#t + 1] = n end
+    t = { float = {} }
+    for n in names:gmatch("[^,]+") do
+      t[#t + 1] = n:gsub("%.$", "")
+      t.float[#t] = n:sub(-1) == "."
+    end
     names_cache[names] = t
   end
   return t
@@ -190,8 +211,9 @@ local function loop_stack()
   return s
 end
 
-local function lua_type(x)
+local function lua_type(x, float)
   if type(x) == "boolean" then return core.bool end
+  if float then return core.f32 end
   if x == math.floor(x) and x >= -2 ^ 31 and x < 2 ^ 31 then return core.i32 end
   if x == math.floor(x) then return core.i64 end
   return core.f32
@@ -216,10 +238,6 @@ local function classify(n, c)
   return kinds, scalar
 end
 
-local function describe(x)
-  if is_value(x) then return "a " .. type_of(x).name .. " value" end
-  return core.describe(x)
-end
 
 -- Records (probe) or checks the value r that a region gives carried local i.
 -- st: {names, kinds, types, entry, line, what, probe}
@@ -228,8 +246,8 @@ local function note(st, i, r)
   if kind == "ref" then
     if not rawequal(r, st.entry[i]) then
       err.raise("local '%s' is set to %s in the %s at line %d, which is decided on the GPU: only numbers, booleans "
-        .. "and run-time values can change there (it was %s)", st.names[i], describe(r), st.what, st.line,
-        describe(st.entry[i]))
+        .. "and run-time values can change there (it was %s%s)", st.names[i], describe(r), st.what, st.line,
+        describe(st.entry[i]), st.entry[i] == nil and "; give it a first value of its type, e.g. 0" or "")
     end
     return
   end
@@ -241,12 +259,15 @@ local function note(st, i, r)
     end
     local have = st.types[i]
     if have and have ~= t then
-      err.raise("local '%s' is %s %s and %s %s in the %s at line %d: the types must agree (convert one, e.g. "
-        .. "x:to(cute.%s))", st.names[i], st.first[i] or "an", have.name, "a", t.name, st.what, st.line, have.name)
+      local where = st.first[i] == "before" and string.format("before the %s at line %d and %s value in it",
+        st.what, st.line, an(t.name)) or string.format("in one branch of the %s at line %d and %s value in another",
+        st.what, st.line, an(t.name))
+      err.raise("local '%s' is %s value %s: the types must agree (convert one: %s:to(cute.%s))", st.names[i],
+        an(have.name), where, st.names[i], have.name)
     end
     if not have then
       st.types[i] = t
-      st.first[i] = "a"
+      st.first[i] = "in"
     end
   elseif type(r) == "number" or type(r) == "boolean" then
     if type(st.entry[i]) ~= type(r) and st.kinds[i] == "scalar" then
@@ -267,7 +288,7 @@ local function state(names, n, c, line, what)
   for i = 1, n do
     if kinds[i] == "value" then
       st.types[i] = type_of(c[i])
-      st.first[i] = "before it"
+      st.first[i] = "before"
     end
   end
   return st, scalar
@@ -292,7 +313,7 @@ end
 local function make_vars(st)
   for i = 1, st.n do
     if st.kinds[i] == "value" or (st.kinds[i] == "scalar" and (st.types[i] or st.changed[i])) then
-      local t = st.types[i] or lua_type(st.entry[i])
+      local t = st.types[i] or lua_type(st.entry[i], st.names.float[i])
       st.types[i] = t
       st.vars[i] = control.var(t.dtype, st.entry[i])
     end
@@ -358,11 +379,11 @@ end
 
 -- Calls region function f with the carried values (and extra arguments) and
 -- returns status, payload and the carried values as a table.
-local function call_region(f, n, c, ...)
+local function call_region(body, n, c, ...)
   local args = { unpack(c, 1, n) }
   local extra = select("#", ...)
   for j = 1, extra do args[n + j] = (select(j, ...)) end
-  local r = { f(unpack(args, 1, n + extra)) }
+  local r = { body(unpack(args, 1, n + extra)) }
   local s, p = r[1], r[2]
   local out = {}
   for i = 1, n do out[i] = r[i + 2] end

@@ -70,7 +70,7 @@ local function find_functions(node, first, last, out)
   if type(node) ~= "table" then return end
   if node.k == "Function" and node.line == first and node.eline == last then out[#out + 1] = node end
   for key, v in pairs(node) do
-    if key ~= "decl" and type(v) == "table" then find_functions(v, first, last, out) end
+    if key ~= "decl" and key ~= "esc_loop" and type(v) == "table" then find_functions(v, first, last, out) end
   end
 end
 
