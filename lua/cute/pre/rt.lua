@@ -294,6 +294,11 @@ local function state(names, n, c, line, what)
   return st, scalar
 end
 
+-- Inside a probe (> 0), run-time constructs are traced once, without
+-- probes of their own: what they give their locals is typed, not stored, so
+-- that nested ifs and loops cost two traces in all, not two at each level.
+local probing = 0
+
 -- Runs fn inside a branch that never runs (if false): its types are learnt,
 -- its ops are dead code the optimiser removes.
 local function in_dead_branch(fn)
@@ -302,7 +307,9 @@ local function in_dead_branch(fn)
   core.update_loc()
   if ir.if_begin(T.f, core.use(core.const(core.bool, false))) ~= 0 then core.ir_error("preprocessor probe") end
   core.push_region("if")
+  probing = probing + 1
   fn()
+  probing = probing - 1
   core.update_loc()
   if ir.region_end(T.f) ~= 0 then core.ir_error("preprocessor probe") end
   core.pop_region()
@@ -328,6 +335,17 @@ local function store(st, r)
     local v = st.vars[i]
     if v then v.value = r[i] end
   end
+end
+
+-- What a probed region gives its locals: a value of the type learnt (read
+-- from a variable never stored: dead code), or the value on entry.
+local function probe_results(st)
+  local out = {}
+  for i = 1, st.n do
+    local t = st.types[i]
+    if t and st.kinds[i] ~= "value" then out[i] = control.var(t.dtype).value else out[i] = st.entry[i] end
+  end
+  return out
 end
 
 -- The values of the carried locals after the region.
@@ -415,6 +433,10 @@ local function run_if(line, names, n, cond, then_fn, else_fn, ...)
   end
   local entry = { ... }
   local st, scalar = state(names, n, entry, line, "if")
+  if probing > 0 then
+    dyn_if(st, c, then_fn, else_fn, true)
+    return nil, nil, unpack(probe_results(st), 1, n)
+  end
   if scalar then
     local pst = state(names, n, entry, line, "if")
     in_dead_branch(function() dyn_if(pst, c, then_fn, else_fn, true) end)
@@ -480,6 +502,10 @@ local function dyn_loop(line, names, n, c, what, open, body_fn, extra_of)
     table.remove(loops)
   end
   local st, scalar = state(names, n, c, line, what)
+  if probing > 0 then
+    run(st, true)
+    return nil, nil, unpack(probe_results(st), 1, n)
+  end
   if scalar then
     local pst = state(names, n, c, line, what)
     in_dead_branch(function() run(pst, true) end)

@@ -1,0 +1,287 @@
+-- Kernels in plain Lua (the preprocessor, cute.pre): each construct on
+-- run-time values traced to the IR expected, the same PTX as the explicit
+-- form of the same kernel, mixed plain and run-time decisions, carried
+-- locals, and errors at the user's line. Compile only: no GPU needed.
+local cute = require "cute"
+local H = require "tests.spec.trace.helper"
+
+local function f32(n) return cute.fake_tensor(cute.f32, n or 1024) end
+
+-- The PTX of a kernel, with the kernel's name made the same.
+local function ptx(fn, args, opts)
+  local k = cute.kernel("same_name", fn, opts)
+  return k:compile(unpack(args)):ptx()
+end
+
+-- PTX without its comments and the header that names the file
+local function code(p) return (p:gsub("//[^\n]*", ""):gsub("%.file[^\n]*", "")) end
+
+describe("plain Lua kernels", function()
+  it("make an `if` on a comparison of run-time values a run-time if", function()
+    local ir = H.ir(function(a, b, c)
+      local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
+      if i < cute.size(c) then c[i] = a[i] + b[i] end
+    end, { f32(), f32(), f32() })
+    assert.matches("icmp%.slt", ir)
+    assert.matches("if %%%d+ {", ir)
+    assert.equal(1, H.count(ir, "store "))
+  end)
+
+  it("compile the vector add to the same PTX as its explicit form", function()
+    local args = { f32(), f32(), f32() }
+    local plain = ptx(function(a, b, c)
+      local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
+      if i < cute.size(c) then c[i] = a[i] + b[i] end
+    end, args)
+    local explicit = ptx(function(a, b, c)
+      local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
+      cute.if_(i:lt(cute.size(c)), function() c[i] = a[i] + b[i] end)
+    end, args, { preprocess = false })
+    assert.equal(code(explicit), code(plain))
+  end)
+
+  it("compile a loop with a carried sum and a masked add to the same PTX as the explicit form", function()
+    local args = { f32(), f32(), f32(), cute.i32(100) }
+    local plain = ptx(function(x, y, out, n)
+      local acc = 0.0
+      for k = 0, n - 1 do
+        if x[k] ~= 0 and y[k] > 0 then acc = acc + x[k] * y[k] end
+      end
+      out[0] = acc
+    end, args)
+    local explicit = ptx(function(x, y, out, n)
+      local acc = cute.var(cute.f32, 0)
+      for k in cute.range(n) do
+        cute.if_(cute.and_(x[k]:ne(0), y[k]:gt(0)), function() acc.value = acc.value + x[k] * y[k] end)
+      end
+      out[0] = acc.value
+    end, args, { preprocess = false })
+    assert.equal(code(explicit), code(plain))
+  end)
+
+  it("make while loops with run-time conditions run-time loops, the counter carried in a variable", function()
+    local ir = H.ir(function(a, n)
+      local i = 0
+      while i < n do
+        a[i] = 1
+        i = i + 2
+      end
+      a[0] = i:to(cute.f32)
+    end, { f32(), cute.i32(9) })
+    assert.matches("while {", ir)
+    assert.matches("var%.store", ir)
+    assert.matches("\n%s*%%%d+ = var%.load %$%d+%[0%] : i32", ir)
+  end)
+
+  it("make break, goto continue and return run-time ones inside run-time regions", function()
+    local ir = H.ir(function(a, n)
+      local s = 0.0
+      for k = 0, n - 1 do
+        if a[k] < 0 then break end
+        if a[k] == 0 then goto continue end
+        s = s + a[k]
+        if s > 100 then return end
+        ::continue::
+      end
+      a[0] = s
+    end, { f32(), cute.i32(9) })
+    assert.matches("break", ir)
+    assert.matches("continue", ir)
+    assert.matches("\n%s*ret ", ir)
+    -- the sum is stored into the loop's variable before the break leaves
+    assert.matches("var%.store %$%d+%[0%], %%%d+[^\n]*\n%s*break", ir)
+  end)
+
+  it("run `for i in cute.range(n)` with carried locals", function()
+    local ir = H.ir(function(a, n)
+      local s = 0.0
+      for k in cute.range(n, { unroll = 2 }) do s = s + a[k] end
+      a[0] = s
+    end, { f32(), cute.i32(9) })
+    assert.matches("unroll 2 {", ir)
+    assert.matches("var%.load", ir)
+  end)
+
+  it("decide Lua conditions and bounds when tracing: plain loops unroll, ifs pick code", function()
+    local ir = H.ir(function(a, n)
+      local stages = 3
+      for s = 1, 4 do
+        if stages > 2 and s % 2 == 0 then a[s] = s end
+      end
+      if n > 0 then a[0] = 1 end -- run-time
+    end, { f32(), cute.i32(9) })
+    assert.equal(3, H.count(ir, "store "))
+    assert.equal(1, H.count(ir, "if "))
+    assert.is_nil(ir:find("for ", 1, true))
+  end)
+
+  it("nest loops with carried values, the inner one's sum added to the outer one's", function()
+    local ir = H.ir(function(a, n, m)
+      local acc = 0.0
+      for i = 0, n - 1 do
+        local row = 0.0
+        for j = 0, m - 1 do row = row + a[i * m + j] end
+        acc = acc + row
+      end
+      a[0] = acc
+    end, { f32(), cute.i32(4), cute.i32(8) })
+    assert.is_true(H.count(ir, "for ") >= 2)
+    assert.matches("var%.load", ir)
+    local ptx_text = H.ptx(function(a, n, m)
+      local acc = 0.0
+      for i = 0, n - 1 do
+        local row = 0.0
+        for j = 0, m - 1 do row = row + a[i * m + j] end
+        acc = acc + row
+      end
+      a[0] = acc
+    end, { f32(), cute.i32(4), cute.i32(8) })
+    assert.matches("add%.f32", ptx_text)
+  end)
+
+  it("merge a local after an if/elseif/else, typed by its values", function()
+    local body = function(a)
+      local i = cute.thread_idx().x
+      local v = 0.0
+      if i < 10 then v = 1.0 elseif i < 20 then v = a[1] else v = 3.5 end
+      a[i] = v
+    end
+    local ir = H.ir(body, { f32() })
+    assert.matches("\n%s*%$%d+: f32", ir)
+    assert.matches("%%%d+ = var%.load %$%d+%[0%] : f32[^\n]*\n%s*%%%d+ = gep[^\n]*\n%s*store ", ir)
+    -- the same kernel with the branches written with cute.if_ and a variable
+    local explicit = function(a)
+      local i = cute.thread_idx().x
+      local v = cute.var(cute.f32, 0)
+      cute.if_(i:lt(10), function() v.value = 1 end, function()
+        cute.if_(i:lt(20), function() v.value = a[1] end, function() v.value = 3.5 end)
+      end)
+      a[i] = v.value
+    end
+    local n_plain = H.count(code(ptx(body, { f32() })), "\n")
+    local n_explicit = H.count(code(ptx(explicit, { f32() }, { preprocess = false })), "\n")
+    assert.is_true(n_plain <= n_explicit + 4, n_plain .. " lines of PTX against " .. n_explicit)
+  end)
+
+  it("choose with `c and x or y` (cute.where) and combine conditions with and/or/not", function()
+    local ir = H.ir(function(a, n)
+      local i = cute.thread_idx().x
+      a[i] = (i < n and not (i == 3)) and a[i] or 0
+    end, { f32(), cute.i32(9) })
+    assert.matches("select", ir)
+    assert.matches("xor", ir)
+  end)
+
+  it("force run-time loops and unrolled ones: cute.dynamic, cute.range_constexpr", function()
+    local ir = H.ir(function(a)
+      for i = 0, cute.dynamic(7) do a[i] = 1 end
+      for i in cute.range_constexpr(3) do a[i] = 2 end
+    end, { f32() })
+    assert.equal(1, H.count(ir, "for "))
+    assert.equal(4, H.count(ir, "store "))
+  end)
+
+  it("preprocess device functions (cute.func) too", function()
+    local absf = cute.func(function(x)
+      if x < 0 then return -x end
+      return x
+    end, { ret = cute.f32 })
+    local ir = H.ir(function(a) a[0] = absf(a[1]) end, { f32() })
+    assert.matches("fcmp%.olt", ir)
+    assert.equal(2, H.count(ir, "ret %"))
+  end)
+
+  it("show the rewritten source, every line where the user wrote it", function()
+    local line = debug.getinfo(1, "l").currentline
+    local k = cute.kernel(function(a, n)
+      if n > 0 then
+        a[0] = 1
+      end
+    end)
+    local src = k:source()
+    local lines = {}
+    for l in (src .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+    assert.matches("__cute_R%.if_%(", lines[line + 2])
+    assert.matches("a%[0%] = 1", lines[line + 3])
+    assert.is_nil(cute.kernel(function() end, { preprocess = false }):source())
+  end)
+
+  it("keep the user's lines in the IR", function()
+    local ir = H.ir(function(a, n)
+      local s = 0.0
+      for k = 0, n - 1 do
+        s = s + a[k]
+      end
+      a[0] = s
+    end, { f32(), cute.i32(3) })
+    local line = debug.getinfo(1, "l").currentline
+    assert.matches("%= add %%%d+, %%%d+ : f32 *; [^\n]*kernels_spec%.lua:" .. (line - 4), ir)
+  end)
+
+  describe("errors", function()
+    it("a local whose branches disagree in type, at the if's line", function()
+      local msg = H.error_at(function()
+        H.ir(function(a, n)
+          local x = 0
+          if n > 3 then x = a[0] else x = n end
+          a[1] = x
+        end, { f32(), cute.i32(5) })
+      end, 3)
+      assert.matches("local 'x' is an f32 value in one branch of the if at line %d+ and an i32 value in another", msg)
+    end)
+
+    it("a local that is an i32 before a loop and an f32 in it", function()
+      local msg = H.error_at(function()
+        H.ir(function(a, n)
+          local x = n
+          for k = 0, n - 1 do x = a[k] end
+          a[1] = x:to(cute.f32)
+        end, { f32(), cute.i32(5) })
+      end, 3)
+      assert.matches("local 'x' is an i32 value before the for loop at line %d+ and an f32 value in it", msg)
+    end)
+
+    it("a goto out of a region, at the goto's line", function()
+      local msg = H.error_at(function()
+        H.ir(function(a, n)
+          for i = 0, n - 1 do
+            if a[i] > 2 then goto done end
+          end
+          ::done::
+        end, { f32(), cute.i32(5) })
+      end, 3)
+      assert.matches("goto done jumps out of a loop or if", msg)
+    end)
+
+    it("a break from a run-time if out of a loop that runs when tracing", function()
+      local msg = H.error_at(function()
+        H.ir(function(a)
+          for i = 0, 3 do
+            if a[i] > 2 then break end
+          end
+        end, { f32() })
+      end, 3)
+      assert.matches("`break` inside the if at line %d+, which is decided on the GPU", msg)
+    end)
+
+    it("a run-time value that is no bool as a condition", function()
+      local msg = H.error_at(function()
+        H.ir(function(a, n)
+          if n then a[0] = 1 end
+        end, { f32(), cute.i32(5) })
+      end, 2)
+      assert.matches("is an i32 value, which Lua takes as true", msg)
+    end)
+
+    it("a local first set inside a run-time loop", function()
+      local msg = H.error_at(function()
+        H.ir(function(a, n)
+          local last
+          for i = 0, n - 1 do last = i end
+          a[0] = last:to(cute.f32)
+        end, { f32(), cute.i32(5) })
+      end, 3)
+      assert.matches("local 'last' is set to an i32 value in the for loop", msg)
+    end)
+  end)
+end)
