@@ -458,7 +458,8 @@ local function transform(root)
     local elseline = s.elseline
     if #s.clauses > 1 then
       local rest = { k = "If", clauses = {}, orelse = s.orelse, elseline = s.elseline, line = s.clauses[2].line,
-        eline = s.eline, carried = s.carried, carried_desc = s.carried_desc, esc_return = s.esc_return, esc_break = s.esc_break,
+        eline = s.eline, carried = s.carried, carried_desc = s.carried_desc, esc_return = s.esc_return,
+        esc_break = s.esc_break,
         esc_continue = s.esc_continue }
       for i = 2, #s.clauses do rest.clauses[i - 1] = s.clauses[i] end
       orelse = { k = "Block", stats = { rest } }

@@ -143,7 +143,7 @@ describe("plain Lua kernels", function()
     local body = function(a)
       local i = cute.thread_idx().x
       local v = 0.0
-      if i < 10 then v = 1.0 elseif i < 20 then v = a[1] else v = 3.5 end
+      if i < 10 then v = 1.0 elseif i < 20 then v = a[1] else v = v + 3.5 end
       a[i] = v
     end
     local ir = H.ir(body, { f32() })
@@ -154,7 +154,7 @@ describe("plain Lua kernels", function()
       local i = cute.thread_idx().x
       local v = cute.var(cute.f32, 0)
       cute.if_(i:lt(10), function() v.value = 1 end, function()
-        cute.if_(i:lt(20), function() v.value = a[1] end, function() v.value = 3.5 end)
+        cute.if_(i:lt(20), function() v.value = a[1] end, function() v.value = v.value + 3.5 end)
       end)
       a[i] = v.value
     end
@@ -166,7 +166,8 @@ describe("plain Lua kernels", function()
   it("choose with `c and x or y` (cute.where) and combine conditions with and/or/not", function()
     local ir = H.ir(function(a, n)
       local i = cute.thread_idx().x
-      a[i] = (i < n and not (i == 3)) and a[i] or 0
+      local neg = a[i] < 0
+      a[i] = (i < n and not neg) and a[i] or 0
     end, { f32(), cute.i32(9) })
     assert.matches("select", ir)
     assert.matches("xor", ir)
@@ -223,7 +224,7 @@ describe("plain Lua kernels", function()
       local msg = H.error_at(function()
         H.ir(function(a, n)
           local x = 0
-          if n > 3 then x = a[0] else x = n end
+          if n > 3 then x = a[0] else x = n + x end
           a[1] = x
         end, { f32(), cute.i32(5) })
       end, 3)
