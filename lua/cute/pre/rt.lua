@@ -617,22 +617,41 @@ end
 function M.whilex(...) return run_while(...) end
 function M.while_(...) return tail(run_while(...)) end
 
-local function run_repeat(line, _, n, body, ...)
+local function run_repeat(line, names, n, body, ...)
   local c = { ... }
-  return plain_loop(line, n, c, function(cur)
-    local s, p, r = call_region(body, n, cur)
-    if s then return s, p, r end
-    local done = condition(p, "repeat loop", line)
+  -- the first iteration runs as written (a repeat body always runs once)
+  local cond
+  local res = { plain_loop(line, n, c, function(cur)
+    local s1, p1, r1 = call_region(body, n, cur)
+    if s1 then return s1, p1, r1 end
+    local done = condition(p1, "repeat loop", line)
     if type(done) ~= "boolean" then
-      err.raise("the `until` condition of the repeat loop at line %d is a run-time value: write it as a while loop "
-        .. "(while not done do ... end) or use cute.while_", line)
+      cond = done -- a run-time condition: the rest of the loop runs on the GPU
+      return 2, nil, r1
     end
-    if done then return 2, nil, r end
-    return nil, nil, r
-  end)
+    if done then return 2, nil, r1 end
+    return nil, nil, r1
+  end) }
+  if cond == nil then return unpack(res, 1, n + 2) end
+  -- while not done do body end, done a bool variable the body's `until` sets
+  local c2 = {}
+  for i = 1, n do c2[i] = res[i + 2] end
+  local done = control.var(core.bool.dtype, cond)
+  local function wrapped(...)
+    local out = { body(...) }
+    if out[1] == nil and not core.current().dead then
+      done.value = condition(out[2], "repeat loop", line)
+    end
+    return unpack(out, 1, n + 2)
+  end
+  return dyn_loop(line, names, n, c2, "repeat loop", function(b)
+    control.while_(function() return ops.not_(done.value) end, function() b() end)
+  end, wrapped, ident)
 end
 
---- repeat ... until cond: a plain loop (a run-time condition is an error that says how to write it).
+--- repeat ... until cond: a plain loop; when the condition is a run-time
+-- value, the first iteration is traced as it runs and the rest becomes a
+-- run-time loop (cute.while_ on a bool variable the condition sets).
 function M.repeatx(...) return run_repeat(...) end
 function M.repeat_(...) return tail(run_repeat(...)) end
 

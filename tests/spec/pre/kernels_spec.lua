@@ -92,6 +92,21 @@ describe("plain Lua kernels", function()
     assert.matches("var%.store %$%d+%[0%], %%%d+[^\n]*\n%s*break", ir)
   end)
 
+  it("run a repeat loop with a run-time `until`: the first iteration as written, then a run-time loop", function()
+    local ir = H.ir(function(a, n)
+      local i = 0
+      repeat
+        a[i] = 1
+        i = i + 1
+      until i >= n
+      a[0] = i:to(cute.f32)
+    end, { f32(), cute.i32(5) })
+    assert.matches("^[^\n]*\n[^{]*store [^\n]*\n", ir) -- the first iteration's store, before any loop
+    assert.matches("while {", ir)
+    assert.matches("icmp%.sge", ir)
+    assert.matches("\n%s*%$%d+: i1", ir) -- the condition's variable
+  end)
+
   it("run `for i in cute.range(n)` with carried locals", function()
     local ir = H.ir(function(a, n)
       local s = 0.0
