@@ -234,6 +234,45 @@ describe("plain Lua kernels", function()
     assert.matches("%= add %%%d+, %%%d+ : f32 *; [^\n]*kernels_spec%.lua:" .. (line - 4), ir)
   end)
 
+  it("compile cute.lib.transpose (plain Lua, preprocess = true) to the PTX of its explicit form", function()
+    local T = require "cute.lib.transpose"
+    assert.matches("__cute_R%.if_%(", T.kernel32:source())
+    local TILE, ROWS = T.TILE, T.ROWS
+    local explicit = cute.kernel("transpose", function(a, b)
+      local Mr, Nc = a.layout.shape[1], a.layout.shape[2]
+      local smem_layout = cute.make_composed_layout(cute.Swizzle(5, 0, 5), 0,
+        cute.make_layout({ TILE, TILE }, { TILE, 1 }))
+      local s = cute.make_smem_tensor(a.dtype, smem_layout, 128)
+      local tx, ty = cute.thread_idx().x, cute.thread_idx().y
+      local bx, by = cute.block_idx().x, cute.block_idx().y
+      local r0, c0 = by * TILE, bx * TILE
+      local full = cute.and_((r0 + TILE):le(Mr), (c0 + TILE):le(Nc))
+      local ta = cute.local_tile(a, { TILE, TILE }, { by, bx })
+      local tb = cute.local_tile(b, { TILE, TILE }, { bx, by })
+      cute.if_(full, function()
+        for j = 0, TILE - 1, ROWS do s[{ ty + j, tx }] = ta[{ ty + j, tx }] end
+        cute.sync_threads()
+        for j = 0, TILE - 1, ROWS do tb[{ ty + j, tx }] = s[{ tx, ty + j }] end
+      end, function()
+        for j = 0, TILE - 1, ROWS do
+          cute.if_(cute.and_((r0 + ty + j):lt(Mr), (c0 + tx):lt(Nc)), function()
+            s[{ ty + j, tx }] = ta[{ ty + j, tx }]
+          end)
+        end
+        cute.sync_threads()
+        for j = 0, TILE - 1, ROWS do
+          cute.if_(cute.and_((c0 + ty + j):lt(Nc), (r0 + tx):lt(Mr)), function()
+            tb[{ ty + j, tx }] = s[{ tx, ty + j }]
+          end)
+        end
+      end)
+    end, { preprocess = false })
+    local a = cute.fake_tensor(cute.bf16, { 1000, 700 }, cute.make_layout({ 1000, 700 }, { 700, 1 }))
+    local b = cute.fake_tensor(cute.bf16, { 700, 1000 }, cute.make_layout({ 700, 1000 }, { 1000, 1 }))
+    local opts = { arch = "sm_80", cache = false, trace_key = false }
+    assert.equal(code(explicit:with(opts):compile(a, b):ptx()), code(T.kernel32:with(opts):compile(a, b):ptx()))
+  end)
+
   describe("errors", function()
     it("a local whose branches disagree in type, at the if's line", function()
       local msg = H.error_at(function()
