@@ -213,7 +213,7 @@ end
 
 local function lua_type(x, float)
   if type(x) == "boolean" then return core.bool end
-  if float then return core.f32 end
+  if float or x ~= x or x == math.huge or x == -math.huge then return core.f32 end
   if x == math.floor(x) and x >= -2 ^ 31 and x < 2 ^ 31 then return core.i32 end
   if x == math.floor(x) then return core.i64 end
   return core.f32
