@@ -11,7 +11,8 @@
 -- type is the type of its value, or, for a Lua number or boolean that the
 -- region changes, the type of the run-time value the region gives it (found
 -- by tracing the region once more in a branch that never runs; a Lua number
--- that stays a Lua number is an i32 when whole, else an f32).
+-- that stays a Lua number is an f32 when a float literal was given to the
+-- local or it is not whole, else an i32).
 local core = require "cute.trace.core"
 local control = require "cute.trace.control"
 local ops = require "cute.trace.ops"
