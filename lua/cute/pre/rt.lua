@@ -158,7 +158,7 @@ end
 function M.not_(a)
   if is_value(a) then
     if is_bool(a) then return ops.not_(a) end
-    err.raise("`not x` on a %s value is false to Lua whatever x is on the GPU: compare it (x == 0)", type_of(a).name)
+    err.raise("`not x` on %s value is false to Lua whatever x is on the GPU: compare it (x == 0)", an(type_of(a).name))
   end
   if is_select(a) then select_misuse() end
   return not a

@@ -115,6 +115,16 @@ describe("plain Lua kernels", function()
     end, { f32(), cute.i32(9) })
     assert.matches("unroll 2 {", ir)
     assert.matches("var%.load", ir)
+    -- and a Lua break in it is a run-time break, the sum stored first
+    ir = H.ir(function(a, n)
+      local s = 0.0
+      for k in cute.range(n) do
+        s = s + a[k]
+        if s > 10 then break end
+      end
+      a[0] = s
+    end, { f32(), cute.i32(9) })
+    assert.matches("var%.store %$%d+%[0%], %%%d+[^\n]*\n%s*break", ir)
   end)
 
   it("decide Lua conditions and bounds when tracing: plain loops unroll, ifs pick code", function()
@@ -326,6 +336,22 @@ describe("plain Lua kernels", function()
         end, { f32(), cute.i32(5) })
       end, 2)
       assert.matches("is an i32 value, which Lua takes as true", msg)
+    end)
+
+    it("`c and x` without `or y`, and `not` on a number value", function()
+      local msg = H.error_at(function()
+        H.ir(function(a, n)
+          local v = n > 3 and a[0]
+          a[1] = v + 1
+        end, { f32(), cute.i32(5) })
+      end, 3)
+      assert.matches("give the `or y`", msg)
+      msg = H.error_at(function()
+        H.ir(function(a, n)
+          if not n then a[0] = 1 end
+        end, { f32(), cute.i32(5) })
+      end, 2)
+      assert.matches("`not x` on an i32 value is false to Lua", msg)
     end)
 
     it("a local first set inside a run-time loop", function()
