@@ -89,6 +89,7 @@ local EXPORTS = {
   { "trace.ops", { "abs", "and_", "asm", "bitcast", "fma", "fmod", "max", "min", "not_", "or_", "to", "where" } },
   { "trace.control", { "break_", "continue_", "if_", "range", "return_", "var", "while_" } },
   { "pre.rt", { "dynamic", "range_constexpr" } },
+  { "pre.source", { "preprocess" } },
   { "trace.sync", { "assert_", "atomic_add", "atomic_and", "atomic_cas", "atomic_dec", "atomic_exch", "atomic_inc",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xor", "ballot", "barrier", "block_dim", "block_idx",
     "block_idx_in_cluster", "block_rank_in_cluster", "clock", "clock64", "cluster_dim", "cluster_idx",

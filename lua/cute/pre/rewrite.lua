@@ -21,8 +21,9 @@
 -- x, y: the locals declared outside the construct that it assigns (the
 -- values carried through it). A region function returns a status (nil: it
 -- ended; 1: `return`, its values packed in the second result; 2: `break`; 3:
--- `goto continue`) before the carried values; a construct that contains such
--- an exit (`return`, `break`, or `goto` to the label that ends the loop body)
+-- `goto continue`; 4: `return` from a function written inside the root
+-- one) before the carried values; a construct that contains such an exit
+-- (`return`, `break`, or `goto` to the label that ends the loop body)
 -- passes it on after the call. Every token keeps its line: synthesized
 -- tokens go on the line of the construct they replace.
 local M = {}
@@ -340,9 +341,11 @@ local function transform(root)
     return out
   end
 
+  local depth = 0 -- of the function being written: 1 is the root (the kernel's own)
   local function func(f)
     local saved = region
     region = nil
+    depth = depth + 1
     local out = { k = "Function", params = f.params, vararg = f.vararg, line = f.line, pline = f.pline,
       cline = f.cline, eline = f.eline }
     if f.va_in_region then
@@ -351,6 +354,7 @@ local function transform(root)
     end
     out.body = block(f.body)
     region = saved
+    depth = depth - 1
     return out
   end
 
@@ -519,7 +523,9 @@ local function transform(root)
       return construct(s, "forin", concat({ body }, names(s.carried, s.eline), exprs(s.exprs)), s.line, s.eline)
     elseif k == "Return" then
       if s.in_region then
-        return do_({ ret({ num(1, s.line), rcall("pack", exprs(s.exprs), s.line) }, s.line) }, s.line)
+        -- status 1: a return from the root function; 4: from a function inside it (inlined when it runs)
+        return do_({ ret({ num(depth == 1 and 1 or 4, s.line), rcall("pack", exprs(s.exprs), s.line) }, s.line) },
+          s.line)
       end
       return { k = "Return", exprs = exprs(s.exprs), line = s.line }
     elseif k == "Break" then

@@ -361,6 +361,11 @@ end
 -- A status that reaches a run-time region: becomes cute.return_, or (with
 -- the loop's carried values stored) cute.break_ / cute.continue_.
 local function escape(st, s, p, r, at_loop_end)
+  if s == 4 or (s == 1 and (core.current().pre_inline or 0) > 0) then
+    err.raise("`return` inside the %s at line %d, which is decided on the GPU, would leave a Lua function that runs "
+      .. "inside the kernel's code (inlined): make it a cute.func, a device function where return works, or set a "
+      .. "local in the %s and return it after", st.what, st.line, st.what)
+  end
   if s == 1 then
     control.return_(p and p[1])
     return
@@ -471,7 +476,7 @@ local function plain_loop(line, n, c, next_iter)
       s = nil
       break
     end
-    if s == 1 then
+    if s == 1 or s == 4 then
       c = r
       break
     end

@@ -150,6 +150,31 @@ function M.rewrite(fn, text)
   return new, entry.code
 end
 
+--- cute.preprocess(fn): fn rewritten by the preprocessor, for a helper
+-- that kernels call (the preprocessor rewrites a kernel's own function and
+-- the functions written inside it, not the helpers it calls). The rewrite
+-- happens at the first call, when a kernel is traced.
+function M.preprocess(fn)
+  if type(fn) ~= "function" then
+    require("cute._err").raise("cute.preprocess: expected a function, got %s", type(fn))
+  end
+  local text = M.capture(fn)
+  local new
+  local core = require "cute.trace.core"
+  local function leave(T, ...)
+    T.pre_inline = T.pre_inline - 1
+    return ...
+  end
+  return function(...)
+    if not new then new = M.rewrite(fn, text) end
+    local T = core.current()
+    if not T then return new(...) end
+    -- inlined into the trace: a `return` in a run-time region of it cannot be a cute.return_
+    T.pre_inline = (T.pre_inline or 0) + 1
+    return leave(T, new(...))
+  end
+end
+
 --- The text of fn's chunk when it would be lost later (a chunk registered
 -- by name, which the next REPL entry replaces); nil for files and strings.
 function M.capture(fn)

@@ -207,6 +207,39 @@ describe("plain Lua kernels", function()
     assert.equal(4, H.count(ir, "store "))
   end)
 
+  it("preprocess helpers that ask (cute.preprocess), not others", function()
+    local clamp = cute.preprocess(function(x, hi)
+      local r = x
+      if x > hi then r = hi end
+      return r
+    end)
+    local ir = H.ir(function(a, n) a[0] = clamp(a[1], n:to(cute.f32)) end, { f32(), cute.i32(5) })
+    assert.matches("fcmp%.ogt", ir)
+    assert.is_nil(ir:find("\n%s*ret"))
+    -- an early return from a run-time if cannot leave an inlined function: an error, not a kernel return
+    local early = cute.preprocess(function(x, hi)
+      if x > hi then return hi end
+      return x
+    end)
+    local msg = H.error_of(function()
+      H.ir(function(a, n) a[0] = early(a[1], n:to(cute.f32)) end, { f32(), cute.i32(5) })
+    end)
+    assert.matches("would leave a Lua function that runs inside the kernel's code %(inlined%): make it a cute.func",
+      msg)
+    msg = H.error_at(function()
+      H.ir(function(a, n)
+        local function pick(x) if x > 0 then return 1 end return 2 end
+        a[0] = pick(n)
+      end, { f32(), cute.i32(5) })
+    end, 2)
+    assert.matches("`return` inside the if at line %d+", msg)
+    local function plain(x, hi) return x > hi end
+    msg = H.error_of(function()
+      H.ir(function(a) a[0] = plain(a[1], 2) and 1 or 0 end, { f32() })
+    end)
+    assert.matches("decides at compile time", msg)
+  end)
+
   it("preprocess device functions (cute.func) too", function()
     local absf = cute.func(function(x)
       if x < 0 then return -x end
