@@ -301,16 +301,26 @@ end
 local probing = 0
 
 -- Runs fn inside a branch that never runs (if false): its types are learnt,
--- its ops are dead code the optimiser removes.
+-- its ops are dead code the optimiser removes. (What fn does to Lua state is
+-- done twice: shared memory it carves is given back here.)
 local function in_dead_branch(fn)
   local T = core.current()
   local ir = core.ir()
   core.update_loc()
   if ir.if_begin(T.f, core.use(core.const(core.bool, false))) ~= 0 then core.ir_error("preprocessor probe") end
   core.push_region("if")
+  -- shared memory carved in the probe is given back: the real trace carves it again
+  local smem, dyn, alloc = T.smem_bytes, T.dyn_smem, T.dyn_smem_alloc
+  local offset, base = alloc and alloc.offset, alloc and alloc.base
   probing = probing + 1
   fn()
   probing = probing - 1
+  T.smem_bytes, T.dyn_smem = smem, dyn
+  if alloc then
+    alloc.offset, alloc.base = offset, base
+  elseif T.dyn_smem_alloc then
+    T.dyn_smem_alloc = nil
+  end
   core.update_loc()
   if ir.region_end(T.f) ~= 0 then core.ir_error("preprocessor probe") end
   core.pop_region()

@@ -107,6 +107,23 @@ describe("plain Lua kernels", function()
     assert.matches("\n%s*%$%d+: i1", ir) -- the condition's variable
   end)
 
+  it("give back the shared memory that a probe carves", function()
+    local k = cute.kernel(function(a, n)
+      local s = 0.0 -- a Lua number carried into the loop: the loop is traced twice
+      for i = 0, n - 1 do
+        local t = cute.smem_allocator():tensor(cute.f32, 256)
+        local st = cute.make_smem_tensor(cute.f32, 128)
+        t[i] = a[i]
+        st[i] = a[i]
+        s = s + t[i] + st[i]
+      end
+      a[0] = s
+    end)
+    local spec = k:_specialise(2, f32(), cute.i32(5))
+    assert.equal(1024, spec.dyn_smem)
+    assert.equal(512, spec.static_smem)
+  end)
+
   it("run `for i in cute.range(n)` with carried locals", function()
     local ir = H.ir(function(a, n)
       local s = 0.0
