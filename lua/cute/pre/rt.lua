@@ -232,6 +232,9 @@ local function classify(n, c)
     elseif type(x) == "number" or type(x) == "boolean" then
       kinds[i] = "scalar"
       scalar = true
+    elseif x == nil then
+      kinds[i] = "nil" -- `local w` set in every branch of an if: typed by the probe
+      scalar = true
     else
       kinds[i] = "ref"
     end
@@ -244,6 +247,13 @@ end
 -- st: {names, kinds, types, entry, line, what, probe}
 local function note(st, i, r)
   local kind = st.kinds[i]
+  if kind == "nil" then
+    if r == nil then
+      st.nil_out[i] = true
+      return
+    end
+    if st.loop then kind = "ref" end -- a loop may run no iteration: the local would stay nil
+  end
   if kind == "ref" then
     if not rawequal(r, st.entry[i]) then
       err.raise("local '%s' is set to %s in the %s at line %d, which is decided on the GPU: only numbers, booleans "
@@ -276,6 +286,7 @@ local function note(st, i, r)
         describe(st.entry[i]), st.what, st.line, describe(r))
     end
     if st.probe and r ~= st.entry[i] then st.changed[i] = true end
+    if st.sample[i] == nil then st.sample[i] = r end
   else
     err.raise("local '%s' is set to %s in the %s at line %d, which is decided on the GPU: only numbers, booleans and "
       .. "run-time values can change there", st.names[i], describe(r), st.what, st.line)
@@ -285,7 +296,7 @@ end
 local function state(names, n, c, line, what)
   local kinds, scalar = classify(n, c)
   local st = { names = split(names), kinds = kinds, types = {}, first = {}, entry = c, line = line, what = what,
-    changed = {}, vars = {}, n = n }
+    changed = {}, vars = {}, n = n, nil_out = {}, sample = {}, loop = what ~= "if" }
   for i = 1, n do
     if kinds[i] == "value" then
       st.types[i] = type_of(c[i])
@@ -298,7 +309,9 @@ end
 -- Inside a probe (> 0), run-time constructs are traced once, without
 -- probes of their own: what they give their locals is typed, not stored, so
 -- that nested ifs and loops cost two traces in all, not two at each level.
-local probing = 0
+-- Kept in the trace's record (T.pre_probing), so that a trace abandoned by
+-- an error inside a probe leaves nothing behind.
+local function probing(T) return (T or core.current()).pre_probing or 0 end
 
 -- Runs fn inside a branch that never runs (if false): its types are learnt,
 -- its ops are dead code the optimiser removes. (What fn does to Lua state is
@@ -312,9 +325,9 @@ local function in_dead_branch(fn)
   -- shared memory carved in the probe is given back: the real trace carves it again
   local smem, dyn, alloc = T.smem_bytes, T.dyn_smem, T.dyn_smem_alloc
   local offset, base = alloc and alloc.offset, alloc and alloc.base
-  probing = probing + 1
+  T.pre_probing = probing(T) + 1
   fn()
-  probing = probing - 1
+  T.pre_probing = T.pre_probing - 1
   T.smem_bytes, T.dyn_smem = smem, dyn
   if alloc then
     alloc.offset, alloc.base = offset, base
@@ -330,10 +343,20 @@ end
 -- run-time value, initialised with its value on entry.
 local function make_vars(st)
   for i = 1, st.n do
-    if st.kinds[i] == "value" or (st.kinds[i] == "scalar" and (st.types[i] or st.changed[i])) then
+    local kind = st.kinds[i]
+    if kind == "value" or (kind == "scalar" and (st.types[i] or st.changed[i])) then
       local t = st.types[i] or lua_type(st.entry[i], st.names.float[i])
       st.types[i] = t
       st.vars[i] = control.var(t.dtype, st.entry[i])
+    elseif kind == "nil" and (st.types[i] or st.sample[i] ~= nil) then
+      if st.nil_out[i] then
+        err.raise("local '%s' is nil before the if at line %d and set in some of its branches only: after an if "
+          .. "decided on the GPU it must have a value either way (give it a first value, or set it in every branch)",
+          st.names[i], st.line)
+      end
+      local t = st.types[i] or lua_type(st.sample[i], st.names.float[i])
+      st.types[i] = t
+      st.vars[i] = control.var(t.dtype) -- every branch stores it
     end
   end
 end
@@ -449,15 +472,19 @@ local function run_if(line, names, n, cond, then_fn, else_fn, ...)
   end
   local entry = { ... }
   local st, scalar = state(names, n, entry, line, "if")
-  if probing > 0 then
+  if probing() > 0 then
     dyn_if(st, c, then_fn, else_fn, true)
     return nil, nil, unpack(probe_results(st), 1, n)
   end
   if scalar then
     local pst = state(names, n, entry, line, "if")
     in_dead_branch(function() dyn_if(pst, c, then_fn, else_fn, true) end)
-    st.types, st.changed = pst.types, pst.changed
+    st.types, st.changed, st.nil_out, st.sample = pst.types, pst.changed, pst.nil_out, pst.sample
     st.probe = false
+    if not else_fn then
+      -- no else: a local nil before the if stays nil when the condition is false
+      for i = 1, n do if st.kinds[i] == "nil" then st.nil_out[i] = true end end
+    end
   end
   dyn_if(st, c, then_fn, else_fn, false)
   return nil, nil, unpack(results(st), 1, n)
@@ -518,14 +545,14 @@ local function dyn_loop(line, names, n, c, what, open, body_fn, extra_of)
     table.remove(loops)
   end
   local st, scalar = state(names, n, c, line, what)
-  if probing > 0 then
+  if probing() > 0 then
     run(st, true)
     return nil, nil, unpack(probe_results(st), 1, n)
   end
   if scalar then
     local pst = state(names, n, c, line, what)
     in_dead_branch(function() run(pst, true) end)
-    st.types, st.changed = pst.types, pst.changed
+    st.types, st.changed, st.nil_out, st.sample = pst.types, pst.changed, pst.nil_out, pst.sample
   end
   run(st, false)
   return nil, nil, unpack(results(st), 1, n)

@@ -404,6 +404,40 @@ describe("plain Lua kernels", function()
       assert.matches("`not x` on an i32 value is false to Lua", msg)
     end)
 
+    it("a local nil before an if and set in some branches only (set in all: fine)", function()
+      local ir = H.ir(function(a, n)
+        local w
+        if n > 3 then w = a[0] elseif n > 1 then w = 2 else w = a[1] * 2 end
+        a[2] = w
+      end, { f32(), cute.i32(5) })
+      assert.matches("\n%s*%$%d+: f32", ir)
+      local msg = H.error_at(function()
+        H.ir(function(a, n)
+          local w
+          if n > 3 then w = a[0] end
+          a[2] = w
+        end, { f32(), cute.i32(5) })
+      end, 3)
+      assert.matches("local 'w' is nil before the if at line %d+ and set in some of its branches only", msg)
+    end)
+
+    it("an error inside a probe leaves the next trace as it would be", function()
+      local body = function(a, n)
+        local s = 0.0 -- a Lua number carried into a run-time loop: a probe
+        for k = 0, n - 1 do s = s + a[k] end
+        a[0] = s
+      end
+      local before = H.ir(body, { f32(), cute.i32(5) })
+      H.error_of(function()
+        H.ir(function(a, n)
+          local s = 0.0
+          for k = 0, n - 1 do s = s + a[k] + a.nothing.x end
+          a[0] = s
+        end, { f32(), cute.i32(5) })
+      end)
+      assert.equal(before:gsub("@k%d+", ""), (H.ir(body, { f32(), cute.i32(5) }):gsub("@k%d+", "")))
+    end)
+
     it("a local first set inside a run-time loop", function()
       local msg = H.error_at(function()
         H.ir(function(a, n)
