@@ -67,6 +67,17 @@ static int run_chunk(lua_State *L, int status, int nargs) {
 }
 
 static int do_string(lua_State *L, const char *code, const char *name) {
+  /* the chunk's text, for kernels defined in it (cute.pre rewrites their source) */
+  lua_getfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
+  }
+  lua_pushstring(L, code);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
   return run_chunk(L, luaL_loadbuffer(L, code, strlen(code), name), 0);
 }
 

@@ -25,9 +25,10 @@ Func.__index = Func
 
 local serial = 0
 
---- A device function. opts: name, ret (the result dtype, when not inferred).
+--- A device function. opts: name, ret (the result dtype, when not inferred),
+-- preprocess (false: plain tracing; by default the body goes through cute.pre).
 -- @param fn the function (traced at each call site's argument types)
--- @param opts optional: {name =, ret = dtype}
+-- @param opts optional: {name =, ret = dtype, preprocess = false}
 -- @return a device function, callable from kernels
 -- @usage local sq = cute.func(function(x) return x * x end)
 function M.func(fn, opts)
@@ -36,7 +37,13 @@ function M.func(fn, opts)
   serial = serial + 1
   local info = debug.getinfo(fn, "S")
   local name = opts.name or string.format("func_%d_%d", info.linedefined, serial)
-  return setmetatable({ fn = fn, name = name, ret = opts.ret and dtype.get(opts.ret), specs = {} }, Func)
+  if opts.preprocess ~= nil and type(opts.preprocess) ~= "boolean" then
+    err.raise("cute.func: option preprocess must be true or false, got %s", tostring(opts.preprocess))
+  end
+  local pre = opts.preprocess
+  if pre == nil then pre = not err.is_internal(info.source) end -- cute.lib's own: the explicit form
+  return setmetatable({ fn = fn, name = name, ret = opts.ret and dtype.get(opts.ret), specs = {}, pre = pre,
+    pre_text = pre and require("cute.pre.source").capture(fn) or nil }, Func)
 end
 
 function Func:__tostring() return "cute.func(" .. self.name .. ")" end
@@ -82,7 +89,8 @@ local function trace_into(self, m, fname, specs, ret, opts)
         args[i] = s.kind == "tensor" and ttensor.make_tensor(v, s.layout, s.dtype) or v
       end
     end
-    return self.fn(unpack(args, 1, #specs))
+    local body = self.pre and require("cute.pre.source").rewrite(self.fn, self.pre_text) or self.fn
+    return body(unpack(args, 1, #specs))
   end, core.on_trace_error)
   if not ok then
     core.abort()

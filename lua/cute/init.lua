@@ -91,6 +91,8 @@ local EXPORTS = {
   { "trace.ops", { "abs", "and_", "asm", "bitcast", "fma", "fmod", "max", "min", "not_", "or_", "to", "where" } },
   { "random", { "philox4x32", "rand", "rand4", "rand_host", "randint", "randint4", "randn", "randn4" } },
   { "trace.control", { "break_", "continue_", "if_", "range", "return_", "var", "while_" } },
+  { "pre.rt", { "dynamic", "range_constexpr" } },
+  { "pre.source", { "preprocess" } },
   { "trace.sync", { "assert_", "atomic_add", "atomic_and", "atomic_cas", "atomic_dec", "atomic_exch", "atomic_inc",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xor", "ballot", "barrier", "block_dim", "block_idx",
     "block_idx_in_cluster", "block_rank_in_cluster", "clock", "clock64", "cluster_dim", "cluster_idx",
@@ -267,6 +269,31 @@ do
   reg.cutelua_on_load["cute.tensor"] = on_tensor
   local loaded = reg.cutelua_modules["cute.tensor"] or package.loaded["cute.tensor"]
   if type(loaded) == "table" then on_tensor(loaded) end
+end
+
+-- The preprocessor (cute.pre) rewrites a kernel's source: from here on,
+-- loadstring and load keep the text of the chunks they load by name (the
+-- newest of each name, in the registry's cutelua_chunks; `cutelua -e` puts
+-- its chunk there from C), so that kernels defined in them can be rewritten.
+do
+  local reg = debug.getregistry()
+  local chunks = reg.cutelua_chunks
+  if type(chunks) ~= "table" then
+    chunks = {}
+    reg.cutelua_chunks = chunks
+  end
+  if not reg.cutelua_load_kept then
+    reg.cutelua_load_kept = true
+    local loadstring0, load0 = loadstring, load
+    rawset(_G, "loadstring", function(s, name, ...)
+      if type(s) == "string" and type(name) == "string" then chunks[name] = s end
+      return loadstring0(s, name, ...)
+    end)
+    rawset(_G, "load", function(s, name, ...)
+      if type(s) == "string" and type(name) == "string" then chunks[name] = s end
+      return load0(s, name, ...)
+    end)
+  end
 end
 
 debug.getregistry().cutelua_modules.cute = cute

@@ -128,6 +128,7 @@ local KERNEL_OPTIONS = {
   end,
   cluster = function(v, kname) cluster_dims(v, kname) end,
   assertions = bool_option("assertions"),
+  preprocess = bool_option("preprocess"),
   checked = bool_option("checked"),
   trace_key = function(v, kname)
     if v ~= false and type(v) ~= "string" then
@@ -217,8 +218,41 @@ function M.kernel(a, b, c)
     end
   end
   local cluster = cluster_dims(opts.cluster, name)
+  -- the preprocessor (cute.pre): the text of a chunk that a later one replaces is kept now
+  local pre_text = opts.preprocess ~= false and require("cute.pre.source").capture(fn) or nil
   return setmetatable({ name = name, fn = fn, opts = opts, names = names, ann = ann, specs = {}, nspecs = 0,
-    cluster = cluster, vararg = debug.getinfo(fn, "u").isvararg }, Kernel)
+    cluster = cluster, vararg = debug.getinfo(fn, "u").isvararg, pre_text = pre_text }, Kernel)
+end
+
+--- True when the kernel's body goes through the preprocessor: the option
+-- preprocess, by default true, except for cutelua's own kernels (cute.lib),
+-- which are written in the explicit form (cute.if_, cute.range, i:lt(n)).
+-- @return true or false
+-- @usage print(k:preprocessed())
+function Kernel:preprocessed()
+  local p = self.opts.preprocess
+  if p == nil then p = not err.is_internal(debug.getinfo(self.fn, "S").source) end
+  return p
+end
+
+--- The function that is traced: the body rewritten by the preprocessor
+-- (cute.pre: Lua's if, for, while and comparisons on run-time values become
+-- regions of the IR), or the body itself with {preprocess = false}.
+-- @return the function that is traced
+-- @usage local f = k:body()
+function Kernel:body()
+  if not self:preprocessed() then return self.fn end
+  return (require("cute.pre.source").rewrite(self.fn, self.pre_text))
+end
+
+--- The preprocessor's rewritten source of the kernel's chunk (the body is
+-- the function on the kernel's lines); nil with {preprocess = false}.
+-- @return the rewritten source (a string), or nil
+-- @usage print(k:source())
+function Kernel:source()
+  if not self:preprocessed() then return nil end
+  local _, code = require("cute.pre.source").rewrite(self.fn, self.pre_text)
+  return code
 end
 
 function Kernel:__tostring() return "cute.kernel(" .. self.name .. ")" end
@@ -234,6 +268,7 @@ function Kernel:with(opts)
       self.name, type(opts) == "string" and string.format("the string %q", opts) or tostring(opts))
   end
   local k = M.kernel(self.name, self.fn, options_of(self, opts))
+  k.pre_text = k.pre_text or self.pre_text
   return k
 end
 

@@ -138,12 +138,13 @@ function KT.trace(k, specs, opts, copts)
   local jit_was_on = trace_jit_off and jit.status()
   if jit_was_on then jit.off() end
   local ok, e = xpcall(function()
+    local body = k:body() -- preprocessed unless {preprocess = false}
     local args, params = kargs.make_params(T, specs, k.names, opts.checked)
     local n
     if internal then
-      core.at_user_line(function(...) n = select("#", k.fn(...)) end, unpack(args, 1, #specs))
+      core.at_user_line(function(...) n = select("#", body(...)) end, unpack(args, 1, #specs))
     else
-      n = select("#", k.fn(unpack(args, 1, #specs)))
+      n = select("#", body(unpack(args, 1, #specs)))
     end
     if n > 0 then
       local info = debug.getinfo(k.fn, "S")

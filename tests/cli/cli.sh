@@ -35,6 +35,10 @@ expect "script args" 0 "2	a\\|b c	$T/args.lua	a	true" "$B" "$T/args.lua" a "b c"
 expect "-l" 0 '^1$' env LUA_PATH="$T/?.lua;;" "$B" -l mod_x -e 'print(mod_x)'
 expect "LUA_PATH defaults kept" 0 'share/lua/5\.1' env LUA_PATH="$T/?.lua;;" "$B" -e 'print(package.path)'
 expect "require cute" 0 '^ok$' "$B" -e 'assert(require("cute").version()); print("ok")'
+# a plain-Lua kernel in -e: the preprocessor reads the chunk's text (kept from C)
+expect "-e kernel preprocessed" 0 '^true$' "$B" -e 'local cute = require "cute"
+local k = cute.kernel(function(a, n) if n > 3 then a[0] = 1 end end)
+print((k:compile(cute.fake_tensor(cute.f32, 4), cute.i32(2)):ir():find("icmp.sgt", 1, true)) ~= nil)'
 expect "stdin script" 0 '^from stdin$' sh -c "echo 'print(\"from stdin\")' | '$B' -"
 expect "-e then -i piped" 0 '^7$' sh -c "echo 'x + 1' | '$B' -e 'x = 6' -i"
 

@@ -29,6 +29,7 @@ check "?x shows the doc" 0 'make_layout\(shape\[, stride\]\): stride a congruent
 check "help(x) too" 0 'composition\(A, B\): the layout R' "help(cute.composition)$nl"
 check "_ is the last result" 0 '^14$' "3 + 4${nl}_ * 2$nl"
 check "a module prints as a summary" 0 '^<module cute: [0-9]+ names; help\(cute\) lists them>$' "cute$nl"
+check "a plain-Lua kernel" 0 '^true$' "k = cute.kernel(function(a, n) if n > 3 then a[0] = 1 end end)${nl}print(1)${nl}print((k:compile(cute.fake_tensor(cute.f32, 4), cute.i32(2)):ir():find('icmp.sgt', 1, true)) ~= nil)$nl"
 check "unfinished input" 1 'unexpected end of input' "for i = 1, 2 do$nl"
 out=$(printf 'print(1)\n' | CUTELUA_HISTORY= "$B" 2>&1)
 if printf '%s' "$out" | grep -q '^>'; then fail=$((fail + 1)); echo "FAIL prompts printed: $out" >&2; else pass=$((pass + 1)); fi

@@ -8,11 +8,13 @@
 -- group and of the groups before it.
 local LAYERS = {
   { "_err", "_c", "arith" },
+  { "pre.lex" }, { "pre.parse" }, { "pre.print", "pre.rewrite" }, -- the preprocessor's syntax (cute.pre)
   { "int_tuple" }, { "swizzle" }, { "layout" }, { "layout_algebra" }, { "layout_tile" }, { "layout_print" },
   { "dtype" }, { "compiler", "ir" }, { "runtime" }, { "tensor", "cublas", "bench", "testing", "dlpack" },
   { "npy" },
-  { "trace.core" }, { "trace.ops" }, { "random" }, { "trace.control" }, { "trace.check" }, { "trace.sync" },
-  { "trace.tensor" },
+  { "trace.core" }, { "trace.ops" }, { "random" }, { "trace.control" },
+  { "pre.rt" }, { "pre.source" }, -- the preprocessor's run-time helpers and its entry (cute.pre)
+  { "trace.check" }, { "trace.sync" }, { "trace.tensor" },
   { "trace.partition" }, { "nvgpu.*" }, { "atom" }, { "trace.wgmma", "trace.tma", "trace.sync90" },
   { "trace.atom" }, { "pipeline" }, { "func" },
   { "kernel_args" }, { "kernel_trace" }, { "kernel_cache", "kernel_launch" }, { "kernel" }, { "aot" }, { "autotune" },

@@ -7,7 +7,9 @@
 -- Each thread moves `unroll` 16-byte vectors per input, next to its
 -- neighbours' (coalesced), so every warp has several 128-byte lines in flight.
 -- Blocks whose tile lies inside the tensor take a path without predicates;
--- the last, partial tile is predicated element by element.
+-- the last, partial tile is predicated element by element. The kernels are
+-- plain Lua (preprocess = true: an `if` on run-time values is a branch on
+-- the GPU, a `for` over Lua numbers unrolls).
 local cute = require "cute"
 local common = require "cute.lib.common"
 
@@ -26,6 +28,8 @@ local THREADS, UNROLL = 256, 4
 -- @return a cute.kernel taking (out, in1, ..., inK, scalars...)
 -- @usage local relu = elementwise.map_kernel("relu", 1, function(x) return cute.max(x, 0) end)
 function M.map_kernel(name, ninputs, f, opts)
+  local o = { preprocess = true }
+  for k, v in pairs(opts or {}) do o[k] = v end
   return cute.kernel(name, function(...)
     local args = { ... }
     local inputs, out = {}, args[ninputs + 1]
@@ -49,7 +53,7 @@ function M.map_kernel(name, ninputs, f, opts)
       local r = f(unpack(vals, 1, #vals + #extra))
       return r
     end
-    cute.if_((bid * tile + tile):le(n), function()
+    if bid * tile + tile <= n then
       local frags = {}
       for i, sl in ipairs(in_slices) do frags[i] = sl:load() end
       local res = cute.make_fragment_like(out_slice, out.dtype)
@@ -60,20 +64,20 @@ function M.map_kernel(name, ninputs, f, opts)
         res[e] = apply(vals):to(out.dtype)
       end
       out_slice:store(res)
-    end, function()
+    else
       for u = 0, UNROLL - 1 do
         for v = 0, vec - 1 do
           local idx = common.slice_index(first, v, u, vec, THREADS)
-          cute.if_(idx:lt(n), function()
+          if idx < n then
             local vals = {}
             for i, x in ipairs(inputs) do vals[i] = x[idx] end
             for j, x in ipairs(extra) do vals[ninputs + j] = x end
             out[idx] = apply(vals):to(out.dtype)
-          end)
+          end
         end
       end
-    end)
-  end, opts)
+    end
+  end, o)
 end
 
 --- The launch grid of a map kernel over n elements of dtype dt.
@@ -123,20 +127,20 @@ local add_bcast_k = cute.kernel("add_broadcast", function(a, b, c)
   local sa, first, tile = common.thread_slice_1d(arow, chunk, tid, vec, THREADS, UNROLL)
   local sb = common.thread_slice_1d(b, chunk, tid, vec, THREADS, UNROLL)
   local sc = common.thread_slice_1d(crow, chunk, tid, vec, THREADS, UNROLL)
-  cute.if_((chunk * tile + tile):le(N), function()
+  if chunk * tile + tile <= N then
     local fa, fb = sa:load(), sb:load()
     local fc = cute.make_fragment_like(sc, c.dtype)
     for e = 0, vec * UNROLL - 1 do fc[e] = fa[e] + fb[e] end
     sc:store(fc)
-  end, function()
+  else
     for u = 0, UNROLL - 1 do
       for v = 0, vec - 1 do
         local j = common.slice_index(first, v, u, vec, THREADS)
-        cute.if_(j:lt(N), function() crow[j] = arow[j] + b[j] end)
+        if j < N then crow[j] = arow[j] + b[j] end
       end
     end
-  end)
-end, { trace_key = "cute.lib.elementwise:add_broadcast" })
+  end
+end, { trace_key = "cute.lib.elementwise:add_broadcast", preprocess = true })
 M.kernels.add_broadcast = add_bcast_k
 
 --- c = a + b with b broadcast to each row: a and c row-major M x N, b a vector of N.

@@ -34,20 +34,20 @@ local function partial_kernel(name)
     local bid, tid = cute.block_idx().x, cute.thread_idx().x
     local slice, first, tile = common.thread_slice_1d(x, bid, tid, vec, THREADS, UNROLL)
     local frag = cute.make_rmem_tensor({ vec * UNROLL }, cute.f32)
-    cute.if_((bid * tile + tile):le(n), function()
+    if bid * tile + tile <= n then
       local f = slice:load()
       for i = 0, vec * UNROLL - 1 do frag[i] = f[i]:to(cute.f32) end
-    end, function()
+    else
       for u = 0, UNROLL - 1 do
         for v = 0, vec - 1 do
           local idx = common.slice_index(first, v, u, vec, THREADS)
-          frag[v + u * vec] = cute.where(idx:lt(n), x[cute.min(idx, n - 1)]:to(cute.f32), op.identity)
+          frag[v + u * vec] = cute.where(idx < n, x[cute.min(idx, n - 1)]:to(cute.f32), op.identity)
         end
       end
-    end)
+    end
     local r = reduce_frag(frag, vec * UNROLL, op)
-    cute.if_(tid:eq(0), function() partial[bid] = r end)
-  end, { trace_key = "cute.lib.reduce:partial:" .. name })
+    if tid == 0 then partial[bid] = r end
+  end, { trace_key = "cute.lib.reduce:partial:" .. name, preprocess = true })
 end
 
 -- One block reduces n partials (f32), 4 per thread per step.
@@ -56,11 +56,11 @@ local function final_kernel(name)
   return cute.kernel("reduce_" .. name .. "_final", function(partial, out)
     local n = cute.size(partial)
     local tid = cute.thread_idx().x
-    local acc = cute.var(cute.f32, op.identity)
-    for i in cute.range(tid, n, THREADS) do acc.value = op.combine(acc.value, partial[i]) end
-    local r = common.block_reduce(acc.value, op.combine, op.identity, THREADS)
-    cute.if_(tid:eq(0), function() out[0] = r end)
-  end, { trace_key = "cute.lib.reduce:final:" .. name })
+    local acc = cute.to(op.identity, cute.f32)
+    for i in cute.range(tid, n, THREADS) do acc = op.combine(acc, partial[i]) end
+    local r = common.block_reduce(acc, op.combine, op.identity, THREADS)
+    if tid == 0 then out[0] = r end
+  end, { trace_key = "cute.lib.reduce:final:" .. name, preprocess = true })
 end
 
 local kernels = {}
@@ -131,20 +131,20 @@ local function row_kernel(name)
     for c = 0, chunks - 1 do
       local slice, first = common.thread_slice_1d(xr, c, tid, vec, THREADS, 1)
       local frag = cute.make_rmem_tensor({ vec }, cute.f32)
-      cute.if_((first + vec):le(N), function()
+      if first + vec <= N then
         local f = slice:load()
         for i = 0, vec - 1 do frag[i] = f[i]:to(cute.f32) end
-      end, function()
+      else
         for v = 0, vec - 1 do
           local j = first + v
-          frag[v] = cute.where(j:lt(N), xr[cute.min(j, N - 1)]:to(cute.f32), op.identity)
+          frag[v] = cute.where(j < N, xr[cute.min(j, N - 1)]:to(cute.f32), op.identity)
         end
-      end)
+      end
       for i = 0, vec - 1 do acc = op.combine(acc, frag[i]) end
     end
     local r = common.block_reduce(acc, op.combine, op.identity, THREADS)
-    cute.if_(tid:eq(0), function() out[row] = r:to(out.dtype) end)
-  end, { trace_key = "cute.lib.reduce:rows:" .. name })
+    if tid == 0 then out[row] = r:to(out.dtype) end
+  end, { trace_key = "cute.lib.reduce:rows:" .. name, preprocess = true })
 end
 
 local row_kernels = {}

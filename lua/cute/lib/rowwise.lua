@@ -48,11 +48,13 @@ local function bounds(threads) cute.launch_bounds(threads, math.max(1, math.floo
 -- `full` (uniform over the grid) says every chunk of every thread is inside
 -- the row: then all chunks move as 16-byte vectors in one straight block of
 -- code (all loads in flight together); otherwise a chunk at a time, element
--- by element at the end of the row.
-local function row_io(N, tid, vec, cfg)
+-- by element at the end of the row. Plain Lua, through the preprocessor
+-- (cute.preprocess: it is a helper the kernels call): an `if` on a run-time
+-- value is a branch on the GPU, on a Lua value (cfg.exact) it picks code.
+local row_io = cute.preprocess(function(N, tid, vec, cfg)
   local threads, chunks = cfg.threads, cfg.chunks
   -- exact (known when compiling): every row is covered; no predicated code
-  local io = { full = cfg.exact or N:ge(threads * vec * chunks) }
+  local io = { full = cfg.exact or N >= threads * vec * chunks }
   local n = vec * chunks
 
   --- Reads the thread's elements of row `row` of each tensor of `list` (a
@@ -63,32 +65,32 @@ local function row_io(N, tid, vec, cfg)
     for i, t in ipairs(list) do frags[i] = cute.make_rmem_tensor({ n }, t.dtype) end
     local rowt = {}
     for i, t in ipairs(list) do rowt[i] = rows[i] and t[{ rows[i], cute._ }] or t end
-    cute.if_(io.full, function()
+    if io.full then
       for i = 1, #list do
         for c = 0, chunks - 1 do
           cute.copy(cute.local_tile(rowt[i], { vec }, { tid + c * threads }), cute.local_tile(frags[i], { vec }, { c }))
         end
       end
-    end, function()
+    else
       -- a chunk at a time: a vector where the chunk is inside the row, else
       -- element by element (fewer registers than all elements at once)
       for c = 0, chunks - 1 do
         local first = (tid + c * threads) * vec
-        cute.if_((first + vec):le(N), function()
+        if first + vec <= N then
           for i = 1, #list do
             local src = cute.local_tile(rowt[i], { vec }, { tid + c * threads })
             cute.copy(src, cute.local_tile(frags[i], { vec }, { c }))
           end
-        end, function()
+        else
           for i = 1, #list do
             for v = 0, vec - 1 do
               local j = first + v
-              frags[i][c * vec + v] = cute.where(j:lt(N), rowt[i][cute.min(j, N - 1)], fills[i])
+              frags[i][c * vec + v] = cute.where(j < N, rowt[i][cute.min(j, N - 1)], fills[i])
             end
           end
-        end)
+        end
       end
-    end)
+    end
     return frags
   end
 
@@ -112,23 +114,25 @@ local function row_io(N, tid, vec, cfg)
       end
       cute.copy(out, cute.local_tile(yr, { vec }, { start }))
     end
-    cute.if_(io.full, function()
+    if io.full then
       for c = 0, chunks - 1 do store_chunk(c) end -- a chunk at a time: what it needed dies before the next
-    end, function()
+    else
       for c = 0, chunks - 1 do
         local first = (tid + c * threads) * vec
-        cute.if_((first + vec):le(N), function() store_chunk(c) end, function()
+        if first + vec <= N then
+          store_chunk(c)
+        else
           for v = 0, vec - 1 do
             local j = first + v
-            cute.if_(j:lt(N), function()
+            if j < N then
               local p = {}
               for i, t in ipairs(vectors) do p[i] = t[j]:to(cute.f32) end
               yr[j] = value(c * vec + v, p):to(y.dtype)
-            end)
+            end
           end
-        end)
+        end
       end
-    end)
+    end
   end
 
   --- How many of the thread's n elements lie past the end of the row.
@@ -141,7 +145,7 @@ local function row_io(N, tid, vec, cfg)
     return pad
   end
   return io
-end
+end)
 
 local function f32(v) return v:to(cute.f32) end
 

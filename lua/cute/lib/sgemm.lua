@@ -18,6 +18,7 @@ local M = {}
 local BM, BN, BK = 128, 128, 8
 local THREADS = 256
 
+-- plain Lua (preprocess = true): an `if` on run-time values is a branch on the GPU
 local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
   local Mr, K = A.layout.shape[1], A.layout.shape[2]
   local N = B.layout.shape[2]
@@ -39,7 +40,7 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
   local a_row, a_k = tid:band(127), tid:shr(7) * 4
   local b_row, b_col = tid:shr(5), tid:band(31) * 4
 
-  local full = cute.and_((bm * BM + BM):le(Mr), (bn * BN + BN):le(N), K:band(BK - 1):eq(0))
+  local full = bm * BM + BM <= Mr and bn * BN + BN <= N and K:band(BK - 1) == 0
 
   local ra = cute.make_rmem_tensor({ 4 }, cute.f32)
   local rb = cute.make_rmem_tensor({ 4 }, cute.f32)
@@ -49,21 +50,21 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
     local tb = gB[{ b_row, cute._, kt }] -- (BN) of row b_row
     local va = cute.local_tile(ta, { 4 }, { a_k / 4 })
     local vb = cute.local_tile(tb, { 4 }, { tid:band(31) })
-    cute.if_(full, function()
+    if full then
       cute.copy(va, ra)
       cute.copy(vb, rb)
-    end, function()
+    else
       -- edge blocks: an element outside A or B is never read (a where would
       -- still load it), it is zero
       local gm, gk = bm * BM + a_row, kt * BK + a_k
       for i = 0, 3 do
-        cute.if_(cute.and_(gm:lt(Mr), (gk + i):lt(K)), function() ra[i] = va[i] end, function() ra[i] = 0 end)
+        if gm < Mr and gk + i < K then ra[i] = va[i] else ra[i] = 0 end
       end
       local gkb, gn = kt * BK + b_row, bn * BN + b_col
       for j = 0, 3 do
-        cute.if_(cute.and_(gkb:lt(K), (gn + j):lt(N)), function() rb[j] = vb[j] end, function() rb[j] = 0 end)
+        if gkb < K and gn + j < N then rb[j] = vb[j] else rb[j] = 0 end
       end
-    end)
+    end
   end
 
   local function store_stage(stage)
@@ -80,8 +81,8 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
 
   for kt in cute.range(ktiles) do
     local cur = kt:band(1)
-    local more = (kt + 1):lt(ktiles)
-    cute.if_(more, function() fetch(kt + 1) end)
+    local more = kt + 1 < ktiles
+    if more then fetch(kt + 1) end
     for kk = 0, BK - 1 do
       local af = cute.make_rmem_tensor({ 8 }, cute.f32)
       local bf = cute.make_rmem_tensor({ 8 }, cute.f32)
@@ -95,7 +96,7 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
         for j = 0, 7 do acc[{ i, j }] = cute.fma(af[i], bf[j], acc[{ i, j }]) end
       end
     end
-    cute.if_(more, function() store_stage((kt + 1):band(1)) end)
+    if more then store_stage((kt + 1):band(1)) end
     cute.sync_threads()
   end
 
@@ -107,7 +108,7 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
       for half_n = 0, 1 do
         local n0 = bn * BN + half_n * 64 + tx * 4
         local cv = cute.local_tile(crow, { 4 }, { n0 / 4 })
-        cute.if_(full, function()
+        if full then
           local out = cute.make_rmem_tensor({ 4 }, cute.f32)
           if read_c then
             local old = cv:load()
@@ -116,19 +117,19 @@ local k = cute.kernel("sgemm", function(A, B, C, alpha, beta, read_c)
             for j = 0, 3 do out[j] = alpha * acc[{ half_m * 4 + i, half_n * 4 + j }] end
           end
           cv:store(out)
-        end, function()
+        else
           for j = 0, 3 do
-            cute.if_(cute.and_(m:lt(Mr), (n0 + j):lt(N)), function()
+            if m < Mr and n0 + j < N then
               local v = alpha * acc[{ half_m * 4 + i, half_n * 4 + j }]
               if read_c then v = cute.fma(beta, crow[n0 + j], v) end
               crow[n0 + j] = v
-            end)
+            end
           end
-        end)
+        end
       end
     end
   end
-end, { max_threads = THREADS, trace_key = "cute.lib.sgemm" })
+end, { max_threads = THREADS, trace_key = "cute.lib.sgemm", preprocess = true })
 
 M.kernel = k
 

@@ -9,6 +9,10 @@
 -- is composed with Swizzle(5, 0, 5): element (r, c) sits at r * 32 + (c xor r),
 -- so neither the row-wise writes nor the column-wise reads of a warp hit one
 -- bank twice (no padding needed). Edges are predicated.
+--
+-- The kernels are written in plain Lua (preprocess = true: cute.lib's
+-- kernels are not preprocessed unless they ask): an `if` on a comparison of
+-- run-time values is a branch on the GPU, a `for` over Lua numbers unrolls.
 local cute = require "cute"
 
 local M = {}
@@ -22,23 +26,23 @@ local k = cute.kernel("transpose", function(a, b)
   local tx, ty = cute.thread_idx().x, cute.thread_idx().y
   local bx, by = cute.block_idx().x, cute.block_idx().y -- tile column (N), tile row (M)
   local r0, c0 = by * TILE, bx * TILE
-  local full = cute.and_((r0 + TILE):le(Mr), (c0 + TILE):le(Nc))
+  local full = r0 + TILE <= Mr and c0 + TILE <= Nc
   local ta = cute.local_tile(a, { TILE, TILE }, { by, bx })
   local tb = cute.local_tile(b, { TILE, TILE }, { bx, by })
-  cute.if_(full, function()
+  if full then
     for j = 0, TILE - 1, ROWS do s[{ ty + j, tx }] = ta[{ ty + j, tx }] end
     cute.sync_threads()
     for j = 0, TILE - 1, ROWS do tb[{ ty + j, tx }] = s[{ tx, ty + j }] end
-  end, function()
+  else
     for j = 0, TILE - 1, ROWS do
-      cute.if_(cute.and_((r0 + ty + j):lt(Mr), (c0 + tx):lt(Nc)), function() s[{ ty + j, tx }] = ta[{ ty + j, tx }] end)
+      if r0 + ty + j < Mr and c0 + tx < Nc then s[{ ty + j, tx }] = ta[{ ty + j, tx }] end
     end
     cute.sync_threads()
     for j = 0, TILE - 1, ROWS do
-      cute.if_(cute.and_((c0 + ty + j):lt(Nc), (r0 + tx):lt(Mr)), function() tb[{ ty + j, tx }] = s[{ tx, ty + j }] end)
+      if c0 + ty + j < Nc and r0 + tx < Mr then tb[{ ty + j, tx }] = s[{ tx, ty + j }] end
     end
-  end)
-end, { trace_key = "cute.lib.transpose:transpose" })
+  end
+end, { trace_key = "cute.lib.transpose:transpose", preprocess = true })
 M.kernel32 = k
 
 -- The wide variant: a 64 x 64 tile, 16 x 16 threads, 16-byte accesses to
@@ -56,10 +60,10 @@ local kw = cute.kernel("transpose64", function(a, b)
   local tx, ty = cute.thread_idx().x, cute.thread_idx().y
   local bx, by = cute.block_idx().x, cute.block_idx().y
   local r0, c0 = by * W, bx * W
-  local full = cute.and_((r0 + W):le(Mr), (c0 + W):le(Nc))
+  local full = r0 + W <= Mr and c0 + W <= Nc
   local ta = cute.local_tile(a, { W, W }, { by, bx })
   local tb = cute.local_tile(b, { W, W }, { bx, by })
-  cute.if_(full, function()
+  if full then
     local frags = {}
     for j = 0, 3 do frags[j] = cute.local_tile(ta[{ ty + WT * j, cute._ }], { 4 }, { tx }):load() end
     for j = 0, 3 do cute.copy(frags[j], cute.local_tile(s[{ ty + WT * j, cute._ }], { 4 }, { tx })) end
@@ -69,22 +73,22 @@ local kw = cute.kernel("transpose64", function(a, b)
       for e = 0, 3 do out[e] = s[{ tx * 4 + e, ty + WT * j }] end
       cute.local_tile(tb[{ ty + WT * j, cute._ }], { 4 }, { tx }):store(out)
     end
-  end, function()
+  else
     for j = 0, 3 do
       for e = 0, 3 do
         local r, c = ty + WT * j, tx * 4 + e
-        cute.if_(cute.and_((r0 + r):lt(Mr), (c0 + c):lt(Nc)), function() s[{ r, c }] = ta[{ r, c }] end)
+        if r0 + r < Mr and c0 + c < Nc then s[{ r, c }] = ta[{ r, c }] end
       end
     end
     cute.sync_threads()
     for j = 0, 3 do
       for e = 0, 3 do
         local r, c = ty + WT * j, tx * 4 + e -- b's row r (a's column c0 + r), b's column c (a's row r0 + c)
-        cute.if_(cute.and_((c0 + r):lt(Nc), (r0 + c):lt(Mr)), function() tb[{ r, c }] = s[{ c, r }] end)
+        if c0 + r < Nc and r0 + c < Mr then tb[{ r, c }] = s[{ c, r }] end
       end
     end
-  end)
-end, { trace_key = "cute.lib.transpose:transpose64" })
+  end
+end, { trace_key = "cute.lib.transpose:transpose64", preprocess = true })
 M.kernel = kw
 
 --- b = a^T: a row-major M x N, b row-major N x M (same dtype); 64 x 64

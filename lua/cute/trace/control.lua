@@ -19,6 +19,9 @@ local err = require "cute._err"
 
 local M = {}
 
+-- The iterators of `for i in cute.range(...)` not yet started: their bounds (cute.pre.rt).
+M.range_iterators = setmetatable({}, { __mode = "k" })
+
 local is_value, type_of = core.is_value, core.type_of
 
 local function ir_call(ok, what)
@@ -127,7 +130,7 @@ function M.range(a, b, c, d, e)
   -- generic-for form: the first call opens the loop and yields the variable,
   -- the second (after the body) closes it
   local state = 0
-  return function()
+  local it = function()
     if state == 0 then
       state = 1
       return for_begin(lo, hi, step, unroll)
@@ -138,6 +141,9 @@ function M.range(a, b, c, d, e)
     end
     return nil
   end
+  -- the preprocessor (cute.pre) runs `for i in cute.range(...)` through the callback form
+  M.range_iterators[it] = { lo = lo, hi = hi, step = step, opts = opts }
+  return it
 end
 
 local function cond_value(c, what)

@@ -56,12 +56,13 @@ describe("tracer arithmetic", function()
     end
   end)
 
+  -- (plain tracing: the preprocessor, the default, makes these run-time comparisons)
   it("says that Lua comparisons decide at compile time, at the user's line", function()
     local msg = H.error_of(function()
       H.ir(function(a)
         local i = cute.thread_idx().x
         if i < 4 then a[i] = 1 end -- the line reported
-      end, { H.f32() })
+      end, { H.f32() }, { preprocess = false })
     end)
     assert.matches("decides at compile time", msg)
     assert.matches("use a:lt%(b%)", msg)
@@ -69,14 +70,14 @@ describe("tracer arithmetic", function()
     msg = H.error_of(function()
       H.ir(function(a)
         if cute.thread_idx().x == 0 then a[0] = 1 end
-      end, { H.f32() })
+      end, { H.f32() }, { preprocess = false })
     end)
     assert.matches("use a:eq%(b%)", msg)
     -- > is Lua's < with the operands swapped: the message offers gt too
     msg = H.error_of(function()
       H.ir(function(a)
         if cute.thread_idx().x > 4 then a[0] = 1 end
-      end, { H.f32() })
+      end, { H.f32() }, { preprocess = false })
     end)
     assert.matches("< (or >) on a traced value", msg, 1, true)
     assert.matches("a:lt(b) (a:gt(b))", msg, 1, true)
@@ -152,7 +153,7 @@ describe("tracer arithmetic", function()
 
   it("names cute.where as the ternary when a comparison is misused", function()
     local msg = H.error_at(function()
-      H.ir(function(x) if x[0] < 1 then x[1] = 1 end end, { cute.fake_tensor(cute.f32, 16) })
+      H.ir(function(x) if x[0] < 1 then x[1] = 1 end end, { cute.fake_tensor(cute.f32, 16) }, { preprocess = false })
     end, 1)
     assert.matches("cute%.if_ / cute%.where", msg)
     assert.is_nil(msg:find("select", 1, true))

@@ -73,7 +73,7 @@ describe("tracer control flow", function()
         local last
         for i in cute.range(n) do last = i * 2 end
         a[0] = last:to(cute.f32) -- read after the loop
-      end, { H.f32(), cute.i32(4) })
+      end, { H.f32(), cute.i32(4) }, { preprocess = false })
     end)
     assert.matches("created inside the dynamic loop at .*control_spec%.lua:%d+ is read after", msg)
     assert.matches("cute%.var", msg)
@@ -88,7 +88,7 @@ describe("tracer control flow", function()
           break
         end
         -- luacheck: pop
-      end, { H.f32(), cute.i32(4) })
+      end, { H.f32(), cute.i32(4) }, { preprocess = false })
     end)
     assert.matches("never closed", msg)
     assert.matches("cute%.break_", msg)

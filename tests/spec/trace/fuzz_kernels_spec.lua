@@ -221,7 +221,9 @@ local function program(seed)
     line(1, "cute.fence(\"galaxy\")")
     injected_line = #lines
   end
-  line(0, string.format("end, { arch = %q, cache = false, max_threads = %d })", arch, ({ 64, 128, 256 })[r(1, 3)]))
+  -- plain tracing: the preprocessor would make the injected Lua comparisons run-time ones
+  line(0, string.format("end, { arch = %q, cache = false, preprocess = false, max_threads = %d })", arch,
+    ({ 64, 128, 256 })[r(1, 3)]))
   return table.concat(lines, "\n") .. "\n", injected_line, { arch = arch, D = D, N = N, static = static }
 end
 
