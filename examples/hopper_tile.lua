@@ -30,16 +30,16 @@ local kernel = cute.kernel("hopper_tile", function(tma_a, tma_b, gD)
   -- 1. TMA: one CTA (no multicast), the whole tile at tile coordinate (0, 0)
   local pa = cp.tma_partition(tma_a, 0, cute.make_layout(1), layout_a)
   local pb = cp.tma_partition(tma_b, 0, cute.make_layout(1), layout_b)
-  cute.if_(tid:eq(0), function()
+  if tid == 0 then
     cute.arch.mbarrier_init(bar, 1)
     cute.arch.mbarrier_init_fence()
-  end)
+  end
   cute.sync_threads()
-  cute.if_(tid:eq(0), function()
+  if tid == 0 then
     cute.arch.mbarrier_arrive_and_expect_tx(bar, pa.tile_bytes + pb.tile_bytes)
     cute.copy(tma_a, pa:gmem_tile({ 0, 0 }), pa:smem_tile(sA), { tma_bar_ptr = bar })
     cute.copy(tma_b, pb:gmem_tile({ 0, 0 }), pb:smem_tile(sB), { tma_bar_ptr = bar })
-  end)
+  end
   -- 2. the tiles are in shared memory when phase 0 completes (TMA writes
   -- through the async proxy, which wgmma reads: no proxy fence needed)
   cute.arch.mbarrier_wait(bar, 0)

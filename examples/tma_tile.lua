@@ -20,15 +20,15 @@ local k = cute.kernel("tma_tile", function(load, store)
   local tc = { cute.block_idx().x, cute.block_idx().y }
   local pl = cp.tma_partition(load, 0, cute.make_layout(1), sl)
   local ps = cp.tma_partition(store, 0, cute.make_layout(1), sl)
-  cute.if_(tid:eq(0), function()
+  if tid == 0 then
     cute.arch.mbarrier_init(bar, 1)
     cute.arch.mbarrier_init_fence()
-  end)
+  end
   cute.sync_threads()
-  cute.if_(tid:eq(0), function()
+  if tid == 0 then
     cute.arch.mbarrier_arrive_and_expect_tx(bar, pl.tile_bytes) -- the bytes the copy will bring
     cute.copy(load, pl:gmem_tile(tc), pl:smem_tile(tile), { tma_bar_ptr = bar })
-  end)
+  end
   cute.arch.mbarrier_wait(bar, 0) -- phase 0 completes when the bytes have landed
   for i = 0, TILE[1] * TILE[2] - 1, 128 do
     local x, y = (tid + i) % TILE[1], (tid + i) / TILE[1]
@@ -36,11 +36,11 @@ local k = cute.kernel("tma_tile", function(load, store)
   end
   cute.arch.fence_view_async_shared() -- our stores, before TMA reads them
   cute.sync_threads()
-  cute.if_(tid:eq(0), function()
+  if tid == 0 then
     cute.copy(store, ps:smem_tile(tile), ps:gmem_tile(tc))
     cute.arch.cp_async_bulk_commit_group()
     cute.arch.cp_async_bulk_wait_group(0)
-  end)
+  end
 end)
 
 local gpu = pcall(cute.device_info) and cute.device_info().compute_capability[1] >= 9

@@ -30,8 +30,8 @@ local kernel = cute.kernel("wgmma_tile", function(gA, gB, gD)
   local sA = cute.make_smem_tensor(cute.bf16, layout_a, 1024)
   local sB = cute.make_smem_tensor(cute.bf16, layout_b, 1024)
   local tid = cute.thread_idx().x
-  for i in cute.range(tid, M * K, 128) do sA[{ i % M, i / M }] = gA[{ i % M, i / M }] end
-  for i in cute.range(tid, N * K, 128) do sB[{ i % N, i / N }] = gB[{ i % N, i / N }] end
+  for i = tid, M * K - 1, 128 do sA[{ i % M, i / M }] = gA[{ i % M, i / M }] end
+  for i = tid, N * K - 1, 128 do sB[{ i % N, i / N }] = gB[{ i % N, i / N }] end
   -- ordinary stores are the generic proxy; wgmma reads through the async proxy
   cute.asm("fence.proxy.async.shared::cta;", "", {}, { memory = true })
   cute.sync_threads()
