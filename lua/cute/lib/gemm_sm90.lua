@@ -199,9 +199,9 @@ local function build(cfg, trace_key)
         -- grouped: problem e is the last whose first tile is at or before t (the
         -- problems without rows have no tiles, and never the last such one)
         local e = cute.var(cute.i32, 0)
-        cute.range(1, GROUPS, function(j)
-          cute.if_(t:ge(tstart[j]), function() e.value = j end)
-        end)
+        for j in cute.range(1, GROUPS) do
+          if t >= tstart[j] then e.value = j end
+        end
         local g = e.value
         local row0 = offsets[g]
         local rows = offsets[g + 1] - row0
@@ -211,14 +211,14 @@ local function build(cfg, trace_key)
       end
       local first, step = cute.block_idx().x, cute.grid_dim().x
 
-      cute.if_(wgi:eq(0), function()
+      if wgi == 0 then
         -- the producer warpgroup: one thread issues every load
         A.setmaxnreg_dec(40)
-        cute.if_(tid:eq(0), function()
+        if tid == 0 then
           local ps = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
-          cute.range(first, total, step, function(t)
+          for t in cute.range(first, total, step) do
             local tc = coords(t)
-            cute.range(ktiles, function(kt)
+            for kt in cute.range(ktiles) do
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
               local s = ps.index
@@ -232,11 +232,11 @@ local function build(cfg, trace_key)
               end
               pipe:producer_commit(ps)
               ps:advance()
-            end)
-          end)
+            end
+          end
           pipe:producer_tail(ps)
-        end)
-      end, function()
+        end
+      else
         -- the consumer warpgroups: a cooperative BM x BN tile
         A.setmaxnreg_inc(232)
         local ct = tid - 128
@@ -270,7 +270,7 @@ local function build(cfg, trace_key)
           pipe:consumer_wait(cs)
           batch(cs.index, true)
           cs:advance()
-          cute.range(1, ktiles, function()
+          for _ in cute.range(1, ktiles) do
             pipe:consumer_wait(cs)
             batch(cs.index, false)
             A.warpgroup_wait_group(1) -- the previous batch is done, this one in flight
@@ -278,7 +278,7 @@ local function build(cfg, trace_key)
             pipe:consumer_release(rs)
             rs:advance()
             cs:advance()
-          end)
+          end
           A.warpgroup_wait_group(0)
           A.warpgroup_fence_operand(acc)
           pipe:consumer_release(rs)
@@ -306,7 +306,7 @@ local function build(cfg, trace_key)
             return v:to(C.dtype)
           end
           local rm, rn = tc.rows - bm * BM, Nr - bn * BN
-          cute.if_(cute.and_(rm:ge(BM), rn:ge(BN)), function()
+          if rm >= BM and rn >= BN then
             if cfg.beta then
               -- element by element: a whole fragment of 32-bit C next to the
               -- accumulators would not fit in 232 registers
@@ -316,19 +316,17 @@ local function build(cfg, trace_key)
               for i = 0, n - 1 do out[i] = value(i) end
               cute.copy(out, tCgC)
             end
-          end, function()
+          else
             for i = 0, n - 1 do
               local c = tCcC[i]
-              cute.if_(cute.and_(rm:gt(c[1]), rn:gt(c[2])), function()
-                tCgC[i] = value(i, cfg.beta and tCgC[i])
-              end)
+              if rm > c[1] and rn > c[2] then tCgC[i] = value(i, cfg.beta and tCgC[i]) end
             end
-          end)
+          end
         end
 
-        cute.range(first, total, step, tile)
-      end)
-    end, { arch = "sm_90a", trace_key = trace_key })
+        for t in cute.range(first, total, step) do tile(t) end
+      end
+    end, { arch = "sm_90a", trace_key = trace_key, preprocess = true })
 end
 
 --- The kernel for a configuration {a_dtype ("bf16" or "f16"), bm, bn, bk,
