@@ -763,9 +763,36 @@ end
 -- @return C
 -- @usage cute.lib.gemm.grouped(X, W, Y, { 0, 1024, 1792, 4096 })
 function M.grouped(A, B, C, offsets, opts)
-  local p = M.grouped_plan(A, B, C, offsets, opts)
+  -- (plans cached as cute.gemm's, the offsets' values in the key: planning
+  -- uploads the offsets and the problems' first tiles, which costs more than
+  -- a small launch)
+  local _, okey = cached_plan(A, B, C, opts) -- (nil for tensors that cannot be cached)
+  local key
+  if okey and type(offsets) == "table" then
+    local ok, text = pcall(table.concat, offsets, ",")
+    if ok then key = "grouped|" .. okey .. "|" .. text end
+  end
+  local p
+  if key then
+    local byB = plan_cache[A]
+    local byC = byB and byB[B]
+    local byO = byC and byC[C]
+    p = byO and byO[key]
+  end
+  if not p then
+    p = M.grouped_plan(A, B, C, offsets, opts)
+    p.launcher = p.kernel { grid = p.grid, block = p.block }
+    if key then
+      remember_plan(A, B, C, key, { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block,
+        launcher = p.launcher })
+    end
+  end
   M._last_kernel, M._last_args = p.kernel, p.args
-  p.kernel { grid = p.grid, block = p.block, stream = opts and opts.stream }(unpack(p.args))
+  if opts and opts.stream then
+    p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(unpack(p.args))
+  else
+    p.launcher(unpack(p.args))
+  end
   return C
 end
 

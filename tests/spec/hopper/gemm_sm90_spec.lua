@@ -572,6 +572,12 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       local bias = with_bias and cute.tensor(cute.f32, { N }):uniform(-1, 1, 3) or nil
       G.grouped(A, B, C, off, { bias = bias })
       cute.synchronize()
+      -- the plan is kept (keyed by the tensors, the options and the offsets' values)
+      local n_plans = 0
+      for key in pairs(G._plan_cache[A][B][C]) do
+        if key:find("^grouped|") then n_plans = n_plans + 1 end
+      end
+      assert.equal(1, n_plans)
       local ha, hb, hc = A:to_host(), B:to_host(), C:to_host()
       local hbias = bias and bias:to_host()
       for t = 0, 599 do
