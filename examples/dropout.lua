@@ -1,0 +1,71 @@
+-- Tutorial: low-memory dropout (after Triton's tutorial 04), the cutelua way.
+--   cutelua examples/dropout.lua [N]
+--
+-- Dropout zeroes each element with probability p and scales the others by
+-- 1 / (1 - p). A framework usually stores the mask; here it is never stored:
+-- element i is kept when cute.rand(seed, i) >= p, a pure function of the seed
+-- and i (Philox 4x32-10, docs/interop.md), so the backward pass (or a test on
+-- the CPU) recomputes it from the seed alone. The kernel is plain Lua: `if`
+-- and comparisons on run-time values go through the preprocessor.
+--
+-- 1. The kernel, compiled (no GPU needed): its PTX has Philox's mul.hi.u32.
+-- 2. With a GPU: y = dropout(x) on random data, checked element by element
+--    against the mask the host computes (cute.rand_host: the same stream),
+--    then timed against the copy bandwidth (dropout reads x once and writes y
+--    once: a copy's traffic).
+local cute = require "cute"
+
+local N = tonumber(arg and arg[1]) or 2 ^ 22
+local P = 0.25 -- the drop probability
+local SEED = 2024
+
+-- 1. The kernel
+local dropout = cute.kernel(function(x, y, p, seed)
+  local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
+  if i < cute.size(x) then
+    local keep = cute.rand(seed, i) >= p -- uniform f32 in [0, 1)
+    y[i] = cute.where(keep, x[i] / (1 - p), 0)
+  end
+end)
+
+local gpu = cute.gpu_available()
+local make = gpu and cute.tensor or cute.fake_tensor
+local x, y = make(cute.f32, { N }), make(cute.f32, { N })
+local h = dropout:with(gpu and {} or { arch = "sm_90a" }):compile(x, y, cute.f32(P), cute.u32(SEED))
+local ptx = h:ptx()
+local mulhi = 0
+for _ in ptx:gmatch("mul%.hi%.u32") do mulhi = mulhi + 1 end
+print(string.format("dropout: %d mul.hi.u32 in the PTX (Philox's ten rounds), %d registers", mulhi,
+  h:resources()[dropout.name].registers))
+if not gpu then
+  print("dropout: no usable GPU: compiled only")
+  os.exit(77, true)
+end
+
+-- 2. On the GPU
+x:uniform(-1, 1, 7)
+y:fill(0 / 0)
+local launch = dropout { grid = cute.ceil_div(N, 256), block = 256 }
+launch(x, y, cute.f32(P), cute.u32(SEED))
+cute.synchronize()
+local xs, ys = x:to_table(), y:to_table()
+local u = cute.rand_host(SEED, N) -- the same numbers, on the CPU
+local kept = 0
+for i = 1, N do
+  local keep = u[i - 1] >= P
+  local got = ys[i]
+  if keep then
+    kept = kept + 1
+    if math.abs(got - xs[i] / (1 - P)) > 1e-6 * math.abs(xs[i]) + 1e-30 then
+      error(string.format("y[%d] = %s, expected %s (kept)", i - 1, tostring(got), tostring(xs[i] / (1 - P))))
+    end
+  elseif got ~= 0 then
+    error(string.format("y[%d] = %s, expected 0 (dropped)", i - 1, tostring(got)))
+  end
+end
+print(string.format("checked all %d elements against the host's mask: %.4f kept (1 - p = %.2f)", N, kept / N, 1 - P))
+local bytes = 2 * N * 4
+local mine = cute.bench(function() launch(x, y, cute.f32(P), cute.u32(SEED)) end, { bytes = bytes })
+local copy = cute.bench(function() y:copy_from(x) end, { bytes = bytes })
+print(string.format("%s: dropout %.0f GB/s, cuMemcpyDtoD %.0f GB/s: ratio %.2f", cute.device_info().name, mine.gbps,
+  copy.gbps, mine.gbps / copy.gbps))
