@@ -6,7 +6,9 @@
 local function tutorials()
   local list = {}
   local p = io.popen("ls docs/tutorials/*.md 2>/dev/null")
-  for f in p:lines() do list[#list + 1] = f end
+  for f in p:lines() do
+    if not f:find("README%.md$") then list[#list + 1] = f end -- (the index has no code)
+  end
   p:close()
   return list
 end
