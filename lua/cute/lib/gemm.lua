@@ -187,14 +187,16 @@ local function build(cfg, trace_key)
         pa = function(r)
           local c = cA[r * nva]
           local p = cute.and_(lt(c[1], res_m), lt(c[2], res_k))
-          return live and cute.and_(live, p) or p
+          if live ~= nil then return cute.and_(live, p) end
+          return p
         end
         pb = function(r)
           local c = cB[r * nvb]
           local p = cute.and_(lt(c[1], res_n), lt(c[2], res_k))
-          return live and cute.and_(live, p) or p
+          if live ~= nil then return cute.and_(live, p) end
+          return p
         end
-      elseif live then
+      elseif live ~= nil then
         pa = function() return live end
         pb = pa
       end
@@ -215,10 +217,10 @@ local function build(cfg, trace_key)
           thrB:partition_D(sB(s)))
         local wrap = (kt + 1):eq(ktiles)
         c_kt.value = cute.where(wrap, 0, kt + 1)
-        cute.if_(wrap, function()
+        if wrap then
           c_tile.value = c_tile.value + nprog
           c_bm.value, c_bn.value = coords(c_tile.value)
-        end)
+        end
       end
     end
 
@@ -251,7 +253,7 @@ local function build(cfg, trace_key)
 
     -- prologue: STAGES - 1 tiles in flight
     for s = 0, STAGES - 2 do
-      cute.if_((total - s):gt(0), function() issue(s, s) end)
+      if total - s > 0 then issue(s, s) end
       cute.arch.cp_async_commit_group()
     end
     cute.arch.cp_async_wait_group(STAGES - 2)
@@ -274,7 +276,7 @@ local function build(cfg, trace_key)
     local function next_copies(kt)
       local next_tile = kt + (STAGES - 1)
       if copy_branch then
-        cute.if_(next_tile:lt(total), function() issue(next_tile, write.value) end)
+        if next_tile < total then issue(next_tile, write.value) end
       else
         issue(cute.min(next_tile, total - 1), write.value, next_tile:lt(total))
       end
@@ -338,9 +340,7 @@ local function build(cfg, trace_key)
         local cC = thr:partition_C(cute.make_identity_tensor({ BM, BN }))
         for i = 0, n - 1 do
           local c = cC[i]
-          cute.if_(cute.and_(lt(c[1], rm), lt(c[2], rn)), function()
-            tCgC[i] = value(i, read_c and tCgC[i])
-          end)
+          if c[1] < rm and c[2] < rn then tCgC[i] = value(i, read_c and tCgC[i]) end
         end
       end
     end
@@ -359,7 +359,7 @@ local function build(cfg, trace_key)
     -- persistent: the k-tile being multiplied and its tile
     local k_kt, k_tile
     if persistent then k_kt, k_tile = cute.var(cute.i32, 0), cute.var(cute.i32, pid) end
-    cute.range(total, function(kt)
+    for kt in cute.range(total) do
       for kb = 0, kblocks - 1 do
         -- the next k-block's registers while this one multiplies (or, with
         -- cfg.frag_buffers = 1, this one's just before its MMAs: fewer
@@ -372,19 +372,19 @@ local function build(cfg, trace_key)
         if kb == kblocks - 1 then next_stage() end
       end
       if persistent then
-        local last = k_kt.value:eq(ktiles - 1)
-        cute.if_(last, function()
+        local last = k_kt.value == ktiles - 1
+        if last then
           local tbm, tbn = coords(k_tile.value)
           epilogue(cute.local_tile(Cl, { BM, BN }, { tbm, tbn }))
           tCrC:fill(0)
-        end)
+        end
         k_tile.value = cute.where(last, k_tile.value + nprog, k_tile.value)
         k_kt.value = cute.where(last, 0, k_kt.value + 1)
       end
-    end)
+    end
     cute.arch.cp_async_wait_group(0)
     if not persistent then epilogue(gC, res_m, res_n) end
-  end, { trace_key = trace_key })
+  end, { trace_key = trace_key, preprocess = true })
 end
 
 M._build = build
