@@ -6,6 +6,24 @@ local cute = require "cute"
 
 local M = {}
 
+-- (plain Lua through the preprocessor: cute.preprocess)
+local block_reduce = cute.preprocess(function(v, op, identity, threads)
+  local warps = threads / 32
+  v = cute.warp_reduce_shuffle(v, op)
+  if warps == 1 then return v end
+  local dt = require("cute.trace.core").type_of(v).dtype
+  local red = cute.make_smem_tensor(dt, cute.make_layout({ 32 }), 16)
+  local tid = cute.thread_idx().x
+  local lane, warp = tid:band(31), tid:shr(5)
+  if lane == 0 then red[warp] = v end
+  cute.sync_threads()
+  -- every warp reduces the per-warp results (so every thread ends with the total)
+  local w = cute.where(lane < warps, red[lane:band(31)], identity)
+  w = cute.warp_reduce_shuffle(w, op, 32)
+  cute.sync_threads() -- the array is reused by a later call
+  return w
+end)
+
 --- Reduces v over the whole block (threads threads, a multiple of 32) with
 -- op(a, b); every thread gets the result. identity: op's neutral element for
 -- the lanes that hold nothing. Uses warp shuffles and one shared array per call.
@@ -15,22 +33,7 @@ local M = {}
 -- @param threads the block's threads (a multiple of 32)
 -- @return the reduction (a value, in every thread)
 -- @usage local total = common.block_reduce(v, common.add, 0, 256)
-function M.block_reduce(v, op, identity, threads)
-  local warps = threads / 32
-  v = cute.warp_reduce_shuffle(v, op)
-  if warps == 1 then return v end
-  local dt = require("cute.trace.core").type_of(v).dtype
-  local red = cute.make_smem_tensor(dt, cute.make_layout({ 32 }), 16)
-  local tid = cute.thread_idx().x
-  local lane, warp = tid:band(31), tid:shr(5)
-  cute.if_(lane:eq(0), function() red[warp] = v end)
-  cute.sync_threads()
-  -- every warp reduces the per-warp results (so every thread ends with the total)
-  local w = cute.where(lane:lt(warps), red[lane:band(31)], identity)
-  w = cute.warp_reduce_shuffle(w, op, 32)
-  cute.sync_threads() -- the array is reused by a later call
-  return w
-end
+function M.block_reduce(v, op, identity, threads) return block_reduce(v, op, identity, threads) end
 
 --- a + b: the sum as an op for block_reduce.
 -- @param a a value
