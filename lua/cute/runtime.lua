@@ -43,12 +43,22 @@ function M.device_count()
 end
 
 --- Makes device `ordinal` (0-based) current: new memory, modules and launches go there.
-local current = 0 -- the current device, mirrored here for the launch path
+-- "sim" makes the CPU simulator current (docs/simulator.md): tensors in host
+-- memory, kernels run on the CPU; CUTELUA_DEVICE=sim starts with it.
+local current = os.getenv("CUTELUA_DEVICE") == "sim" and "sim" or 0 -- mirrored here for the launch path
+local sim_mem -- cute.sim.memory, loaded when the simulator is first used
+local function sim()
+  sim_mem = sim_mem or require "cute.sim.memory"
+  return sim_mem
+end
 
 function M.set_device(ordinal)
-  check(rt.set_device(ordinal), "set_device")
+  if ordinal ~= "sim" then check(rt.set_device(ordinal), "set_device") end
   current = ordinal
 end
+
+--- True when the current device is the CPU simulator.
+function M.is_sim() return current == "sim" end
 
 function M.current_device() return current end
 
@@ -70,6 +80,7 @@ end
 -- compute capability, SMs, memory, L2, shared memory limits, clocks, versions.
 function M.device_info(ordinal)
   ordinal = ordinal or M.current_device()
+  if ordinal == "sim" then return sim().device_info() end
   local cached = info_cache[ordinal]
   if cached then return cached end
   local p = ffi.new("RtDeviceInfo")
@@ -106,7 +117,10 @@ function M.device_info(ordinal)
 end
 
 --- Waits for all work on the current device. A kernel fault found here raises.
-function M.synchronize() check(rt.synchronize()) end
+function M.synchronize()
+  if current == "sim" then return end
+  check(rt.synchronize())
+end
 
 --- With on = true, every launch waits for its kernel, so a fault names the
 -- kernel that caused it (slow; for debugging).
@@ -177,6 +191,7 @@ function M.alloc(bytes)
   if type(bytes) ~= "number" or bytes < 0 or bytes ~= math.floor(bytes) then
     err.raise("alloc: bytes must be a non-negative integer, got %s", tostring(bytes))
   end
+  if current == "sim" then return sim().alloc(bytes) end
   local b = ffi.new("RtBuffer")
   check(rt.buffer_alloc(b, bytes), "alloc")
   return ffi.gc(b, rt.buffer_release)
@@ -185,6 +200,7 @@ end
 --- Wraps device memory the caller owns (a C application's, say): cutelua
 -- never frees it. ptr: a number, an FFI pointer or integer, or a light userdata.
 function M.wrap(ptr, bytes)
+  if current == "sim" then return sim().wrap(ptr, bytes) end
   local p
   if type(ptr) == "number" then
     p = ptr
@@ -219,6 +235,7 @@ ffi.metatype("RtStream", Stream)
 
 --- A new (non-blocking) stream on the current device.
 function M.stream()
+  if current == "sim" then return sim().stream() end
   local s = ffi.new("RtStream")
   check(rt.stream_create(s), "stream")
   return ffi.gc(s, rt.stream_release)
@@ -248,6 +265,7 @@ ffi.metatype("RtEvent", Event)
 
 --- A new event; timing = false makes one that cannot be timed (cheaper to record).
 function M.event(timing)
+  if current == "sim" then return sim().event() end
   local e = ffi.new("RtEvent")
   check(rt.event_create(e, timing == false and 0 or 1), "event")
   return ffi.gc(e, rt.event_release)
