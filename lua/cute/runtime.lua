@@ -53,7 +53,10 @@ local function sim()
 end
 
 function M.set_device(ordinal)
-  if ordinal ~= "sim" then check(rt.set_device(ordinal), "set_device") end
+  -- back from the simulator to device 0 on a machine without a GPU: the state a process starts in
+  if ordinal ~= "sim" and not (ordinal == 0 and current == "sim" and rt.available() ~= 1) then
+    check(rt.set_device(ordinal), "set_device")
+  end
   current = ordinal
 end
 

@@ -507,7 +507,7 @@ local function resolve_barriers(st, n)
         st.res[t] = {}
       end
       st.named[id] = nil
-      S.epoch = S.epoch + 1
+      machine.end_epoch()
       return true
     end
   end
@@ -518,7 +518,7 @@ local function resolve_barriers(st, n)
         st.res[t] = {}
       end
     end
-    S.epoch = S.epoch + 1
+    machine.end_epoch()
     return true
   end
   return false
@@ -667,6 +667,7 @@ function E.run(c, name, P, grid, block, dyn_smem, regions)
           B.cx, B.cy, B.cz = x, y, z
           machine.begin_block(smem)
           runner(fn, P, B, T, n)
+          machine.end_epoch()
         end
       end
     end

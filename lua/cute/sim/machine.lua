@@ -71,7 +71,14 @@ function M.begin_block(bytes)
   S.smem_bytes = bytes
   if S.checks then for i = 1, 8 do ffi.fill(shadow[i], 4 * SSIZE) end end
   S.epoch = 1
+  S.uninit = nil
   for w = 0, 31 do S.wepoch[w] = 1 end
+end
+
+--- At a barrier and at the end of a block: raises the uninitialised read found since the last one.
+function M.end_epoch()
+  if S.uninit then fail("%s", S.uninit) end
+  S.epoch = S.epoch + 1
 end
 
 function M.smem_base() return SBASE end
@@ -155,10 +162,11 @@ local function chk_s(o, n, site, write)
       wt[b], we[b], ww[b], ws[b] = me, ep, wep, site
     else
       local w = wt[b]
-      if w == 0 and not site_of(site).speculative then
+      if w == 0 and not S.uninit and not site_of(site).speculative then
+        -- reported at the next barrier (or the block's end) unless a race with a write comes first
         local s = site_of(site)
-        fail("kernel '%s': read of uninitialised shared memory at %s (%s of %d bytes), in %s thread %s: byte " ..
-          "offset %d was never written", S.kernel, s.where, s.what, n, where_block(), coords(S.tid), b)
+        S.uninit = string.format("kernel '%s': read of uninitialised shared memory at %s (%s of %d bytes), in %s " ..
+          "thread %s: byte offset %d was never written", S.kernel, s.where, s.what, n, where_block(), coords(S.tid), b)
       end
       if conflicts(w, we[b], ww[b]) then race("read after write", b, w, ws[b], site) end
       local r = rt[b]
