@@ -55,8 +55,9 @@ function H.m_rcp(x) return 1 / x end
 H.smem_base = machine.smem_base
 H.yield = coroutine.yield
 
-local scratch = ffi.new("uint8_t[64]")
+local scratch = ffi.new("uint8_t[4096]") -- bitcasts go through it (a value of up to 4 KiB)
 H.SCRATCH = tonumber(ffi.cast("uintptr_t", scratch))
+H.scratch_buffer = scratch -- kept alive: the generated code has only its address
 for name, r in pairs(machine.RAW) do
   H["raw_r_" .. name] = r[2]
   H["raw_w_" .. name] = r[3]

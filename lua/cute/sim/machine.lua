@@ -10,6 +10,7 @@
 -- store; each checks the access and raises the simulator's error for a bad one.
 local ffi = require "ffi"
 local N = require "cute.sim.num"
+require "cute.sim.memory" -- malloc and free
 
 local floor = math.floor
 
@@ -60,13 +61,14 @@ M.site_of = site_of
 --- Prepares a block: its shared memory (bytes), fresh shadow state.
 function M.begin_block(bytes)
   if bytes > SSIZE or not smem_buf then
+    -- in C's heap (kernels write it through raw pointers), 1024-byte aligned
     local n = math.max(bytes, 16)
-    smem_buf = ffi.new("uint8_t[?]", n + 1024)
+    smem_buf = ffi.gc(ffi.C.malloc(n + 1024), ffi.C.free)
     local base = tonumber(ffi.cast("uintptr_t", smem_buf))
     SBASE = base + (1024 - base % 1024) % 1024
     SSIZE = n
     shadow = {}
-    for i = 1, 8 do shadow[i] = ffi.new("int32_t[?]", n) end
+    for i = 1, 8 do shadow[i] = ffi.gc(ffi.cast("int32_t *", ffi.C.malloc(4 * n)), ffi.C.free) end
   end
   S.smem_bytes = bytes
   if S.checks then for i = 1, 8 do ffi.fill(shadow[i], 4 * SSIZE) end end
