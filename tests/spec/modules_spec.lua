@@ -14,7 +14,8 @@ local LAYERS = {
   { "trace.core" }, { "trace.ops" }, { "trace.control" }, { "trace.check" }, { "trace.sync" }, { "trace.tensor" },
   { "trace.partition" }, { "nvgpu.*" }, { "atom" }, { "trace.wgmma", "trace.tma", "trace.sync90" },
   { "trace.atom" }, { "pipeline" }, { "func" },
-  { "kernel_args" }, { "kernel_trace" }, { "kernel_cache", "kernel_launch", "sim.launch" }, { "kernel" }, { "aot" }, { "autotune" },
+  { "kernel_args" }, { "kernel_trace" }, { "kernel_cache", "kernel_launch", "sim.launch" }, { "kernel" }, { "aot" },
+  { "autotune" },
   { "lib.*" }, -- cute.lib: kernels written against the namespace, like a user's
   { "cute" }, -- the namespace (init.lua)
 }

@@ -1152,6 +1152,7 @@ function Fn:compile(is_kernel)
   self.nloc = self.nloc + 2
   self:prologue()
   self:body()
+  if self.nspill == 0 then self.out[1] = "" end -- no spill table: no allocation per thread
   return header .. "\n" .. table.concat(self.out, "\n") .. "\nend"
 end
 

@@ -26,8 +26,8 @@ double log2(double a);
 
 local N = {}
 
--- f32 rounding: a double through a float cell (round to nearest even).
 local fcell = ffi.new("float[1]")
+--- x rounded to f32 (to nearest even): a double through a float cell.
 function N.f32(x)
   fcell[0] = x
   return fcell[0]
@@ -35,10 +35,12 @@ end
 
 -- f32 and i32 bits (bitcast)
 local u32f = ffi.new("union { float f; uint32_t u; int32_t i; }")
+--- The bits of an f32 value, as a signed i32.
 function N.f32_bits(x)
   u32f.f = x
   return u32f.i
 end
+--- The f32 value of i32 bits.
 function N.bits_f32(i)
   u32f.i = i
   return u32f.f
@@ -139,7 +141,9 @@ end
 -- value -> value of the format (a conversion)
 local F16, BF16, E4M3, E5M2 = N.F16, N.BF16, N.E4M3, N.E5M2
 local enc_f16, enc_bf16, enc_e4m3, enc_e5m2 = N.enc_f16, N.enc_bf16, N.enc_e4m3, N.enc_e5m2
+--- v rounded to f16 (nearest even; overflow to infinity).
 function N.to_f16(v) return F16[enc_f16(v)] end
+--- v rounded to f32, then to bf16 (nearest even), as cvt.rn.bf16.f32.
 function N.to_bf16(v) return BF16[enc_bf16(N.f32(v))] end
 function N.to_bf16_rz(v) return BF16[N.enc_bf16_rz(N.f32(v))] end
 function N.to_e4m3(v) return E4M3[enc_e4m3(v)] end
@@ -152,6 +156,7 @@ function N.tf32_bits(v) -- the f32 register of a tf32 value
 end
 
 -- i32 arithmetic on signed values
+--- The low 32 bits of a * b (signed i32 values), exactly.
 function N.mul32(a, b) return tobit(a * band(b, 0xffff) + tobit(a * arshift(b, 16)) * 65536) end
 function N.sdiv32(a, b)
   if b == 0 then return -1 end
