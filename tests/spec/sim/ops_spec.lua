@@ -220,6 +220,27 @@ describe("the simulator's control flow and warp-level ops", function()
     assert.equal(63, hc[1])
   end)
 
+  it("dynamic shared memory, stmatrix and ldmatrix.trans (an 8 x 8 matrix out and back transposed), named "
+    .. "barriers", function()
+    local k = cute.kernel(function(O)
+      local l = cute.thread_idx().x
+      local s = cute.smem_allocator():tensor(cute.u16, cute.make_layout({ 8, 8 }, { 8, 1 }), 16)
+      local r, c = l / 4, (l % 4) * 2
+      local reg = (r * 8 + c) + (r * 8 + c + 1) * 65536
+      cute.arch.stmatrix(s:ptr_at({ l % 8, 0 }), { reg })
+      local out = cute.arch.ldmatrix(s:ptr_at({ l % 8, 0 }), 1, true)
+      O[l] = out[1]
+      cute.barrier(1, 32)
+    end)
+    local o = cute.tensor(cute.i32, 32)
+    run(k, 32, o)
+    local h = o:to_host()
+    for l = 0, 31 do
+      local lo, hi = 2 * (l % 4) * 8 + math.floor(l / 4), (2 * (l % 4) + 1) * 8 + math.floor(l / 4)
+      assert.equal(lo + hi * 65536, h[l], "lane " .. l)
+    end
+  end)
+
   it("printf writes from every thread, in thread order", function()
     local k = cute.kernel(function()
       local i = cute.thread_idx().x
