@@ -314,6 +314,11 @@ local function add_sub(luaop)
       local fma = self:helper(d.name == "f32" and "fmaf" or "fma")
       local x, y = self:arg(v, 0), self:arg(v, 1)
       local mx, my = self.deferred[x], self.deferred[y]
+      if mx and my then -- both products: the first is fused (as LLVM's combiner does), the second rounded
+        self.deferred[y] = nil
+        self.vals[y] = { self:bind(self:fround(d.name, my[1] .. " * " .. my[2])) }
+        my = nil
+      end
       if mx then
         self.deferred[x] = nil
         local c = self:a(v, 1)
@@ -890,7 +895,10 @@ OPS.ldmatrix = function(self, v, d)
   local pd = self:vty(self:arg(v, 0))
   local count = tonumber(self:imm(v, 0))
   local trans = bit.band(tonumber(self:imm(v, 1)), 4) ~= 0
-  self:set(v, self:yield(Y.LDMATRIX, self:site(v, "ldmatrix", 16), string.format("%q, %s, %d, %s", pd.space,
+  local site = self:site(v, "ldmatrix", 16)
+  -- pipelined GEMMs load the next k-block's fragments ahead; the last such load is never used
+  self.mc.sites[site].speculative = true
+  self:set(v, self:yield(Y.LDMATRIX, site, string.format("%q, %s, %d, %s", pd.space,
     self:a(v, 0), count, tostring(trans)), #d.slots))
 end
 OPS.stmatrix = function(self, v)
