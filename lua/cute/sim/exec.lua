@@ -571,9 +571,21 @@ local function run_plain(fn, P, B, T, n)
   end
 end
 
+-- A thread's coroutine runs the kernel once per block and yields EXIT
+-- between blocks, so that one coroutine a thread serves the whole launch.
+local EXIT = 0
+local function thread_loop(fn)
+  return function(P, B, T)
+    while true do
+      fn(P, B, T)
+      P, B, T = coroutine.yield(EXIT)
+    end
+  end
+end
+
 local function record(st, t, co, ok, kind, site, ...)
   if not ok then error(kind, 0) end
-  if coroutine.status(co) == "dead" then
+  if kind == EXIT or coroutine.status(co) == "dead" then
     st.state[t] = DONE
     return
   end
@@ -596,13 +608,15 @@ local function record(st, t, co, ok, kind, site, ...)
   st.args[t] = { ... }
 end
 
-local function run_coroutines(fn, P, B, T, n)
+local function run_coroutines(fn, P, B, T, n, cos)
   local st = { state = {}, kind = {}, site = {}, args = {}, res = {}, named = {} }
-  local cos = {}
   for t = 0, n - 1 do
     T[t].cpq = nil
-    local co = coroutine.create(fn)
-    cos[t] = co
+    local co = cos[t]
+    if not co then
+      co = coroutine.create(thread_loop(fn))
+      cos[t] = co
+    end
     S.tid = t
     record(st, t, co, coroutine.resume(co, P, B, T[t]))
   end
@@ -660,6 +674,7 @@ function E.run(c, name, P, grid, block, dyn_smem, regions)
     nwarps = math.ceil(n / 32), dsmem = dyn_smem, smem = smem, dyn_base = dyn_base }
   local fn = c.fn
   local runner = c.sync and run_coroutines or run_plain
+  local cos = {} -- the threads' coroutines, for the launch
   local ok, e = pcall(function()
     for z = 0, grid[3] - 1 do
       for y = 0, grid[2] - 1 do
@@ -667,7 +682,7 @@ function E.run(c, name, P, grid, block, dyn_smem, regions)
           S.block[1], S.block[2], S.block[3] = x, y, z
           B.cx, B.cy, B.cz = x, y, z
           machine.begin_block(smem)
-          runner(fn, P, B, T, n)
+          runner(fn, P, B, T, n, cos)
           machine.end_epoch()
         end
       end
