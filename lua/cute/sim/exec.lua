@@ -380,11 +380,11 @@ local function mma(st, lanes, base)
         local lo, hi = unpack16(args[ra + na + r - 1], dec)
         Bm[pos[1]][pos[2]], Bm[pos[1] + 1][pos[2]] = lo, hi
       end
-    else -- tf32: one element a register (its f32 bits)
+    else -- tf32: one element a register (its f32 bits; the tensor core reads the top 19, as tf32)
       local apos = k == 8 and { { g, t }, { g + 8, t }, { g, t + 4 }, { g + 8, t + 4 } } or { { g, t }, { g + 8, t } }
-      for r, pos in ipairs(apos) do A[pos[1]][pos[2]] = N.to_tf32(N.bits_f32(args[ra + r - 1])) end
+      for r, pos in ipairs(apos) do A[pos[1]][pos[2]] = N.bits_f32(band(args[ra + r - 1], -8192)) end
       local bpos = k == 8 and { { t, g }, { t + 4, g } } or { { t, g } }
-      for r, pos in ipairs(bpos) do Bm[pos[1]][pos[2]] = N.to_tf32(N.bits_f32(args[ra + na + r - 1])) end
+      for r, pos in ipairs(bpos) do Bm[pos[1]][pos[2]] = N.bits_f32(band(args[ra + na + r - 1], -8192)) end
     end
     local rc = ra + na + nb
     if tc == "f32" then
