@@ -3,9 +3,10 @@
 -- tiles run on both from the same inputs. Integer and copy kernels (the
 -- cases marked exact: copies, transposes, fills) must match bitwise; the
 -- others within a stated tolerance, relative to max(|GPU value|, 1): f32
--- kernels 1e-5 (the GPU's reduction order and approximate math differ from
--- the simulator's), 16-bit results 1 ulp of bf16 (2^-7), mma.sync tiles 1e-5
--- (f32 accumulators) or 2^-9 (tf32 and f16 accumulators).
+-- kernels 1e-5 (the GPU's approximate math and contractions differ from
+-- the simulator's), bf16 results 2 ulps (2^-6), mma.sync tiles 1e-4 (f32
+-- accumulators: the tensor core's summation order against the simulator's
+-- double sum) or 2^-9 (tf32).
 package.path = "tests/spec/sim/?.lua;tests/spec/atom/?.lua;" .. package.path
 local cute = require "cute"
 local K = require "lib_kernels"
@@ -40,7 +41,7 @@ describe("the simulator matches the GPU", function()
     it(c.name .. " #gpu", function()
       local gpu = on(0, c.run)
       local sim = on("sim", c.run)
-      local tol = (c.name:match("bf16") and 2 ^ -7) or 1e-5
+      local tol = (c.name:match("bf16") and 2 ^ -6) or 1e-5
       compare(c.name, gpu, sim, c.exact, tol)
     end)
   end
@@ -48,8 +49,8 @@ describe("the simulator matches the GPU", function()
   it("mma.sync tiles: bf16, f16 and tf32 atoms, both major orders #gpu", function()
     local MK = require "mma_kernels"
     local cases = {
-      { op = cute.nvgpu.warp.MmaF16BF16Op(cute.bf16, cute.f32, { 16, 8, 16 }), ldmatrix = true, tol = 1e-5 },
-      { op = cute.nvgpu.warp.MmaF16BF16Op(cute.f16, cute.f32, { 16, 8, 16 }), tol = 1e-5 },
+      { op = cute.nvgpu.warp.MmaF16BF16Op(cute.bf16, cute.f32, { 16, 8, 16 }), ldmatrix = true, tol = 1e-4 },
+      { op = cute.nvgpu.warp.MmaF16BF16Op(cute.f16, cute.f32, { 16, 8, 16 }), tol = 1e-4 },
       { op = cute.nvgpu.warp.MmaTF32Op({ 16, 8, 8 }), tol = 2 ^ -9 },
     }
     for n, c in ipairs(cases) do
