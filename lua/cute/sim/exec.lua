@@ -348,14 +348,23 @@ local function frag_b16(g, t, k) -- 16-bit B: regs of (row pair, col)
   return { { 2 * t, g } }
 end
 
+-- 8-bit operand types: a byte -> its value
+local BYTE8 = {
+  s8 = function(b) return b >= 128 and b - 256 or b end,
+  u8 = function(b) return b end,
+  e4m3 = function(b) return N.E4M3[b] end,
+  e5m2 = function(b) return N.E5M2[b] end,
+}
+
 local function mma(st, lanes, base)
   local a0 = st.args[lanes[1]]
   local shape, ta, tb, tc, td = a0[1], a0[2], a0[3], a0[4], a0[5]
   local na, nb = a0[6], a0[7]
   local m, n, k = shape:match("^m(%d+)n(%d+)k(%d+)$")
   m, n, k = tonumber(m), tonumber(n), tonumber(k)
+  local byte8 = BYTE8[ta] and BYTE8[tb] and k == 32
   if m ~= 16 or n ~= 8 or not (((ta == "f16" or ta == "bf16") and (k == 16 or k == 8)) or
-      (ta == "tf32" and (k == 8 or k == 4))) or (tc ~= "f32" and tc ~= "f16") then
+      (ta == "tf32" and (k == 8 or k == 4)) or byte8) or (tc ~= "f32" and tc ~= "f16" and tc ~= "s32") then
     fail("kernel '%s': mma.sync %s with %s x %s + %s is not simulated yet", S.kernel, shape, ta, tb, tc)
   end
   if #lanes ~= 32 then fail("kernel '%s': mma.sync needs all 32 lanes of the warp", S.kernel) end
@@ -371,7 +380,18 @@ local function mma(st, lanes, base)
     local g, t = floor(l / 4), l % 4
     local args = st.args[tt]
     local ra = 9
-    if dec then
+    if byte8 then -- 8-bit: four elements a register, A rows g (g + 8), B columns g
+      local da, db = BYTE8[ta], BYTE8[tb]
+      for r = 0, 3 do
+        local reg = args[ra + r]
+        local row, col = g + 8 * (r % 2), t * 4 + 16 * floor(r / 2)
+        for e = 0, 3 do A[row][col + e] = da(band(rshift(reg, 8 * e), 0xff)) end
+      end
+      for r = 0, 1 do
+        local reg = args[ra + na + r]
+        for e = 0, 3 do Bm[t * 4 + 16 * r + e][g] = db(band(rshift(reg, 8 * e), 0xff)) end
+      end
+    elseif dec then
       for r, pos in ipairs(frag_a16(g, t, k)) do
         local lo, hi = unpack16(args[ra + r - 1], dec)
         A[pos[1]][pos[2]], A[pos[1]][pos[2] + 1] = lo, hi
@@ -387,7 +407,7 @@ local function mma(st, lanes, base)
       for r, pos in ipairs(bpos) do Bm[pos[1]][pos[2]] = N.bits_f32(band(args[ra + na + r - 1], -8192)) end
     end
     local rc = ra + na + nb
-    if tc == "f32" then
+    if tc == "f32" or tc == "s32" then
       Cm[g][2 * t], Cm[g][2 * t + 1], Cm[g + 8][2 * t], Cm[g + 8][2 * t + 1] = args[rc], args[rc + 1], args[rc + 2],
         args[rc + 3]
     else
@@ -402,13 +422,13 @@ local function mma(st, lanes, base)
     for j = 0, n - 1 do
       local s = Cm[i][j]
       for kk = 0, k - 1 do s = s + Ai[kk] * Bm[kk][j] end
-      D[i][j] = td == "f32" and N.f32(s) or N.to_f16(s)
+      if td == "f32" then D[i][j] = N.f32(s) elseif td == "s32" then D[i][j] = tobit(s) else D[i][j] = N.to_f16(s) end
     end
   end
   for _, tt in ipairs(lanes) do
     local l = tt - base
     local g, t = floor(l / 4), l % 4
-    if td == "f32" then
+    if td == "f32" or td == "s32" then
       st.res[tt] = { D[g][2 * t], D[g][2 * t + 1], D[g + 8][2 * t], D[g + 8][2 * t + 1] }
     else
       st.res[tt] = { tobit(N.enc_f16(D[g][2 * t]) + N.enc_f16(D[g][2 * t + 1]) * 65536),

@@ -6,7 +6,7 @@
 -- kernels 1e-5 (the GPU's approximate math and contractions differ from
 -- the simulator's), bf16 results 2 ulps (2^-6), mma.sync tiles 1e-4 (f32
 -- accumulators: the tensor core's summation order against the simulator's
--- double sum) or 2^-9 (tf32).
+-- double sum) or 2^-9 (tf32); the int8 tile bitwise.
 package.path = "tests/spec/sim/?.lua;tests/spec/atom/?.lua;" .. package.path
 local cute = require "cute"
 local K = require "lib_kernels"
@@ -46,12 +46,13 @@ describe("the simulator matches the GPU", function()
     end)
   end
 
-  it("mma.sync tiles: bf16, f16 and tf32 atoms, both major orders #gpu", function()
+  it("mma.sync tiles: bf16, f16, tf32 and int8 atoms, both major orders #gpu", function()
     local MK = require "mma_kernels"
     local cases = {
       { op = cute.nvgpu.warp.MmaF16BF16Op(cute.bf16, cute.f32, { 16, 8, 16 }), ldmatrix = true, tol = 1e-4 },
       { op = cute.nvgpu.warp.MmaF16BF16Op(cute.f16, cute.f32, { 16, 8, 16 }), tol = 1e-4 },
       { op = cute.nvgpu.warp.MmaTF32Op({ 16, 8, 8 }), tol = 2 ^ -9 },
+      { op = cute.nvgpu.warp.MmaI8Op(cute.i8, cute.u8, { 16, 8, 32 }), exact = true, size = 64 },
     }
     for n, c in ipairs(cases) do
       for _, am in ipairs { "k", "mn" } do
@@ -60,12 +61,13 @@ describe("the simulator matches the GPU", function()
           local k, mma = MK.tile_gemm(c)
           local function go()
             local at = mma.atom
-            local A, B = MK.operands(at.a_dtype, at.b_dtype, 32, 32, 32, am, bm, 200 + n)
-            local C = cute.tensor(cute.f32, { 32, 32 }, "row"):fill(0)
-            k { grid = 1, block = mma.size }(A, B, C, cute.constexpr(32), cute.constexpr(32), cute.constexpr(32))
+            local sz = c.size or 32
+            local A, B = MK.operands(at.a_dtype, at.b_dtype, sz, sz, sz, am, bm, 200 + n)
+            local C = cute.tensor(cute.f32, { sz, sz }, "row"):fill(0)
+            k { grid = 1, block = mma.size }(A, B, C, cute.constexpr(sz), cute.constexpr(sz), cute.constexpr(sz))
             return { K.host(C) }
           end
-          compare(string.format("mma %d %s %s", n, am, bm), on(0, go), on("sim", go), false, c.tol)
+          compare(string.format("mma %d %s %s", n, am, bm), on(0, go), on("sim", go), c.exact, c.tol)
         end
       end
     end
