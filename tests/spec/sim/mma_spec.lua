@@ -15,7 +15,8 @@ local CASES = {
   { name = "tf32 m16n8k8", op = cute.nvgpu.warp.MmaTF32Op({ 16, 8, 8 }), tol = 2 ^ -9 },
   { name = "i8 x u8 -> i32 m16n8k32", op = cute.nvgpu.warp.MmaI8Op(cute.i8, cute.u8, { 16, 8, 32 }), tol = 0,
     size = 64 },
-  { name = "e4m3 x e5m2 -> f32 m16n8k32", op = cute.nvgpu.warp.MmaFP8Op(cute.e4m3, cute.e5m2, { 16, 8, 32 }), size = 64 },
+  { name = "e4m3 x e5m2 -> f32 m16n8k32", op = cute.nvgpu.warp.MmaFP8Op(cute.e4m3, cute.e5m2, { 16, 8, 32 }),
+    size = 64 },
 }
 
 describe("mma.sync tiles on the simulator", function()
