@@ -1,10 +1,11 @@
 -- The GPU specs whose kernels the simulator runs pass on it, GPU-tagged tests
 -- included, where CI has no GPU: the tracer's GPU kernels (integer division,
 -- conversions, loops, block reductions with atomics, shared-memory reversal,
--- tiled copies, device functions), its generated code's results, and
--- cute.testing's checks of a cute.gemm result (the mma.sync GEMM of cute.lib).
+-- tiled copies, device functions), its generated code's results,
+-- cute.testing's checks of a cute.gemm result (the mma.sync GEMM of cute.lib),
+-- and the one-tile GEMMs of every MMA atom family in every major order.
 local SPECS = { "tests/spec/trace/gpu_spec.lua", "tests/spec/trace/codegen_spec.lua",
-  "tests/spec/testing/testing_spec.lua" }
+  "tests/spec/testing/testing_spec.lua", "tests/spec/atom/mma_spec.lua" }
 
 describe("GPU specs on the simulator", function()
   for _, spec in ipairs(SPECS) do
