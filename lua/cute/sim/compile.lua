@@ -168,7 +168,35 @@ function Fn:unsupported(v, what)
     what or ("the IR op '" .. self:op(v) .. "'"), self:where(v), self.mc.kernel)
 end
 
-function Fn:emit(s) self.out[#self.out + 1] = self.ind .. s end
+-- Emits a line of straight-line code; in a big function (below) it joins
+-- the pending segment.
+function Fn:emit(s)
+  if self.big then
+    self.seg[#self.seg + 1] = s
+    if #self.seg >= 1500 then self:flush() end
+    return
+  end
+  self.out[#self.out + 1] = self.ind .. s
+end
+
+-- A big function (a body past LuaJIT's 32767-instruction jump range): every
+-- value lives in R, and each run of straight-line code becomes a function of
+-- its own (SEG[n]), called from the control structure that holds it.
+function Fn:flush()
+  if not self.big or #self.seg == 0 then return end
+  local mc = self.mc
+  mc.nseg = mc.nseg + 1
+  mc.segs[#mc.segs + 1] = string.format("SEG[%d] = function(P, B, T, R, SB)\n%s\nend", mc.nseg,
+    table.concat(self.seg, "\n"))
+  self.seg = {}
+  self.out[#self.out + 1] = string.format("%sSEG[%d](P, B, T, R, SB)", self.ind, mc.nseg)
+end
+
+-- Emits a line of control structure (after the pending segment).
+function Fn:ctl(s)
+  self:flush()
+  self.out[#self.out + 1] = self.ind .. s
+end
 function Fn:helper(name)
   local mc = self.mc
   if not mc.helpers[name] then
@@ -236,15 +264,16 @@ function Fn:bind_multi(e, n)
 end
 
 function Fn:open_block(line)
-  if line then self:emit(line) end
+  if line then self:ctl(line) end
   self.regions[#self.regions + 1] = { nloc = self.nloc }
   self.ind = self.ind .. "  "
 end
 function Fn:close_block(line)
+  self:flush()
   local r = table.remove(self.regions)
   self.nloc = r.nloc
   self.ind = self.ind:sub(3)
-  if line then self:emit(line) end
+  if line then self:ctl(line) end
 end
 
 -- ---------------------------------------------------------------------------
@@ -687,7 +716,12 @@ function Fn:var(id)
   local d = self:ty(t[0])
   x = { count = count, d = d, ns = #d.slots, dynamic = self.dynvars[id] }
   if x.dynamic then
-    x.table = "V" .. id
+    if self.big then
+      self.nspill = self.nspill + 1
+      x.table = "R[" .. self.nspill .. "]"
+    else
+      x.table = "V" .. id
+    end
   else
     x.names = {}
   end
@@ -998,7 +1032,14 @@ function Fn:prologue()
         else
           local first = self.argslot[idx + 1]
           local names = {}
-          for k = 1, #d.slots do names[k] = "a" .. (first + k - 1) end
+          for k = 1, #d.slots do
+            names[k] = "a" .. (first + k - 1)
+            if self.big then -- the segments see R, not the arguments
+              self.nspill = self.nspill + 1
+              self:ctl(string.format("R[%d] = %s", self.nspill, names[k]))
+              names[k] = "R[" .. self.nspill .. "]"
+            end
+          end
           self:set(v, names)
         end
       elseif op == "smem" then
@@ -1017,7 +1058,7 @@ function Fn:prologue()
   for id = 1, ir.var_count(self.f) do
     local x = self:var(id)
     if x.table then
-      self:emit(string.format("local %s = {}", x.table))
+      self:emit(string.format("%s%s = {}", self.big and "" or "local ", x.table))
       self.nloc = self.nloc + 1
       local z = {}
       for s, slot in ipairs(x.d.slots) do z[s] = zero_of(slot) end
@@ -1049,22 +1090,29 @@ function Fn:body()
       local ivref = v + 1
       local d = self:vty(ivref)
       self:open_block("do")
-      local iv = "iv" .. id
-      self:emit(string.format("local %s, hi%d, st%d = %s, %s, %s", iv, id, id, lo, hi, st))
+      local iv, hiv, stv_name = "iv" .. id, "hi" .. id, "st" .. id
+      if self.big then -- in R: the segments read them
+        iv, hiv, stv_name = "R[" .. (self.nspill + 1) .. "]", "R[" .. (self.nspill + 2) .. "]",
+          "R[" .. (self.nspill + 3) .. "]"
+        self.nspill = self.nspill + 3
+        self:ctl(string.format("%s, %s, %s = %s, %s, %s", iv, hiv, stv_name, lo, hi, st))
+      else
+        self:ctl(string.format("local %s, %s, %s = %s, %s, %s", iv, hiv, stv_name, lo, hi, st))
+      end
       self.nloc = self.nloc + 3
       self:set(ivref, { iv })
       local cond
       local stv = tonumber(st:match("^%-?%d+$") or (st:match("^(%-?%d+)LL$")))
       if stv and stv > 0 then
-        cond = string.format("%s < hi%d", iv, id)
+        cond = string.format("%s < %s", iv, hiv)
       elseif stv and stv < 0 then
-        cond = string.format("%s > hi%d", iv, id)
+        cond = string.format("%s > %s", iv, hiv)
       else
-        cond = string.format("(st%d > 0 and %s < hi%d) or (st%d < 0 and %s > hi%d)", id, iv, id, id, iv, id)
+        cond = string.format("(%s > 0 and %s < %s) or (%s < 0 and %s > %s)", stv_name, iv, hiv, stv_name, iv, hiv)
       end
       self:open_block("while " .. cond .. " do")
       self:open_block("do")
-      stack[#stack + 1] = { kind = "for", id = id, iv = iv, bits = d.bits }
+      stack[#stack + 1] = { kind = "for", id = id, iv = iv, bits = d.bits, st = stv_name }
       self.loops[#self.loops + 1] = id
       v = v + 2
     elseif op == "if" then
@@ -1084,7 +1132,7 @@ function Fn:body()
       self.loops[#self.loops + 1] = id
       v = v + 1
     elseif op == "while.cond" then
-      self:emit("if not " .. self:a(v, 0) .. " then break end")
+      self:ctl("if not " .. self:a(v, 0) .. " then break end")
       v = v + 1
     elseif op == "end" then
       local top = table.remove(stack)
@@ -1093,32 +1141,32 @@ function Fn:body()
       elseif top.kind == "for" then
         table.remove(self.loops)
         self:close_block("end")
-        self:emit(string.format("::c%d::", top.id))
+        self:ctl(string.format("::c%d::", top.id))
         if top.bits == 64 then
-          self:emit(string.format("%s = %s + st%d", top.iv, top.iv, top.id))
+          self:ctl(string.format("%s = %s + %s", top.iv, top.iv, top.st))
         else
-          self:emit(string.format("%s = %s(%s + st%d)", top.iv, self:helper("tobit"), top.iv, top.id))
+          self:ctl(string.format("%s = %s(%s + %s)", top.iv, self:helper("tobit"), top.iv, top.st))
         end
         self:close_block("end")
         self:close_block("end")
       else
         table.remove(self.loops)
         self:close_block("end")
-        self:emit(string.format("::c%d::", top.id))
+        self:ctl(string.format("::c%d::", top.id))
         self:close_block("end")
       end
       v = v + 1
     elseif op == "break" then
-      self:emit("do break end")
+      self:ctl("do break end")
       v = v + 1
     elseif op == "continue" then
-      self:emit("goto c" .. self.loops[#self.loops])
+      self:ctl("goto c" .. self.loops[#self.loops])
       v = v + 1
     elseif op == "ret" then
       if self:nargs(v) > 0 then
-        self:emit("do return " .. table.concat(self:v(self:arg(v, 0)), ", ") .. " end")
+        self:ctl("do return " .. table.concat(self:v(self:arg(v, 0)), ", ") .. " end")
       else
-        self:emit("do return end")
+        self:ctl("do return end")
       end
       v = v + 1
     else
@@ -1131,8 +1179,9 @@ function Fn:body()
   end
 end
 
-function Fn:compile(is_kernel)
+function Fn:compile(is_kernel, big)
   self.kernel = is_kernel
+  self.big, self.seg = big, {}
   local header
   if is_kernel then
     header = "function(P, B, T)"
@@ -1155,11 +1204,13 @@ function Fn:compile(is_kernel)
     self.nloc = k
   end
   self:prepass()
-  self:emit("local R = {}")
-  self:emit("local SB = " .. self:helper("smem_base") .. "()")
+  self:ctl("local R = {}")
+  self:ctl("local SB = " .. self:helper("smem_base") .. "()")
   self.nloc = self.nloc + 2
+  if big then self.nloc = LOCAL_LIMIT end -- every value in R
   self:prologue()
   self:body()
+  self:flush()
   if self.nspill == 0 then self.out[1] = "" end -- no spill table: no allocation per thread
   return header .. "\n" .. table.concat(self.out, "\n") .. "\nend"
 end
@@ -1171,9 +1222,24 @@ end
 -- function, sync = whether it yields (barriers, warp collectives), sites,
 -- params (the types of its parameters), smem (static bytes), dyn_align,
 -- source }.
+local compile_as
+
+--- C.big = true compiles every kernel in the big form (for tests).
+C.big = false
+
 function C.compile(m, kernel_name, helpers)
+  local r, e = compile_as(m, kernel_name, helpers, C.big)
+  -- past LuaJIT's limits (a jump over 32767 instructions, 65536 constants): the big form
+  if not r and (e:match("control structure too long") or e:match("too many")) then
+    r, e = compile_as(m, kernel_name, helpers, true)
+  end
+  if not r then err.raise("the simulator could not compile kernel '%s' to Lua: %s", kernel_name, tostring(e)) end
+  return r
+end
+
+compile_as = function(m, kernel_name, helpers, big)
   local mc = { m = m, kernel = kernel_name, types = {}, helpers = {}, helper_order = {}, nhelpers = 0, sites = {},
-    params = {}, smem = 0, dyn_align = 16, called = {}, sync = false }
+    params = {}, smem = 0, dyn_align = 16, called = {}, sync = false, segs = {}, nseg = 0 }
   local nf = ir.func_count(m)
   local kidx
   for i = 0, nf - 1 do
@@ -1182,7 +1248,7 @@ function C.compile(m, kernel_name, helpers)
   end
   kidx = kidx or 0
   local bodies = {}
-  local ks = new_fn(mc, ir.func_at(m, kidx), kidx):compile(true)
+  local ks = new_fn(mc, ir.func_at(m, kidx), kidx):compile(true, big)
   -- device functions, as called (each compiled once)
   local done = { [kidx] = true }
   local progress = true
@@ -1192,7 +1258,7 @@ function C.compile(m, kernel_name, helpers)
       if not done[idx] then
         done[idx] = true
         progress = true
-        bodies[#bodies + 1] = { idx = idx, src = new_fn(mc, ir.func_at(m, idx), idx):compile(false) }
+        bodies[#bodies + 1] = { idx = idx, src = new_fn(mc, ir.func_at(m, idx), idx):compile(false, big) }
       end
     end
   end
@@ -1200,18 +1266,18 @@ function C.compile(m, kernel_name, helpers)
   for _, name in ipairs(mc.helper_order) do
     if mc.helpers[name] == name then lines[#lines + 1] = string.format("local %s = H.%s", name, name) end
   end
+  if big then lines[#lines + 1] = "local SEG = {}" end
   if #bodies > 0 then
     local fnames = {}
     for _, b in ipairs(bodies) do fnames[#fnames + 1] = "F" .. b.idx end
     lines[#lines + 1] = "local " .. table.concat(fnames, ", ")
     for _, b in ipairs(bodies) do lines[#lines + 1] = "F" .. b.idx .. " = " .. b.src end
   end
+  for _, sg in ipairs(mc.segs) do lines[#lines + 1] = sg end
   lines[#lines + 1] = "return " .. ks
   local src = table.concat(lines, "\n")
   local chunk, e = loadstring(src, "=(simulated kernel " .. kernel_name .. ")")
-  if not chunk then
-    err.raise("the simulator could not compile kernel '%s' to Lua: %s", kernel_name, tostring(e))
-  end
+  if not chunk then return nil, tostring(e) end
   for name in pairs(mc.helpers) do
     if helpers[name] == nil then err.raise("simulator: no helper '%s' (kernel '%s')", name, kernel_name) end
   end
