@@ -24,7 +24,8 @@ describe("the simulator's big form", function()
     for _, c in ipairs(K.cases) do
       local got, want = c.check(c.run())
       local worst, at = K.max_error(got, want)
-      assert.is_true(worst ~= nil and worst <= (c.tol or 0), c.name .. ": " .. tostring(worst) .. " at " .. tostring(at))
+      assert.is_true(worst ~= nil and worst <= (c.tol or 0),
+        c.name .. ": " .. tostring(worst) .. " at " .. tostring(at))
     end
     compile.big = false
   end)
