@@ -164,6 +164,24 @@ describe("the simulator's checks", function()
       .. ".*%(barrier%)", msg)
   end)
 
+  it("a failed device assertion (cute.assert_ with assertions on) stops the launch at its line", function()
+    local L
+    local k = cute.kernel(function(c)
+      local i = cute.thread_idx().x
+      L = line(); cute.assert_(i:lt(40), "i below 40")
+      c[i] = i
+    end, { assertions = true })
+    local out = {}
+    local write = io.write
+    io.write = function(s) out[#out + 1] = s end -- luacheck: ignore 122
+    local ok, msg = pcall(function() k { grid = 1, block = 64 }(cute.tensor(cute.i32, 64)) end)
+    io.write = write -- luacheck: ignore 122
+    assert.is_false(ok)
+    assert.matches("trap %(an abort or a failed device assertion%) at " .. at(L), msg)
+    assert.matches("thread %(40,0,0%)", msg)
+    assert.matches("i below 40", table.concat(out))
+  end)
+
   it("checks can be turned off (CUTELUA_SIM_CHECKS=0 at start)", function()
     local exec = require "cute.sim.exec"
     local saved = exec.checks_default
