@@ -1218,15 +1218,15 @@ end
 -- ---------------------------------------------------------------------------
 -- A module's kernel (and the device functions it calls) as one Lua chunk
 
+local compile_as
+
+-- C.big = true compiles every kernel in the big form (for tests).
+C.big = false
+
 --- Compiles the kernel of a traced module: returns { fn = the kernel's Lua
 -- function, sync = whether it yields (barriers, warp collectives), sites,
 -- params (the types of its parameters), smem (static bytes), dyn_align,
 -- source }.
-local compile_as
-
---- C.big = true compiles every kernel in the big form (for tests).
-C.big = false
-
 function C.compile(m, kernel_name, helpers)
   local r, e = compile_as(m, kernel_name, helpers, C.big)
   -- past LuaJIT's limits (a jump over 32767 instructions, 65536 constants): the big form
