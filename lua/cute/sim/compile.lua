@@ -289,7 +289,7 @@ end
 
 -- rounds a float expression to type name t
 function Fn:fround(t, e)
-  if t == "f32" or t == "tf32" then return self:helper("f32") .. "(" .. e .. ")" end
+  if t == "f32" then return self:helper("f32") .. "(" .. e .. ")" end
   if t == "f64" then return e end
   if t == "f16" then return self:helper("to_f16") .. "(" .. e .. ")" end
   if t == "bf16" then return self:helper("to_bf16") .. "(" .. e .. ")" end
@@ -965,6 +965,7 @@ function Fn:prepass()
   -- uses (for contraction), blocks, variables indexed by a value
   local uses, user, block = {}, {}, {}
   self.nonselect = {}
+  local users = {} -- ref -> { {user, operand index}, ... }
   local dyn = {}
   local blk, stack, nblk = 0, {}, 0
   for v = 1, self.ninst do
@@ -985,9 +986,33 @@ function Fn:prepass()
       local a = self:arg(v, i)
       uses[a] = (uses[a] or 0) + 1
       user[a] = v
-      -- a load whose value only a select may pick is speculative (cute.where(c, smem[i], x))
-      if op ~= "select" or i == 0 then self.nonselect[a] = true end
+      users[a] = users[a] or {}
+      users[a][#users[a] + 1] = { v, i, op }
     end
+  end
+  -- a load whose value only a select may pick (cute.where(c, smem[i], x)), or that only goes into
+  -- registers (a local variable: a pipelined loop's fragments, loaded ahead), converted or packed on
+  -- the way, is speculative: the uninitialised-read check skips it
+  local PASS = { cvt = true, cvtu = true, bitcast = true, pack = true, insert = true, extract = true }
+  local memo = {}
+  local function kept_only(ref, depth)
+    if memo[ref] ~= nil then return memo[ref] end
+    if depth > 8 then return false end
+    local ok = true
+    for _, u in ipairs(users[ref] or {}) do
+      local uv, i, op = u[1], u[2], u[3]
+      local kept = (op == "select" and i > 0) or ((op == "var.store" or op == "var.storev") and i == 0) or
+        (op == "var.storex" and i == 1) or (PASS[op] and kept_only(uv, depth + 1))
+      if not kept then
+        ok = false
+        break
+      end
+    end
+    memo[ref] = ok
+    return ok
+  end
+  for v = 1, self.ninst do
+    if self:op(v) == "load" and not kept_only(v, 0) then self.nonselect[v] = true end
   end
   self.dynvars = dyn
   self.deferred = {}

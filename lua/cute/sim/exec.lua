@@ -604,7 +604,13 @@ local function thread_loop(fn)
 end
 
 local function record(st, t, co, ok, kind, site, ...)
-  if not ok then error(kind, 0) end
+  if not ok then
+    if type(kind) ~= "table" then -- where in the generated code (for a simulator bug report)
+      local where = debug.traceback(co, "", 0):match("%(simulated kernel [^%)]*%):%d+")
+      if where and not tostring(kind):find(where, 1, true) then kind = tostring(kind) .. " (at " .. where .. ")" end
+    end
+    error(kind, 0)
+  end
   if kind == EXIT or coroutine.status(co) == "dead" then
     st.state[t] = DONE
     return

@@ -9,6 +9,7 @@
 -- thread. The helpers here are what the generated code calls for a load or a
 -- store; each checks the access and raises the simulator's error for a bad one.
 local ffi = require "ffi"
+local bit = require "bit"
 local N = require "cute.sim.num"
 require "cute.sim.memory" -- malloc and free
 
@@ -206,6 +207,25 @@ local F16, BF16, E4M3, E5M2 = N.F16, N.BF16, N.E4M3, N.E5M2
 local enc_f16, enc_bf16, enc_e4m3, enc_e5m2 = N.enc_f16, N.enc_bf16, N.enc_e4m3, N.enc_e5m2
 local I64 = N.I64
 
+-- Floats read from memory: a NaN with a payload (any bits, e.g. an integer -1
+-- seen as a float) is read as the canonical NaN, since LuaJIT takes some NaN
+-- patterns of a double for its own tagged values.
+local band = bit.band
+local NAN = 0 / 0
+local function rd_f32(a)
+  local u = cast(P.uint32_t, a)[0]
+  if band(u, 0x7f800000) == 0x7f800000 and band(u, 0x7fffff) ~= 0 then return NAN end
+  return cast(P.float, a)[0]
+end
+local function rd_f64(a)
+  local hi = cast(P.uint32_t, a + 4)[0]
+  if band(hi, 0x7ff00000) == 0x7ff00000 and (band(hi, 0xfffff) ~= 0 or cast(P.uint32_t, a)[0] ~= 0) then
+    return NAN
+  end
+  return cast(P.double, a)[0]
+end
+M.rd_f32, M.rd_f64 = rd_f32, rd_f64
+
 -- type name -> { bytes, read(addr), write(addr, v) }
 local RAW = {
   i1 = { 1, function(a) return cast(P.uint8_t, a)[0] ~= 0 end,
@@ -214,13 +234,13 @@ local RAW = {
   i16 = { 2, function(a) return cast(P.int16_t, a)[0] end, function(a, v) cast(P.int16_t, a)[0] = v end },
   i32 = { 4, function(a) return cast(P.int32_t, a)[0] end, function(a, v) cast(P.int32_t, a)[0] = v end },
   i64 = { 8, function(a) return I64(cast(P.int64_t, a)[0]) end, function(a, v) cast(P.int64_t, a)[0] = v end },
-  f32 = { 4, function(a) return cast(P.float, a)[0] end, function(a, v) cast(P.float, a)[0] = v end },
-  f64 = { 8, function(a) return cast(P.double, a)[0] end, function(a, v) cast(P.double, a)[0] = v end },
+  f32 = { 4, rd_f32, function(a, v) cast(P.float, a)[0] = v end },
+  f64 = { 8, rd_f64, function(a, v) cast(P.double, a)[0] = v end },
   f16 = { 2, function(a) return F16[cast(P.uint16_t, a)[0]] end,
     function(a, v) cast(P.uint16_t, a)[0] = enc_f16(v) end },
   bf16 = { 2, function(a) return BF16[cast(P.uint16_t, a)[0]] end,
     function(a, v) cast(P.uint16_t, a)[0] = enc_bf16(v) end },
-  tf32 = { 4, function(a) return cast(P.float, a)[0] end, function(a, v) cast(P.float, a)[0] = v end },
+  tf32 = { 4, rd_f32, function(a, v) cast(P.float, a)[0] = v end },
   e4m3 = { 1, function(a) return E4M3[cast(P.uint8_t, a)[0]] end,
     function(a, v) cast(P.uint8_t, a)[0] = enc_e4m3(v) end },
   e5m2 = { 1, function(a) return E5M2[cast(P.uint8_t, a)[0]] end,

@@ -40,8 +40,10 @@ function N.f32_bits(x)
   u32f.f = x
   return u32f.i
 end
---- The f32 value of i32 bits.
+--- The f32 value of i32 bits (a NaN with a payload as the canonical NaN:
+-- LuaJIT takes some NaN patterns of a double for its own tagged values).
 function N.bits_f32(i)
+  if band(i, 0x7f800000) == 0x7f800000 and band(i, 0x7fffff) ~= 0 then return 0 / 0 end
   u32f.i = i
   return u32f.f
 end
@@ -52,7 +54,9 @@ function N.f64_bits(x)
 end
 function N.bits_f64(i)
   u64d.i = i
-  return u64d.d
+  local d = u64d.d
+  if d ~= d or type(d) ~= "number" then return 0 / 0 end
+  return d
 end
 
 -- The small float formats: decode tables (bits -> value) and correctly

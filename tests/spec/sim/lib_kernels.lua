@@ -2,8 +2,9 @@
 -- the CPU: what tests/spec/sim/lib_spec.lua runs on the simulator and
 -- tests/spec/sim/vs_gpu_spec.lua on both the simulator and the GPU. A case
 -- is { name, exact (bitwise comparison to the GPU), tol (relative, against
--- the reference), run = function() -> outputs (lists of numbers), reference
--- = function(outputs...) -> what they should be }. run makes its tensors on
+-- the reference), gpu_tol (against the GPU, where the default would not do),
+-- run = function() -> outputs (lists of numbers), check = function(outputs)
+-- -> what was computed and what it should be }. run makes its tensors on
 -- the current device.
 local cute = require "cute"
 
@@ -172,6 +173,32 @@ for _, beta in ipairs { 0, 0.5 } do
     end
     return o[4], want
   end }
+end
+
+-- cute.gemm: the mma.sync GEMM of cute.lib (cp.async, ldmatrix or shared loads, a pipeline), odd sizes
+for _, g in ipairs { { dt = cute.bf16, tol = 1e-5 }, { dt = cute.f16, tol = 1e-5 }, { dt = cute.i8, exact = true },
+  { dt = cute.e4m3, tol = 1e-5 }, { dt = cute.f32, tol = 1e-2, note = " (tf32 tensor cores)", gpu_tol = 2 ^ -9 } } do
+  case { name = "gemm " .. g.dt.name .. (g.note or ""), exact = g.exact, tol = g.tol or 0, gpu_tol = g.gpu_tol,
+    run = function()
+      local m, n, k = 70, 50, 40
+      local lo, hi = -1, 1
+      if g.dt.is_integer then lo, hi = -8, 8 end
+      local A = cute.tensor(g.dt, { m, k }, "row"):uniform(lo, hi, 51)
+      local B = cute.tensor(g.dt, { k, n }, "row"):uniform(lo, hi, 52)
+      local C = cute.gemm(A, B)
+      return { host(A), host(B), host(C) }
+    end, check = function(o)
+      local m, n, k = 70, 50, 40
+      local A, B, want = mat(o[1], m, k), mat(o[2], k, n), {}
+      for i = 0, m - 1 do
+        for j = 0, n - 1 do
+          local s = 0
+          for kk = 0, k - 1 do s = s + A[i][kk] * B[kk][j] end
+          want[i + j * m + 1] = s
+        end
+      end
+      return o[3], want
+    end }
 end
 
 K.cases = cases

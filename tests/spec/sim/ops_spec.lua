@@ -142,6 +142,34 @@ describe("the simulator's arithmetic", function()
   end)
 end)
 
+describe("the simulator's memory", function()
+  local old
+  setup(function()
+    old = cute.current_device()
+    cute.set_device("sim")
+  end)
+  teardown(function() cute.set_device(old) end)
+
+  it("reads floats of any bits: NaNs with payloads (an integer -1 seen as f32 or f64) are NaN", function()
+    local raw32 = ffi.new("uint32_t[4]", { 0xffffffff, 0x7fffffff, 0xff800001, 0x3f800000 })
+    local raw64 = ffi.new("uint64_t[2]", { 0xffffffffffffffffULL, 0x3ff0000000000000ULL })
+    local x = cute.tensor(cute.f32, 4):copy_from(raw32)
+    local d = cute.tensor(cute.f64, 2):copy_from(raw64)
+    local y, e = cute.tensor(cute.f32, 4), cute.tensor(cute.f64, 2)
+    local k = cute.kernel(function(X, D, Yo, Eo)
+      local i = cute.thread_idx().x
+      Yo[i] = X[i] + 1
+      cute.if_(i:lt(2), function() Eo[i] = D[i] * 2 end)
+    end)
+    run(k, 4, x, d, y, e)
+    local hy, he = y:to_host(), e:to_host()
+    for i = 0, 2 do assert.is_true(hy[i] ~= hy[i], "f32 element " .. i) end
+    assert.equal(2, hy[3])
+    assert.is_true(he[0] ~= he[0])
+    assert.equal(2, he[1])
+  end)
+end)
+
 describe("the simulator's control flow and warp-level ops", function()
   local old
   setup(function()

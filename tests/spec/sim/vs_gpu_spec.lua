@@ -41,7 +41,7 @@ describe("the simulator matches the GPU", function()
     it(c.name .. " #gpu", function()
       local gpu = on(0, c.run)
       local sim = on("sim", c.run)
-      local tol = (c.name:match("bf16") and 2 ^ -6) or 1e-5
+      local tol = c.gpu_tol or (c.name:match("bf16") and 2 ^ -6) or 1e-5
       compare(c.name, gpu, sim, c.exact, tol)
     end)
   end
