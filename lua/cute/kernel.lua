@@ -136,6 +136,12 @@ local KERNEL_OPTIONS = {
         .. "options, determines the kernel's IR) or false, got a %s (%s)", kname, type(v), tostring(v))
     end
   end,
+  device = function(v, kname)
+    if v ~= "sim" and v ~= "gpu" then
+      err.raise("cute.kernel %s: option device must be \"sim\" (the CPU simulator) or \"gpu\", got %s", kname,
+        tostring(v))
+    end
+  end,
   max_ir_ops = function(v, kname)
     if not whole(v, 0, 2 ^ 31 - 1) then
       err.raise("cute.kernel %s: option max_ir_ops must be a whole number of IR instructions up to 2147483647 (0: no "
@@ -313,10 +319,15 @@ function Kernel:_pretrace_material(...)
   return material, material and PRETRACE_SALT or why
 end
 
-function Kernel:_specialise(n, ...)
+function Kernel:_specialise(n, ...) return self:_specialise_for(false, n, ...) end
+
+-- A specialisation for the GPU, or (sim) for the CPU simulator: traced, not
+-- compiled, without the checked launch's instrumentation (the simulator checks).
+function Kernel:_specialise_for(sim, n, ...)
   local specs, key = signature(self, n, ...)
   local checked = self.opts.checked
   if checked == nil then checked = checked_default end
+  if sim then checked, key = false, key .. "|sim" end
   if checked then key = key .. "|checked" end
   local spec = self.specs[key]
   if spec then
@@ -332,20 +343,20 @@ function Kernel:_specialise(n, ...)
   -- checked kernels always trace (the trace records their check sites); a
   -- compile-time argument that is a function is in the signature by its
   -- address, which another process does not share: traced, keyed by its IR
-  if opts.trace_key and not checked and copts:get("cache") and not const_function(specs) then
+  if opts.trace_key and not checked and not sim and copts:get("cache") and not const_function(specs) then
     compiled, traced, pretraced, trace_ms = pretrace_compile(self, specs, key, opts, copts)
   end
   if not compiled then
     traced = trace(self, specs, opts, copts)
     trace_ms = tonumber(now() - t0) / 1e6
-    compiled = M.compile_module(traced.module, self.name, opts, copts)
+    if not sim then compiled = M.compile_module(traced.module, self.name, opts, copts) end
   end
   local total_ms = tonumber(now() - t0) / 1e6
   local storage, argv = make_packer(traced.params)
   spec = { key = key, specs = specs, params = traced.params, compiled = compiled, storage = storage, argv = argv,
     dyn_smem = traced.dyn_smem, static_smem = traced.static_smem, module = traced.module, loaded = {},
     trace_ms = trace_ms, compile_ms = total_ms - trace_ms, epoch = check_epoch,
-    check_sites = traced.check_sites, pretraced = pretraced or false, warpgroup = traced.warpgroup }
+    check_sites = traced.check_sites, pretraced = pretraced or false, warpgroup = traced.warpgroup, sim = sim }
   if opts.checked then spec.check = { ptr = ffi.new("uint64_t", 0) } end
   spec.guard, spec.pack = codegen(spec, { ... })
   self.specs[key] = spec
@@ -372,9 +383,14 @@ end
 function Kernel:launch(cfg, ...)
   local n = select("#", ...)
   local spec = self.last
-  if not (spec and spec.epoch == check_epoch and spec.guard(n, ...)) then
-    spec = self:_specialise(n, ...)
+  local sim = self.opts.device == "sim" or (self.opts.device == nil and runtime.is_sim())
+  if not (spec and spec.epoch == check_epoch and spec.sim == sim and spec.guard(n, ...)) then
+    spec = self:_specialise_for(sim, n, ...)
     self.last = spec
+  end
+  if sim then -- the CPU simulator (docs/simulator.md)
+    spec.pack(spec.storage, ...)
+    return require("cute.sim.launch").launch(self, spec, cfg, ...)
   end
   local cb
   if spec.check then

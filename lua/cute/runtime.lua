@@ -47,18 +47,35 @@ function M.device_count()
   return n[0]
 end
 
-local current = 0 -- the current device, mirrored here for the launch path
+-- The current device, mirrored here for the launch path: an ordinal, or
+-- "sim" for the CPU simulator (docs/simulator.md: tensors in host memory,
+-- kernels run on the CPU); CUTELUA_DEVICE=sim starts with it.
+local current = os.getenv("CUTELUA_DEVICE") == "sim" and "sim" or 0
+local sim_mem -- cute.sim.memory, loaded when the simulator is first used
+local function sim()
+  sim_mem = sim_mem or require "cute.sim.memory"
+  return sim_mem
+end
 
---- Makes device `ordinal` (0-based) current: new memory, modules and launches go there.
--- @param ordinal the device, 0-based
+--- Makes device `ordinal` (0-based) current: new memory, modules and launches go there;
+-- "sim" makes the CPU simulator current (docs/simulator.md).
+-- @param ordinal the device, 0-based, or "sim"
 -- @usage cute.set_device(1)
 function M.set_device(ordinal)
-  check(rt.set_device(ordinal), "set_device")
+  -- back from the simulator to device 0 on a machine without a GPU: the state a process starts in
+  if ordinal ~= "sim" and not (ordinal == 0 and current == "sim" and rt.available() ~= 1) then
+    check(rt.set_device(ordinal), "set_device")
+  end
   current = ordinal
 end
 
---- The current device's ordinal (0-based).
--- @return an integer
+--- True when the current device is the CPU simulator.
+-- @return true or false
+-- @usage if cute.is_sim() then print("on the CPU simulator") end
+function M.is_sim() return current == "sim" end
+
+--- The current device's ordinal (0-based), or "sim" on the CPU simulator.
+-- @return an integer or "sim"
 -- @usage local d = cute.current_device()
 function M.current_device() return current end
 
@@ -83,6 +100,7 @@ end
 -- @usage print(cute.device_info().name)
 function M.device_info(ordinal)
   ordinal = ordinal or M.current_device()
+  if ordinal == "sim" then return sim().device_info() end
   local cached = info_cache[ordinal]
   if cached then return cached end
   local p = ffi.new("RtDeviceInfo")
@@ -120,7 +138,10 @@ end
 
 --- Waits for all work on the current device. A kernel fault found here raises.
 -- @usage cute.synchronize()
-function M.synchronize() check(rt.synchronize()) end
+function M.synchronize()
+  if current == "sim" then return end
+  check(rt.synchronize())
+end
 
 --- With on = true, every launch waits for its kernel, so a fault names the
 -- kernel that caused it (slow; for debugging).
@@ -253,6 +274,7 @@ function M.alloc(bytes)
   if type(bytes) ~= "number" or bytes < 0 or bytes ~= math.floor(bytes) then
     err.raise("alloc: bytes must be a non-negative integer, got %s", tostring(bytes))
   end
+  if current == "sim" then return sim().alloc(bytes) end
   local b = ffi.new("RtBuffer")
   check(rt.buffer_alloc(b, bytes), "alloc")
   return ffi.gc(b, rt.buffer_release)
@@ -265,6 +287,7 @@ end
 -- @return a Buffer that does not own its memory
 -- @usage local buf = cute.wrap(dev_ptr, n * 4)
 function M.wrap(ptr, bytes)
+  if current == "sim" then return sim().wrap(ptr, bytes) end
   local p
   if type(ptr) == "number" then
     p = ptr
@@ -313,6 +336,7 @@ ffi.metatype("RtStream", Stream)
 -- @return a Stream
 -- @usage local s = cute.stream()
 function M.stream()
+  if current == "sim" then return sim().stream() end
   local s = ffi.new("RtStream")
   check(rt.stream_create(s), "stream")
   return ffi.gc(s, rt.stream_release)
@@ -384,6 +408,7 @@ ffi.metatype("RtEvent", Event)
 -- @return an Event
 -- @usage local start, stop = cute.event(), cute.event()
 function M.event(timing)
+  if current == "sim" then return sim().event() end
   local e = ffi.new("RtEvent")
   check(rt.event_create(e, timing == false and 0 or 1), "event")
   return ffi.gc(e, rt.event_release)

@@ -504,7 +504,7 @@ function M.set_device_fill(fn)
 end
 
 local function device_fill(t)
-  if not fill_launch then return false end
+  if not fill_launch or t.buffer.device == "sim" then return false end
   local n = L.size(t.layout)
   return n >= DEVICE_FILL_MIN and t.dtype.name ~= "bool" and L.cosize(t.layout) == n and is_dense(t.layout)
 end

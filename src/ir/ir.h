@@ -263,6 +263,8 @@ int ir_inst_nargs(const IrFunc *f, IrRef v);
 IrRef ir_inst_arg(const IrFunc *f, IrRef v, int i);
 int64_t ir_inst_imm(const IrFunc *f, IrRef v, int i);
 int ir_inst_count(const IrFunc *f); /* refs are 1..count */
+/* The line an op was traced at (0 when unknown), and its file in *file ("" when unknown). */
+int ir_inst_loc(const IrFunc *f, IrRef v, const char **file);
 /* For a const: 1 and its value (integer, or float as double). */
 int ir_const_value(const IrFunc *f, IrRef v, int64_t *i, double *d);
 
@@ -293,6 +295,8 @@ int ir_var_storev(IrFunc *f, uint32_t var, int index, IrRef value);
 /* an optimisation barrier: what was computed from the variable is recomputed after it, not held */
 int ir_var_opaque(IrFunc *f, uint32_t var);
 int ir_var_count(const IrFunc *f);
+/* A variable's element count, and its element type in *type (0 for a bad id). */
+int ir_var_info(const IrFunc *f, uint32_t var, IrType *type);
 
 /* --- op table queries (for Lua and docs) ------------------------------------------------------------------ */
 const char *ir_op_name(int op);

@@ -174,6 +174,12 @@ static const CLIrApi ir_api = {
     .scalar_storage_only = ir_scalar_storage_only,
     .type_kind_name = ir_type_kind_name,
     .ops_in_family = api_ops_in_family,
+    .inst_nargs = ir_inst_nargs,
+    .inst_imm = ir_inst_imm,
+    .inst_loc = ir_inst_loc,
+    .str_get = ir_str_get,
+    .var_info = ir_var_info,
+    .var_count = ir_var_count,
 };
 
 const void *cl_ir_api(void) { return &ir_api; }

@@ -344,6 +344,14 @@ int64_t ir_inst_imm(const IrFunc *f, IrRef v, int i) {
   return f->immpool[f->insts[v].imms + (uint32_t)i];
 }
 int ir_inst_count(const IrFunc *f) { return f ? (int)f->ninst - 1 : 0; }
+int ir_inst_loc(const IrFunc *f, IrRef v, const char **file) {
+  if (file) *file = "";
+  if (!f || !ir_ref_ok(f, v)) return 0;
+  uint32_t loc = f->insts[v].loc;
+  if (!loc || loc >= f->m->nloc) return 0;
+  if (file) *file = ir_str_get(f->m, f->m->locs[loc].file);
+  return (int)f->m->locs[loc].line;
+}
 
 int ir_const_value(const IrFunc *f, IrRef v, int64_t *i, double *d) {
   if (!f || !ir_ref_ok(f, v) || f->insts[v].op != IR_OP_CONST) return 0;
@@ -584,6 +592,12 @@ uint32_t ir_var_new(IrFunc *f, IrType type, int count) {
 }
 
 int ir_var_count(const IrFunc *f) { return f ? (int)f->nvar - 1 : 0; }
+int ir_var_info(const IrFunc *f, uint32_t var, IrType *type) {
+  if (type) *type = IR_NONE;
+  if (!f || var == 0 || var >= f->nvar) return 0;
+  if (type) *type = f->vars[var].type;
+  return f->vars[var].count;
+}
 
 static IrRef var_op(IrFunc *f, IrOp op, const IrRef *args, int nargs, int64_t var, int64_t index) {
   if (!operands_ok(f, op, args, nargs) || !cursor_ok(f, ir_op_info[op].name)) return IR_NONE;

@@ -10,14 +10,16 @@ local LAYERS = {
   { "_err", "_c", "arith" },
   { "pre.lex" }, { "pre.parse" }, { "pre.print", "pre.rewrite" }, -- the preprocessor's syntax (cute.pre)
   { "int_tuple" }, { "swizzle" }, { "layout" }, { "layout_algebra" }, { "layout_tile" }, { "layout_print" },
-  { "dtype" }, { "compiler", "ir" }, { "runtime" }, { "tensor", "cublas", "bench", "testing", "dlpack" },
-  { "npy" },
+  { "dtype" }, { "compiler", "ir" }, { "sim.num", "sim.memory" }, { "runtime" },
+  { "tensor", "cublas", "bench", "testing", "dlpack" }, { "npy" },
+  { "sim.machine" }, { "sim.compile" }, { "sim.exec" },
   { "trace.core" }, { "trace.ops" }, { "random" }, { "trace.control" },
   { "pre.rt" }, { "pre.source" }, -- the preprocessor's run-time helpers and its entry (cute.pre)
   { "trace.check" }, { "trace.sync" }, { "trace.tensor" },
   { "trace.partition" }, { "nvgpu.*" }, { "atom" }, { "trace.wgmma", "trace.tma", "trace.sync90" },
   { "trace.atom" }, { "pipeline" }, { "func" },
-  { "kernel_args" }, { "kernel_trace" }, { "kernel_cache", "kernel_launch" }, { "kernel" }, { "aot" }, { "autotune" },
+  { "kernel_args" }, { "kernel_trace" }, { "kernel_cache", "kernel_launch", "sim.launch" }, { "kernel" }, { "aot" },
+  { "autotune" },
   { "lib.*" }, -- cute.lib: kernels written against the namespace, like a user's
   { "cute" }, -- the namespace (init.lua)
 }

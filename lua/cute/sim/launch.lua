@@ -1,0 +1,81 @@
+--- cute.sim.launch: a cute.kernel launch on the CPU simulator.
+--
+-- The kernel object (cute.kernel) traces a specialisation as for the GPU but
+-- does not compile it; here its IR is compiled to Lua once (cute.sim.compile,
+-- kept on the specialisation), the packed parameters are read back as the
+-- generated code's values, the tensor arguments become the global memory the
+-- launch may touch (named in the out-of-bounds errors), and the grid runs
+-- (cute.sim.exec) before the launch returns.
+local err = require "cute._err"
+local L = require "cute.layout"
+local compile = require "cute.sim.compile"
+local exec = require "cute.sim.exec"
+
+local M = {}
+
+local function dims(v, what)
+  if v == nil then return { 1, 1, 1 } end
+  if type(v) == "number" then return { v, 1, 1 } end
+  if type(v) == "table" then return { v[1] or v.x or 1, v[2] or v.y or 1, v[3] or v.z or 1 } end
+  err.raise("launch: %s must be a number or {x, y, z}, got %s", what, type(v))
+end
+
+local StaticMark = require("cute.kernel_args").StaticMark
+
+-- The bytes of a tensor argument the kernel may touch: its layout's span
+-- (cosize), or fewer if its buffer ends before.
+local function tensor_bytes(t)
+  local n = L.cosize(t.layout) * t.dtype.bytes
+  local room = t.buffer.bytes - t.offset
+  return math.min(n, room)
+end
+
+--- The simulator's compiled form of a specialisation (compiled once).
+function M.compiled(k, spec)
+  local c = spec.sim_compiled
+  if not c then
+    c = compile.compile(spec.module, k.name, exec.helpers)
+    spec.sim_compiled = c
+  end
+  return c
+end
+
+--- Runs k's specialisation spec (its arguments already packed) on the simulator.
+function M.launch(k, spec, cfg, ...)
+  if type(cfg) ~= "table" then err.raise("launch: expected a configuration table {grid=, block=, ...}") end
+  if cfg.block == nil then err.raise("launch: the configuration needs block = {x, y, z}") end
+  local c = M.compiled(k, spec)
+  local grid, block = dims(cfg.grid, "grid"), dims(cfg.block, "block")
+  local nthreads = block[1] * block[2] * block[3]
+  if nthreads > 1024 then
+    err.raise("launch of %s: a block has at most 1024 threads, got %d (%d x %d x %d)", k.name, nthreads, block[1],
+      block[2], block[3])
+  end
+  local args = { ... }
+  local P, regions = {}, {}
+  local storage = spec.storage
+  for j, p in ipairs(spec.params) do
+    local d = c.params[j]
+    if d then P[j] = exec.param_value(d, storage["p" .. j]) end
+    if p.what == "ptr" then
+      local t = args[p.arg]
+      if getmetatable(t) == StaticMark then t = t.tensor end
+      if t.buffer.device ~= "sim" then
+        err.raise("launch of %s on the simulator: argument '%s' (#%d) is a GPU tensor; make the tensors after "
+          .. "cute.set_device(\"sim\") (or with CUTELUA_DEVICE=sim)", k.name, k.names[p.arg] or "?", p.arg)
+      end
+      local lo = tonumber(t._ptr)
+      regions[#regions + 1] = { lo = lo, hi = lo + tensor_bytes(t),
+        name = string.format("tensor '%s' (argument #%d)", k.names[p.arg] or "?", p.arg) }
+    elseif p.what == "tma" or p.what == "tma_atom" then
+      err.raise("launch of %s on the simulator: TMA descriptors are not simulated yet", k.name)
+    end
+  end
+  local dyn = math.max(spec.dyn_smem or 0, cfg.smem or 0)
+  exec.run(c, k.name, P, grid, block, dyn, regions)
+end
+
+--- The Lua source the simulator made of a specialisation (for debugging).
+function M.source(k, spec) return M.compiled(k, spec).source end
+
+return M
