@@ -9,7 +9,8 @@
 -- and comparisons on run-time values go through the preprocessor.
 --
 -- 1. The kernel, compiled (no GPU needed): its PTX has Philox's mul.hi.u32.
--- 2. With a GPU: y = dropout(x) on random data, checked element by element
+-- 2. With a GPU (or, without one, on the CPU simulator: small, untimed):
+--    y = dropout(x) on random data, checked element by element
 --    against the mask the host computes (cute.rand_host: the same stream),
 --    then timed against the copy bandwidth (dropout reads x once and writes y
 --    once: a copy's traffic).
@@ -29,20 +30,21 @@ local dropout = cute.kernel(function(x, y, p, seed)
 end)
 
 local gpu = cute.gpu_available()
-local make = gpu and cute.tensor or cute.fake_tensor
-local x, y = make(cute.f32, { N }), make(cute.f32, { N })
-local h = dropout:with(gpu and {} or { arch = "sm_90a" }):compile(x, y, cute.f32(P), cute.u32(SEED))
+local h = dropout:with(gpu and {} or { arch = "sm_90a" }):compile(cute.fake_tensor(cute.f32, { N }),
+  cute.fake_tensor(cute.f32, { N }), cute.f32(P), cute.u32(SEED))
 local ptx = h:ptx()
 local mulhi = 0
 for _ in ptx:gmatch("mul%.hi%.u32") do mulhi = mulhi + 1 end
 print(string.format("dropout: %d mul.hi.u32 in the PTX (Philox's ten rounds), %d registers", mulhi,
   h:resources()[dropout.name].registers))
 if not gpu then
-  print("dropout: no usable GPU: compiled only")
-  os.exit(77, true)
+  print("dropout: no usable GPU: on the CPU simulator (docs/simulator.md), 4096 elements, no timing")
+  cute.set_device("sim")
+  N = tonumber(arg and arg[1]) or 4096
 end
 
--- 2. On the GPU
+-- 2. On the GPU (or the simulator)
+local x, y = cute.tensor(cute.f32, { N }), cute.tensor(cute.f32, { N })
 x:uniform(-1, 1, 7)
 y:fill(0 / 0)
 local launch = dropout { grid = cute.ceil_div(N, 256), block = 256 }
@@ -64,6 +66,7 @@ for i = 1, N do
   end
 end
 print(string.format("checked all %d elements against the host's mask: %.4f kept (1 - p = %.2f)", N, kept / N, 1 - P))
+if not gpu then os.exit(0, true) end
 local bytes = 2 * N * 4
 local mine = cute.bench(function() launch(x, y, cute.f32(P), cute.u32(SEED)) end, { bytes = bytes })
 local copy = cute.bench(function() y:copy_from(x) end, { bytes = bytes })
