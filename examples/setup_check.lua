@@ -48,7 +48,7 @@ print("  zipped_divide(L, {2, 4}) = " .. tostring(tiles) .. "  (mode 1: within a
 step(3, "A kernel: y = a * x + y, traced from Lua")
 local saxpy = cute.kernel("saxpy", function(a, x, y)
   local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
-  cute.if_(i:lt(cute.size(y)), function() y[i] = a * x[i] + y[i] end)
+  if i < cute.size(y) then y[i] = a * x[i] + y[i] end
 end)
 local n = 100003 -- not a multiple of the block: the edge is predicated
 local fx, fy = cute.fake_tensor(cute.f32, n), cute.fake_tensor(cute.f32, n)

@@ -38,10 +38,10 @@ local sgemm = cute.kernel("sgemm_tiled", function(A, B, C)
       local e = tid + r * 256
       local am, ak = e / BK, e % BK -- A's tile: consecutive threads along k (coalesced in row-major A)
       local gm, gk = m0 + am, k0 + ak
-      sA[{ am, ak }] = cute.where(cute.and_(gm:lt(M), gk:lt(K)), A[{ cute.min(gm, M - 1), cute.min(gk, K - 1) }], 0)
+      sA[{ am, ak }] = cute.where(gm < M and gk < K, A[{ cute.min(gm, M - 1), cute.min(gk, K - 1) }], 0)
       local bk, bn = e / BN, e % BN -- B's tile: consecutive threads along n
       local hk, hn = k0 + bk, n0 + bn
-      sB[{ bk, bn }] = cute.where(cute.and_(hk:lt(K), hn:lt(N)), B[{ cute.min(hk, K - 1), cute.min(hn, N - 1) }], 0)
+      sB[{ bk, bn }] = cute.where(hk < K and hn < N, B[{ cute.min(hk, K - 1), cute.min(hn, N - 1) }], 0)
     end
     cute.sync_threads()
     for kk = 0, BK - 1 do
@@ -57,7 +57,7 @@ local sgemm = cute.kernel("sgemm_tiled", function(A, B, C)
   for i = 0, TM - 1 do
     for j = 0, TN - 1 do
       local gm, gn = m0 + ty * TM + i, n0 + tx * TN + j
-      cute.if_(cute.and_(gm:lt(M), gn:lt(N)), function() C[{ gm, gn }] = acc[{ i, j }] end)
+      if gm < M and gn < N then C[{ gm, gn }] = acc[{ i, j }] end
     end
   end
 end)

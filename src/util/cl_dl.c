@@ -102,7 +102,7 @@ void *cl_dl_lib(ClLibId id, ClBuf *err) {
   if (h) {
     handles[id] = h;
   } else if (err) {
-    cl_buf_printf(err, "cannot load %s (%s); tried:%s", li->desc, li->soname, cl_buf_str(&tried));
+    cl_buf_printf(err, "cannot load %s (%s)\n  tried:%s", li->desc, li->soname, cl_buf_str(&tried));
     if (li->where == DRIVER)
       cl_buf_puts(err, "\n  (no NVIDIA driver is installed on this machine, or it is not on the loader path)");
     else
