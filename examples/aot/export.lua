@@ -6,7 +6,7 @@ local cute = require "cute"
 
 local saxpy = cute.kernel("saxpy", function(a, x, y)
   local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
-  cute.if_(i:lt(cute.size(y)), function() y[i] = cute.fma(a, x[i], y[i]) end)
+  if i < cute.size(y) then y[i] = cute.fma(a, x[i], y[i]) end
 end)
 
 local dir = arg[1] or "."
