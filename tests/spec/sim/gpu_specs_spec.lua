@@ -3,9 +3,13 @@
 -- conversions, loops, block reductions with atomics, shared-memory reversal,
 -- tiled copies, device functions), its generated code's results,
 -- cute.testing's checks of a cute.gemm result (the mma.sync GEMM of cute.lib),
--- and the one-tile GEMMs of every MMA atom family in every major order.
+-- the one-tile GEMMs of every MMA atom family in every major order, the
+-- preprocessor's kernels, Philox's device streams against the host's, and
+-- .npy files of device tensors. (atom/gemm_spec passes too, in ~90 s: left
+-- to the GPU machine.)
 local SPECS = { "tests/spec/trace/gpu_spec.lua", "tests/spec/trace/codegen_spec.lua",
-  "tests/spec/testing/testing_spec.lua", "tests/spec/atom/mma_spec.lua" }
+  "tests/spec/testing/testing_spec.lua", "tests/spec/atom/mma_spec.lua", "tests/spec/pre/gpu_spec.lua",
+  "tests/spec/interop/random_spec.lua", "tests/spec/interop/npy_spec.lua" }
 
 describe("GPU specs on the simulator", function()
   for _, spec in ipairs(SPECS) do
