@@ -223,4 +223,66 @@ function M.check_gemm(A, B, C, opts)
   return { max_rel = max_rel, checked = count }
 end
 
+--- Checks a grouped GEMM (cute.lib.gemm.grouped) against float64: the rows
+-- of A (T x K) and C (T x N) split into problems by `offsets` (G + 1 row
+-- numbers from 0 to T, a Lua list), problem e's rows multiplied by matrix e
+-- of B (K x N x G): C[r, :] = alpha * A[r, :] @ B[:, :, e] (+ bias[j]). An
+-- element passes as in check_gemm (rtol times the sum of |products|, + atol).
+-- Options: alpha (1), bias (N values added by column: a tensor or list),
+-- rtol (default by A's dtype), atol (0), samples (default all), what.
+-- @param A the tokens (T x K)
+-- @param B the problems' matrices (K x N x G)
+-- @param C the result (T x N)
+-- @param offsets the G + 1 row offsets
+-- @param opts optional: {alpha =, bias =, rtol =, atol =, samples =, what =}
+-- @return {max_rel =, checked =} when every checked element passes
+-- @usage cute.testing.check_grouped_gemm(X, W, Y, { 0, 100, 256 }, { samples = 500 })
+function M.check_grouped_gemm(A, B, C, offsets, opts)
+  opts = check_opts(opts, "check_grouped_gemm", { alpha = "scalar", bias = true, rtol = "number", atol = "number",
+    samples = "number", what = "string" })
+  local t, k = gemm_shape(A, "A")
+  local k2, n, g = gemm_shape(B, "B")
+  local t3, n3 = gemm_shape(C, "C")
+  if k2 ~= k or t3 ~= t or n3 ~= n then
+    err.raise("cute.testing.check_grouped_gemm: shapes do not chain: A %dx%d, B %dx%dx%d, C %dx%d (expected T x K, "
+      .. "K x N x G, T x N)", t, k, k2, n, g, t3, n3)
+  end
+  if type(offsets) ~= "table" or #offsets ~= g + 1 or offsets[1] ~= 0 or offsets[g + 1] ~= t then
+    err.raise("cute.testing.check_grouped_gemm: offsets must be %d row numbers from 0 to %d", g + 1, t)
+  end
+  local alpha = opts.alpha or 1
+  local a, _, _, adt = values(A, "A")
+  local b = values(B, "B")
+  local c = values(C, "C")
+  local bias = opts.bias ~= nil and values(opts.bias, "bias", n) or nil
+  local tol = DEFAULT_TOL[adt and adt.name or "f64"] or { 0, 0 }
+  local rtol, atol = opts.rtol or tol[1], opts.atol or 0
+  local total = t * n
+  local count = opts.samples and math.min(math.floor(opts.samples), total) or total
+  local what = opts.what or "C"
+  local max_rel = 0
+  for s = 0, count - 1 do
+    local idx = count == total and s or (s * 7919) % total
+    local i, j = idx % t, math.floor(idx / t)
+    local e = 0
+    while offsets[e + 2] <= i do e = e + 1 end
+    local ref, mag = 0, 0
+    for kk = 0, k - 1 do
+      local p = a(i + t * kk) * b(kk + k * j + k * n * e)
+      ref, mag = ref + p, mag + math.abs(p)
+    end
+    ref, mag = alpha * ref, math.abs(alpha) * mag
+    if bias then ref, mag = ref + bias(j), mag + math.abs(bias(j)) end
+    local got = c(idx)
+    local lim = rtol * mag + atol
+    local d = math.abs(got - ref)
+    if got ~= got or d > lim then
+      err.raise("cute.testing.check_grouped_gemm: %s(%d,%d) (problem %d) = %s, expected %s (|difference| %s, allowed "
+        .. "%s)", what, i, j, e, fmt(got), fmt(ref), got ~= got and "NaN" or fmt(d), fmt(lim))
+    end
+    if mag > 0 and d / mag > max_rel then max_rel = d / mag end
+  end
+  return { max_rel = max_rel, checked = count }
+end
+
 return M

@@ -154,3 +154,40 @@ describe("cute.testing on device tensors", function()
     t:free(); A:free(); B:free(); C:free()
   end)
 end)
+
+describe("cute.testing.check_grouped_gemm", function()
+  -- T rows of A split by offsets, problem e's rows times matrix e of B (K x N x G)
+  local function case(offsets, k, n, alpha, with_bias, seed)
+    local t, g = offsets[#offsets], #offsets - 1
+    local a, b = random_list(t * k, seed), random_list(k * n * g, seed + 1)
+    local bias = with_bias and random_list(n, seed + 2) or nil
+    local c = {}
+    for i = 0, t - 1 do
+      local e = 0
+      while offsets[e + 2] <= i do e = e + 1 end
+      for j = 0, n - 1 do
+        local s = 0
+        for kk = 0, k - 1 do s = s + a[i + t * kk + 1] * b[kk + k * j + k * n * e + 1] end
+        c[i + t * j + 1] = alpha * s + (bias and bias[j + 1] or 0)
+      end
+    end
+    return host(cute.f64, cute.make_layout({ t, k }), a), host(cute.f64, cute.make_layout({ k, n, g }), b),
+      host(cute.f64, cute.make_layout({ t, n }), c), c, bias
+  end
+
+  it("passes a correct grouped product (empty problems, alpha, a column bias) and fails a wrong one", function()
+    local off = { 0, 3, 3, 7, 10 }
+    local A, B, C, c = case(off, 5, 4, 1, false, 7)
+    assert.equal(40, T.check_grouped_gemm(A, B, C, off).checked)
+    local A2, B2, C2, _, bias = case(off, 6, 3, -1.5, true, 9)
+    assert.equal(30, T.check_grouped_gemm(A2, B2, C2, off, { alpha = -1.5, bias = bias }).checked)
+    -- row 5 belongs to problem 2 (rows 3-6): a wrong value there is named with its problem
+    c[5 + 10 * 2 + 1] = c[5 + 10 * 2 + 1] + 0.5
+    local bad = host(cute.f64, cute.make_layout({ 10, 4 }), c)
+    assert.matches("C%(5,2%) %(problem 2%) = .*expected", raises(function() T.check_grouped_gemm(A, B, bad, off) end))
+    -- the same rows checked against the wrong split fail too
+    assert.matches("check_grouped_gemm", raises(function() T.check_grouped_gemm(A, B, C, { 0, 4, 4, 7, 10 }) end))
+    assert.matches("offsets must be 5 row numbers from 0 to 10", raises(function()
+      T.check_grouped_gemm(A, B, C, { 0, 10 }) end))
+  end)
+end)
