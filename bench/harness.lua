@@ -77,16 +77,19 @@ function H:copy_bandwidth()
 end
 
 --- cuBLAS GEMM for row-major M x K @ K x N (TFLOP/s): a runner, measured by
--- run_case in turns with the case's kernel.
+-- run_case in turns with the case's kernel. opts: tf32, b_trans (B stored N x K,
+-- K-major), label (added to the runner's name).
 function H.cublas(_, m, n, k, dt, c_dt, opts)
   opts = opts or {}
   dt = cute.dtype.get(dt)
   c_dt = cute.dtype.get(c_dt or dt)
-  local key = string.format("cublas %s/%s %dx%dx%d%s", dt.name, c_dt.name, m, n, k, opts.tf32 and " tf32" or "")
+  local key = string.format("cublas %s/%s %dx%dx%d%s%s", dt.name, c_dt.name, m, n, k, opts.tf32 and " tf32" or "",
+    opts.label and (" " .. opts.label) or "")
   local A, B, C = cute.alloc(m * k * dt.bytes), cute.alloc(k * n * dt.bytes), cute.alloc(m * n * c_dt.bytes)
   H.fill_random(A, dt, m * k, 1)
   H.fill_random(B, dt, k * n, 2)
-  local spec = { a = A, b = B, c = C, m = m, n = n, k = k, dtype = dt, c_dtype = c_dt, tf32 = opts.tf32 }
+  local spec = { a = A, b = B, c = C, m = m, n = n, k = k, dtype = dt, c_dtype = c_dt, tf32 = opts.tf32,
+    b_trans = opts.b_trans }
   return {
     name = key, unit = "TFLOP/s", flops = 2 * m * n * k,
     run = function() cute.cublas.gemm_rowmajor(spec) end,

@@ -12,23 +12,10 @@
 -- Checked against float64 on sampled entries, C poisoned with NaN first.
 local cute = require "cute"
 
--- A cuBLAS runner for row-major A (M x K) @ B (N x K, K-major) -> C (M x N).
+-- The cuBLAS runner for row-major A (M x K) @ B -> C (M x N), B stored N x K
+-- (K-major) or, with n_major, K x N.
 local function cublas_kmajor(h, m, n, k, dt, c_dt, n_major)
-  local A, B, C = cute.alloc(m * k * dt.bytes), cute.alloc(k * n * dt.bytes), cute.alloc(m * n * c_dt.bytes)
-  h.fill_random(A, dt, m * k, 1)
-  h.fill_random(B, dt, k * n, 2)
-  local spec = { a = A, b = B, c = C, m = m, n = n, k = k, dtype = dt, c_dtype = c_dt, b_trans = not n_major }
-  return {
-    name = string.format("cublas %s/%s %dx%dx%d B %s-major", dt.name, c_dt.name, m, n, k, n_major and "N" or "K"),
-    unit = "TFLOP/s",
-    flops = 2 * m * n * k,
-    run = function() cute.cublas.gemm_rowmajor(spec) end,
-    free = function()
-      A:free()
-      B:free()
-      C:free()
-    end,
-  }
+  return h:cublas(m, n, k, dt, c_dt, { b_trans = not n_major, label = n_major and "B N-major" or "B K-major" })
 end
 
 -- A cuBLASLt runner for the same GEMM in fp8 e4m3 (bf16 out): row-major C = A @ B

@@ -687,16 +687,17 @@ local function ident(x)
   return id
 end
 
+local KEYED = {}
+for _, k in ipairs(OPT_KEYS) do KEYED[k] = true end
+
+-- The options' part of a plan's cache key; nil for options the cache does not
+-- take (opts.config, a table the caller may change; what plan refuses).
 local function options_key(opts)
-  if opts == nil then return "" end
-  local parts = {}
+  opts = opts or {}
   for key in pairs(opts) do
-    if key ~= "stream" then
-      local known = false
-      for _, k in ipairs(OPT_KEYS) do known = known or k == key end
-      if not known then return nil end -- (plan explains what it does not take)
-    end
+    if key ~= "stream" and not KEYED[key] then return nil end
   end
+  local parts = {}
   for i, k in ipairs(OPT_KEYS) do
     local v = opts[k]
     parts[i] = (type(v) == "table" or type(v) == "function") and ("#" .. ident(v)) or tostring(v)
@@ -704,38 +705,39 @@ local function options_key(opts)
   return table.concat(parts, ",")
 end
 
-local function cached_plan(A, B, C, opts)
+-- The cache key of a call's plan, or nil when the call cannot be cached
+-- (C made by the call, fake or freed tensors, opts.config).
+local function cache_key(A, B, C, opts)
   if C == nil or not tensor.is_device_tensor(C) or A.fake or B.fake or C.fake then return nil end
   if not (A:valid() and B:valid() and C:valid()) then return nil end
   if type(opts) == "table" and tensor.is_device_tensor(opts.bias) and not opts.bias:valid() then return nil end
-  local okey = options_key(opts)
-  if not okey then return nil end
-  local byB = plan_cache[A]
+  return options_key(opts)
+end
+
+-- Launches the plan of (A, B, C, opts) under key `extra` (what else the plan
+-- depends on; nil: nothing; false: not to be cached), made by make_plan() on a
+-- miss and kept when the call can be cached. Returns the plan.
+local function launch_cached(A, B, C, opts, extra, make_plan)
+  local key = extra ~= false and cache_key(A, B, C, opts) or nil
+  if key and extra then key = extra .. "|" .. key end
+  local byB = key and plan_cache[A]
   local byC = byB and byB[B]
   local byO = byC and byC[C]
-  return byO and byO[okey], okey
-end
-
-local function remember_plan(A, B, C, okey, p)
-  local byB = plan_cache[A] or setmetatable({}, { __mode = "k" })
-  plan_cache[A] = byB
-  local byC = byB[B] or setmetatable({}, { __mode = "k" })
-  byB[B] = byC
-  local byO = byC[C] or {}
-  byC[C] = byO
-  byO[okey] = p
-end
-
--- C = alpha * A @ B + beta * C on device tensors (M.gemm)
-local function host_gemm(A, B, C, opts)
-  local p, okey = cached_plan(A, B, C, opts)
+  local p = byO and byO[key]
   if not p then
-    p = M.plan(A, B, C, opts)
+    p = make_plan()
     p.launcher = p.kernel { grid = p.grid, block = p.block }
-    -- (the cached plan must not hold C: a weak key its own value reaches is
-    -- never collected in LuaJIT, which has no ephemerons)
-    if okey then remember_plan(A, B, C, okey, { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block,
-      launcher = p.launcher }) end
+    if key then
+      byB = plan_cache[A] or setmetatable({}, { __mode = "k" })
+      plan_cache[A] = byB
+      byC = byB[B] or setmetatable({}, { __mode = "k" })
+      byB[B] = byC
+      byO = byC[C] or {}
+      byC[C] = byO
+      -- (the cached plan must not hold C: a weak key its own value reaches is
+      -- never collected in LuaJIT, which has no ephemerons)
+      byO[key] = { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block, launcher = p.launcher }
+    end
   end
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
   if opts and opts.stream then
@@ -743,6 +745,12 @@ local function host_gemm(A, B, C, opts)
   else
     p.launcher(unpack(p.args))
   end
+  return p
+end
+
+-- C = alpha * A @ B + beta * C on device tensors (M.gemm)
+local function host_gemm(A, B, C, opts)
+  local p = launch_cached(A, B, C, opts, nil, function() return (M.plan(A, B, C, opts)) end)
   return p.C or C
 end
 
@@ -765,34 +773,10 @@ end
 function M.grouped(A, B, C, offsets, opts)
   -- (plans cached as cute.gemm's, the offsets' values in the key: planning
   -- uploads the offsets and the problems' first tiles, which costs more than
-  -- a small launch)
-  local _, okey = cached_plan(A, B, C, opts) -- (nil for tensors that cannot be cached)
-  local key
-  if okey and type(offsets) == "table" then
-    local ok, text = pcall(table.concat, offsets, ",")
-    if ok then key = "grouped|" .. okey .. "|" .. text end
-  end
-  local p
-  if key then
-    local byB = plan_cache[A]
-    local byC = byB and byB[B]
-    local byO = byC and byC[C]
-    p = byO and byO[key]
-  end
-  if not p then
-    p = M.grouped_plan(A, B, C, offsets, opts)
-    p.launcher = p.kernel { grid = p.grid, block = p.block }
-    if key then
-      remember_plan(A, B, C, key, { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block,
-        launcher = p.launcher })
-    end
-  end
-  M._last_kernel, M._last_args = p.kernel, p.args
-  if opts and opts.stream then
-    p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(unpack(p.args))
-  else
-    p.launcher(unpack(p.args))
-  end
+  -- a small launch; offsets that are not a list of numbers plan, and fail, each time)
+  local ok, text = pcall(table.concat, type(offsets) == "table" and offsets or {}, ",")
+  launch_cached(A, B, C, opts, ok and type(offsets) == "table" and ("grouped|" .. text) or false,
+    function() return M.grouped_plan(A, B, C, offsets, opts) end)
   return C
 end
 

@@ -53,9 +53,8 @@ M.sm_count = sm_count
 -- (at most 4 for 256-wide tiles, 8 otherwise: narrow tiles come with skinny,
 -- memory-bound problems, which want more loads in flight).
 function M.pick_config(m, n, k, l, name, sms)
-  local _ = k
+  local _, _ = k, name -- (not used yet: a k-tile is 128 bytes of K whatever the dtype)
   sms = sms or sm_count()
-  local _ = name -- (a k-tile is 128 bytes of K whatever the dtype)
   local best, best_score
   local penalty = 1
   for _, bn in ipairs { 256, 128, 64, 32 } do
@@ -576,7 +575,7 @@ end
 -- else the autotuner's (a tuned result cached for this device, shape class
 -- and dtypes; with opts.tune = true, measured now on scratch output;
 -- otherwise the heuristic). Returns the config and where it came from.
-local function tuned_config(Av, Bv, Cv, dims, strides, alpha, beta, opts, name)
+local function tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name)
   local m, n, k, l = dims.m, dims.n, dims.k, dims.l
   if Av.fake or opts.tune == false then
     local c = M.pick_config(m, n, k, l, name)
@@ -596,7 +595,6 @@ local function tuned_config(Av, Bv, Cv, dims, strides, alpha, beta, opts, name)
     name = TUNE_NAME, shape_class = shape, dtypes = name .. "->" .. Cv.dtype.name, tune = opts.tune == true,
     problem = { m = m, n = n, k = k, l = l, name = name } })
   if scratch then scratch:free() end
-  local _ = beta
   return cfg, report.source, report
 end
 
@@ -671,7 +669,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   local source, report = "opts.config", nil
   if opts.config == nil then
     local chosen
-    chosen, source, report = tuned_config(Av, Bv, Cv, dims, strides, alpha, beta, opts, name)
+    chosen, source, report = tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name)
     for k, v in pairs(chosen) do cfg[k] = v end
   end
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
