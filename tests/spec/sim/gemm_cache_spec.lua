@@ -1,0 +1,51 @@
+-- cute.gemm's plan cache, exercised on the simulator (device tensors without a
+-- GPU): a repeated call reuses its plan and sees new contents, other options
+-- get their own plan, opts.config and a C made by the call are not cached,
+-- a freed tensor is refused, and dropped tensors drop their plans.
+local cute = require "cute"
+local G = require "cute.lib.gemm"
+
+describe("cute.gemm's plan cache (on the simulator)", function()
+  local old
+  setup(function()
+    old = cute.current_device()
+    cute.set_device("sim")
+  end)
+  teardown(function() cute.set_device(old) end)
+
+  local function count(t)
+    local n = 0
+    for _ in pairs(t or {}) do n = n + 1 end
+    return n
+  end
+
+  it("reuses a call's plan, keyed by the tensors and the options", function()
+    local cache = G._plan_cache
+    local A = cute.tensor(cute.bf16, { 64, 32 }, "row"):uniform(-1, 1, 1)
+    local B = cute.tensor(cute.bf16, { 32, 48 }, "row"):uniform(-1, 1, 2)
+    local C = cute.tensor(cute.f32, { 64, 48 }, "row"):fill(0 / 0)
+    cute.gemm(A, B, C)
+    cute.testing.check_gemm(A, B, C, { what = "first call" })
+    local key, plan = next(cache[A][B][C])
+    A:uniform(-1, 1, 3) -- new contents: the same plan, the new product
+    C:fill(0 / 0)
+    cute.gemm(A, B, C)
+    assert.equal(plan, cache[A][B][C][key])
+    cute.testing.check_gemm(A, B, C, { what = "second call" })
+    cute.gemm(A, B, C, { alpha = 2 }) -- other options: a plan of their own
+    cute.testing.check_gemm(A, B, C, { alpha = 2, what = "alpha 2" })
+    assert.equal(2, count(cache[A][B][C]))
+    cute.gemm(A, B, C, { kernel = "sm80", config = { bm = 64, bn = 64, bk = 32, stages = 2, wm = 2, wn = 2 } })
+    assert.equal(2, count(cache[A][B][C])) -- opts.config: planned each time
+    local made = cute.gemm(A, B) -- C made by the call: nothing kept for it
+    cute.testing.check_gemm(A, B, made, { what = "made C" })
+    assert.equal(1, count(cache[A][B]))
+    local C2 = cute.tensor(cute.f32, { 64, 48 }, "row")
+    C2:free()
+    assert.has_error(function() cute.gemm(A, B, C2) end, "cute.gemm: C was freed (or its device was reset)")
+    A, B, C, C2, made = nil, nil, nil, nil, nil -- luacheck: ignore 311 (dropped so that the GC takes them)
+    collectgarbage()
+    collectgarbage()
+    assert.equal(0, count(cache))
+  end)
+end)
