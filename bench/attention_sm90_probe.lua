@@ -1,0 +1,164 @@
+-- The Hopper attention kernel (cute.lib.attention_sm90) on its own, a probe
+-- (not a timed test): checks each case against float64 on sampled rows with O
+-- poisoned first, then times the forward shapes and prints TFLOP/s.
+--   cutelua bench/attention_sm90_probe.lua [check|time|all]
+local cute = require "cute"
+local a90 = require "cute.lib.attention_sm90"
+
+local what = arg[1] or "all"
+-- ATTN_CFG="bn=128,stages=2,pingpong=0": the tile configuration
+local config = {}
+for k, v in (os.getenv("ATTN_CFG") or ""):gmatch("(%w+)=(%w+)") do
+  config[k] = tonumber(v)
+  if k == "pingpong" then config[k] = v == "1" end
+end
+
+local function rowmajor(shape)
+  local st, a = {}, 1
+  for i = #shape, 1, -1 do st[i] = a; a = a * shape[i] end
+  return cute.make_layout(shape, st)
+end
+
+-- A problem: B, Hq, Hkv, Sq, Sk, D, causal, window {left, right}, varlen (list of {sq, sk})
+local function make(c)
+  local dt = cute[c.dtype or "bf16"]
+  local B, Sq, Sk = c.b, c.sq, c.sk
+  local cu_q, cu_k
+  if c.varlen then
+    cu_q, cu_k = { 0 }, { 0 }
+    for i, l in ipairs(c.varlen) do cu_q[i + 1] = cu_q[i] + l[1]; cu_k[i + 1] = cu_k[i] + l[2] end
+    B, Sq, Sk = 1, cu_q[#cu_q], cu_k[#cu_k]
+  end
+  local Q = cute.tensor(dt, { B, Sq, c.hq, c.d }, rowmajor { B, Sq, c.hq, c.d }):uniform(-1, 1, c.seed or 1)
+  local K = cute.tensor(dt, { B, Sk, c.hkv, c.d }, rowmajor { B, Sk, c.hkv, c.d }):uniform(-1, 1, (c.seed or 1) + 1)
+  local V = cute.tensor(dt, { B, Sk, c.hkv, c.d }, rowmajor { B, Sk, c.hkv, c.d }):uniform(-1, 1, (c.seed or 1) + 2)
+  local O = cute.tensor(dt, { B, Sq, c.hq, c.d }, rowmajor { B, Sq, c.hq, c.d })
+  local LSE = cute.tensor(cute.f32, { B, c.hq, Sq }, rowmajor { B, c.hq, Sq })
+  local left, right = math.huge, math.huge
+  if c.causal then right = 0 end
+  if c.window then
+    left = c.window[1] < 0 and math.huge or c.window[1]
+    right = c.window[2] < 0 and math.huge or c.window[2]
+  end
+  local pr = { dtype = dt.name, d = c.d, batch = c.varlen and #c.varlen or B, hq = c.hq, hkv = c.hkv, sq = Sq, sk = Sk,
+    scale = c.scale or 1 / math.sqrt(c.d), left = left, right = right, q4 = Q, k4 = K, v4 = V, o4 = O, lse3 = LSE }
+  if c.varlen then
+    local mq, mk = 0, 0
+    for _, l in ipairs(c.varlen) do mq = math.max(mq, l[1]); mk = math.max(mk, l[2]) end
+    pr.sq, pr.sk = mq, mk
+    pr.cu_q = cute.tensor(cute.i32, { #cu_q }):copy_from(cu_q)
+    pr.cu_k = cute.tensor(cute.i32, { #cu_k }):copy_from(cu_k)
+  end
+  return pr, { Q = Q, K = K, V = V, O = O, LSE = LSE, cu_q = cu_q, cu_k = cu_k, left = left, right = right }
+end
+
+local function run(p)
+  local launch = p.kernel { grid = p.grid, block = p.block }
+  launch(unpack(p.args))
+end
+
+-- float64 reference on sampled rows
+local function check(c, pr, t, samples)
+  t.O:fill(0 / 0)
+  t.LSE:fill(0 / 0)
+  local p = assert(a90.plan(pr, { config = config }))
+  run(p)
+  cute.synchronize()
+  local hq, hk, hv, ho, hl = t.Q:to_host(), t.K:to_host(), t.V:to_host(), t.O:to_host(), t.LSE:to_host()
+  local D = c.d
+  local seqs = {}
+  if t.cu_q then
+    for i = 1, #t.cu_q - 1 do
+      local q0, k0 = t.cu_q[i], t.cu_k[i]
+      seqs[i] = { b = 0, q0 = q0, sq = t.cu_q[i + 1] - q0, k0 = k0, sk = t.cu_k[i + 1] - k0 }
+    end
+  else
+    for b = 0, c.b - 1 do seqs[#seqs + 1] = { b = b, q0 = 0, sq = c.sq, k0 = 0, sk = c.sk } end
+  end
+  local worst, nrows = 0, 0
+  local group = c.hq / c.hkv
+  for si, s in ipairs(seqs) do
+    for n = 0, samples - 1 do
+      local i = (n * 7919 + si * 31) % s.sq
+      local h = (n * 13 + si) % c.hq
+      local kh = math.floor(h / group)
+      local off = s.sk - s.sq
+      local sc = {}
+      local m = -math.huge
+      for j = 0, s.sk - 1 do
+        if j <= i + off + t.right and j >= i + off - t.left then
+          local acc = 0
+          for d = 0, D - 1 do acc = acc + hq[{ s.b, s.q0 + i, h, d }] * hk[{ s.b, s.k0 + j, kh, d }] end
+          sc[j] = acc * pr.scale
+          if sc[j] > m then m = sc[j] end
+        end
+      end
+      local l = 0
+      for _, v in pairs(sc) do l = l + math.exp(v - m) end
+      local lse_ref = l > 0 and (m + math.log(l)) or -math.huge
+      local lse = hl[{ s.b, h, s.q0 + i }]
+      if not (lse == lse_ref or math.abs(lse - lse_ref) <= 1e-3 * (1 + math.abs(lse_ref))) then
+        error(string.format("LSE[%d,%d,%d] = %s, expected %s", s.b, h, s.q0 + i, lse, lse_ref))
+      end
+      for d = 0, D - 1 do
+        local o = 0
+        for j, v in pairs(sc) do o = o + math.exp(v - m) * hv[{ s.b, s.k0 + j, kh, d }] end
+        o = l > 0 and o / l or 0
+        local got = ho[{ s.b, s.q0 + i, h, d }]
+        local e = math.abs(got - o)
+        if got ~= got or e > 2 ^ -7 * math.abs(o) + 4e-3 then
+          error(string.format("O[%d,%d,%d,%d] = %s, expected %s", s.b, s.q0 + i, h, d, got, o))
+        end
+        if e > worst then worst = e end
+      end
+      nrows = nrows + 1
+    end
+  end
+  return worst, nrows
+end
+
+local info = cute.device_info()
+print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1], info.compute_capability[2],
+  info.sm_count))
+
+if what == "check" or what == "all" then
+  local cases = {
+    { b = 2, hq = 2, hkv = 2, sq = 256, sk = 256, d = 128 },
+    { b = 1, hq = 2, hkv = 2, sq = 200, sk = 333, d = 128 },
+    { b = 2, hq = 4, hkv = 1, sq = 300, sk = 300, d = 64, causal = true },
+    { b = 1, hq = 2, hkv = 2, sq = 130, sk = 500, d = 256, causal = true },
+    { b = 1, hq = 2, hkv = 1, sq = 500, sk = 200, d = 128, causal = true }, -- rows with no key: O = 0, LSE = -inf
+    { b = 1, hq = 2, hkv = 2, sq = 400, sk = 400, d = 64, window = { 100, 20 } },
+    { b = 1, hq = 4, hkv = 2, d = 128, varlen = { { 100, 150 }, { 300, 260 }, { 1, 77 } }, causal = true },
+    { b = 1, hq = 2, hkv = 2, sq = 256, sk = 256, d = 128, dtype = "f16" },
+  }
+  for ci, c in ipairs(cases) do
+    local pr, t = make(c)
+    local ok, e, n = pcall(check, c, pr, t, 12)
+    print(string.format("case %d (d %d, %s%s%s%s): %s", ci, c.d, c.varlen and "varlen" or (c.sq .. "x" .. c.sk),
+      c.causal and ", causal" or "", c.window and ", window" or "", c.hq ~= c.hkv and ", gqa" or "",
+      ok and string.format("ok, %d rows, max |err| %.2e", n, e) or ("FAILED: " .. tostring(e))))
+  end
+end
+
+if what == "time" or what == "all" then
+  local ds = { 64, 128, 256 }
+  if os.getenv("ATTN_D") then ds = { tonumber(os.getenv("ATTN_D")) } end
+  for _, d in ipairs(ds) do
+    for _, causal in ipairs { false, true } do
+      for _, s in ipairs { 1024, 4096, 8192 } do
+        local hq = d == 64 and 32 or (d == 128 and 16 or 16)
+        local b = math.max(1, math.floor(16384 / s))
+        local c = { b = b, hq = hq, hkv = hq, sq = s, sk = s, d = d, causal = causal }
+        local pr, t = make(c)
+        local p = assert(a90.plan(pr, { config = config }))
+        local launch = p.kernel { grid = p.grid, block = p.block }
+        local flops = 4 * b * hq * s * s * d * (causal and 0.5 or 1)
+        local r = cute.bench(function() launch(unpack(p.args)) end, { flops = flops })
+        print(string.format("time d=%d causal=%s b=%d h=%d s=%d: %.3f ms, %.1f TFLOP/s", d, tostring(causal), b, hq, s,
+          r.median_ms, r.tflops))
+        for _, x in pairs(t) do if type(x) == "table" and x.free then x:free() end end
+      end
+    end
+  end
+end

@@ -1,0 +1,480 @@
+--- cute.lib.attention_sm90: a FlashAttention forward for Hopper (sm_90a),
+-- built as FlashAttention 3 is: TMA loads of K and V through mbarrier
+-- pipelines, wgmma for both products, warp specialisation.
+--
+--   O = softmax(scale * Q K^T + mask) V        LSE = log(sum(exp(scale * Q K^T + mask)))  a row
+--
+-- One CTA a BM = 128 query rows of one (batch, head), 384 threads:
+--
+--   * warpgroup 0, the producer (setmaxnreg.dec 24): one thread loads the Q
+--     tile once (TMA, its own barrier), then walks the CTA's key blocks and
+--     for each loads the BN x D tile of K into the K ring and that of V into
+--     the V ring (two rings, so that S = Q K^T of a block can start before its
+--     V has landed);
+--   * warpgroups 1 and 2, the consumers (setmaxnreg.inc 240), 64 query rows
+--     each. A key block: S = Q K^T (wgmma m64nBNk16, Q and K from shared
+--     memory, BN / 2 f32 a thread), release K; the mask (sequence ends, causal,
+--     sliding window) as -inf; the online softmax in registers (two rows a
+--     thread: a row's max and sum over the thread's values, then over the four
+--     threads of the quad by shuffles), with the scale folded into exp2's
+--     argument; the O accumulator rescaled; P converted to bf16/f16 in
+--     registers, where it already has the layout wgmma wants for A from
+--     registers, and O += P V (wgmma m64nDk16, RS: P from registers, V from
+--     shared memory MN-major), release V;
+--   * the epilogue divides O by the row sums and stores it with the rows'
+--     log-sum-exp (natural log). A row that no key reaches (masked out
+--     entirely) gets O = 0 and LSE = -inf, never NaN.
+--
+-- Tensors are FlashAttention's layout, seen by the kernel as (B, S, H, D)
+-- views with D contiguous: a variable-length batch is B = 1 and S = the
+-- packed total, its sequences found by the offsets cu_q, cu_k.
+-- Facts: docs/notes/hopper-facts.md; docs/attention.md.
+local cute = require "cute"
+local err = require "cute._err"
+local wg = require "cute.nvgpu.warpgroup"
+local P = cute.pipeline
+local A = cute.arch
+
+local M = {}
+
+local LOG2E = 1.4426950408889634
+local LN2 = 0.6931471805599453
+
+-- A 4-d tiled TMA load (D, S, H, B coordinates) of the box at (d, s, h, b)
+-- into shared memory at smem_ptr, completing bar_ptr's transaction.
+local function tma_load_4d(desc, smem_ptr, d, s, h, b, bar_ptr)
+  cute.asm("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    .. " [$0], [$1, {$2, $3, $4, $5}], [$6];", "r,l,r,r,r,r,r",
+    { smem_ptr:addr(), desc.ptr:cast("generic"):addr(), d, s, h, b, bar_ptr:addr() }, { memory = true })
+end
+
+--- The tile configuration for a head dimension: BM query rows a CTA (64 a
+-- consumer warpgroup), BN keys a block, the ring stages, ping-pong. Measured
+-- on the H100 (docs/attention.md): head dim 64 runs three consumer
+-- warpgroups (BM 192, 160 registers each, no ping-pong: it takes two); 128
+-- takes 176-key blocks without a mask and 128 with a causal one (fewer
+-- masked blocks); 256 takes 80-key blocks (the registers: O is 128 a thread).
+-- @param d the head dimension (64, 128 or 256)
+-- @param causal whether the mask is causal (or a window)
+-- @return {bm, bn, stages, pingpong}
+-- @usage local c = M.pick_config(128, false) -- {bm = 128, bn = 176, stages = 2, pingpong = true}
+function M.pick_config(d, causal)
+  if d == 64 then return { bm = 192, bn = 128, stages = 2, pingpong = false } end
+  if d == 256 then return { bm = 128, bn = 80, stages = 2, pingpong = true } end
+  return { bm = 128, bn = causal and 128 or 176, stages = 2, pingpong = true }
+end
+
+-- The wgmma ops: S = Q K^T (SS, both K-major), O += P V (RS, V MN-major).
+local function ops(dt, bn, d)
+  local K, MN = wg.OperandMajorMode.K, wg.OperandMajorMode.MN
+  local S, R = wg.OperandSource.SMEM, wg.OperandSource.RMEM
+  return wg.MmaF16BF16Op(dt, cute.f32, { 64, bn, 16 }, S, K, K), wg.MmaF16BF16Op(dt, cute.f32, { 64, d, 16 }, R, K, MN)
+end
+
+-- The softmax's P, held in S's accumulator registers, is already the A
+-- operand of the second wgmma (RS): value kb * 8 + v of an m64nBN f32
+-- accumulator sits at the same (row, column) as value v of k-block kb of a
+-- 16-bit A fragment. Checked here on the two atoms' layouts, thread by thread.
+local function check_p_layout(bn)
+  local C = wg.c_layout(bn)
+  local Ar = wg.a_rs_layout(16)
+  for t = 0, 127 do
+    for kb = 0, bn / 16 - 1 do
+      for v = 0, 7 do
+        local a = Ar({ t, v }) -- m + 64 k in the 64 x 16 block
+        local c = C({ t, kb * 8 + v }) -- m + 64 n in the 64 x bn tile
+        local am, ak = a % 64, math.floor(a / 64)
+        if c ~= am + 64 * (kb * 16 + ak) then
+          err.raise("attention_sm90: the accumulator and RS A layouts disagree at thread %d, k-block %d, value %d", t,
+            kb, v)
+        end
+      end
+    end
+  end
+end
+
+-- f(get(list[1]), get(list[2]), ...) as a balanced tree (short dependency
+-- chains: the values' latencies overlap)
+local function tree(list, get, f)
+  local vals = {}
+  for i, x in ipairs(list) do vals[i] = get(x) end
+  while #vals > 1 do
+    local nxt = {}
+    for i = 1, #vals, 2 do nxt[#nxt + 1] = vals[i + 1] and f(vals[i], vals[i + 1]) or vals[i] end
+    vals = nxt
+  end
+  return vals[1]
+end
+
+local kernels = {}
+
+local function build(cfg, trace_key)
+  local BM, BN, D, STAGES = cfg.bm, cfg.bn, cfg.d, cfg.stages
+  local PINGPONG = cfg.pingpong
+  if BM ~= 128 and BM ~= 192 then
+    err.raise("attention_sm90: bm is 128 or 192 (2 or 3 consumer warpgroups), got %s", tostring(BM))
+  end
+  if PINGPONG and BM ~= 128 then err.raise("attention_sm90: ping-pong takes two consumer warpgroups (bm = 128)") end
+  -- the register file (64K) split: the producer 24 a thread, the consumers the rest
+  local CONSUMER_REGS = BM == 128 and 240 or 160
+  local dt = cute.dtype.get(cfg.dtype)
+  check_p_layout(BN)
+  local opS, opO = ops(dt, BN, D)
+  local mmaS = cute.make_tiled_mma(cute.make_mma_atom(opS), { BM / 64, 1, 1 })
+  local mmaO = cute.make_tiled_mma(cute.make_mma_atom(opO), { BM / 64, 1, 1 })
+  local consumers = mmaS.size
+  local threads = 128 + consumers
+  local K_, MN_ = wg.OperandMajorMode.K, wg.OperandMajorMode.MN
+  -- shared layouts: Q (BM, D) and K (BN, D, stages) K-major, 128B-swizzled
+  -- atoms of 64 elements of D; V (D, BN, stages) MN-major (the B operand of P V,
+  -- N = D contiguous)
+  local layQ = wg.make_smem_layout_a(K_, { BM, BN, D }, dt)
+  local layK = wg.make_smem_layout_b(K_, { BM, BN, D }, dt, STAGES)
+  local layV = wg.make_smem_layout_b(MN_, { BM, D, BN }, dt, STAGES)
+  -- the TMA boxes: 64 elements of D (one 128-byte swizzle row) x rows; box j
+  -- (D from 64 j) lands at element j * rows * 64 of its tile in every layout
+  local dboxes = D / 64
+  for j = 0, dboxes - 1 do
+    local at = { { layQ, BM, { 0, 64 * j } }, { layK, BN, { 0, 64 * j, 0 } }, { layV, BN, { 64 * j, 0, 0 } } }
+    for _, x in ipairs(at) do
+      local got = x[1](x[3])
+      if got ~= j * x[2] * 64 then
+        err.raise("attention_sm90: box %d of a %d-row tile is at element %s, expected %d", j, x[2], tostring(got),
+          j * x[2] * 64)
+      end
+    end
+  end
+  local q_elems, kv_elems = BM * D, BN * D
+  local _ = cute._
+  local scale_folded = cfg.varlen and "_varlen" or ""
+  local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s", cfg.dtype, D, BM, BN, scale_folded,
+    cfg.pingpong and "_pingpong" or "")
+  return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
+    -- left, right: the window around the diagonal, in keys; group: Q heads a
+    -- KV head; varlen: then cu_q, cu_k (sq, sk unused)
+    local extra = { ... }
+    cute.launch_bounds(threads, 1)
+    local tid = cute.thread_idx().x
+    local wgi = tid / 128
+    -- the query blocks in reverse: under a causal mask the last rows see the most
+    -- keys, and their CTAs start first
+    local qblk = cute.grid_dim().x - 1 - cute.block_idx().x
+    local h, b = cute.block_idx().y, cute.block_idx().z
+    local hk = h / group
+    local q_start, k_start = cute.var(cute.i32, 0), cute.var(cute.i32, 0)
+    local Sq, Sk = cute.var(cute.i32, sq), cute.var(cute.i32, sk)
+    local bt = b -- the TMA batch coordinate (0 for a packed batch)
+    if cfg.varlen then
+      local cu_q, cu_k = extra[1], extra[2]
+      q_start.value = cu_q[b]
+      k_start.value = cu_k[b]
+      Sq.value = cu_q[b + 1] - q_start.value
+      Sk.value = cu_k[b + 1] - k_start.value
+      bt = 0
+    end
+    local q0 = qblk * BM
+    local off = Sk.value - Sq.value -- the diagonal: query i sees keys up to i + off (bottom-right aligned)
+    -- the key blocks this CTA needs: [n_lo, n_hi)
+    local q_last = cute.min(q0 + BM, Sq.value) - 1
+    local n_hi = cute.min((Sk.value + (BN - 1)) / BN, (cute.max(q_last + off + right + 1, 0) + (BN - 1)) / BN)
+    local n_lo = cute.max(q0 + off - left, 0) / BN
+    local smem = cute.smem_allocator()
+    local sQ_raw = smem:tensor(dt, cute.make_layout(q_elems), 1024)
+    local sK_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
+    local sV_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
+    local function pipe(stages, bytes)
+      return P.PipelineTmaAsync.create {
+        num_stages = stages, tx_count = bytes,
+        producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
+        consumer_group = P.CooperativeGroup(P.Agent.Warp, consumers / 32),
+      }
+    end
+    local pipeQ = pipe(1, q_elems * dt.bytes)
+    local pipeK = pipe(STAGES, kv_elems * dt.bytes)
+    local pipeV = pipe(STAGES, kv_elems * dt.bytes)
+    local live = q0 < Sq.value -- (a varlen CTA past its sequence's end has nothing to do)
+
+    if wgi == 0 then
+      A.setmaxnreg_dec(24)
+      if tid == 0 and live then
+        local pq = P.make_pipeline_state(P.PipelineUserType.Producer, 1)
+        pipeQ:producer_acquire(pq)
+        for j = 0, dboxes - 1 do
+          tma_load_4d(descQ, sQ_raw:ptr_at(j * BM * 64), j * 64, q_start.value + q0, h, bt,
+            pipeQ:producer_get_barrier(pq))
+        end
+        local pk = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
+        local pv = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
+        for n in cute.range(n_lo, n_hi) do
+          local row = k_start.value + n * BN
+          pipeK:producer_acquire(pk)
+          for j = 0, dboxes - 1 do
+            tma_load_4d(descK, sK_raw:ptr_at(pk.index * kv_elems + j * BN * 64), j * 64, row, hk, bt,
+              pipeK:producer_get_barrier(pk))
+          end
+          pk:advance()
+          pipeV:producer_acquire(pv)
+          for j = 0, dboxes - 1 do
+            tma_load_4d(descV, sV_raw:ptr_at(pv.index * kv_elems + j * BN * 64), j * 64, row, hk, bt,
+              pipeV:producer_get_barrier(pv))
+          end
+          pv:advance()
+        end
+      end
+    else
+      A.setmaxnreg_inc(CONSUMER_REGS)
+      local ct = tid - 128
+      local sQ = cute.make_tensor(sQ_raw:ptr_at(0), layQ)
+      local sK = cute.make_tensor(sK_raw:ptr_at(0), layK)
+      local sV = cute.make_tensor(sV_raw:ptr_at(0), layV)
+      local thrS = mmaS:get_slice(ct)
+      local thrO = mmaO:get_slice(ct)
+      local tSsQ = thrS:make_fragment_A(thrS:partition_A(sQ))
+      local tSsK = thrS:make_fragment_B(thrS:partition_B(sK))
+      local tOsV = thrO:make_fragment_B(thrO:partition_B(sV))
+      local cS = cute.make_identity_tensor({ BM, BN })
+      local tScS = thrS:partition_C(cS)
+      local accS = thrS:make_fragment_C(tScS)
+      local tOrP = thrO:make_fragment_A(thrO:partition_A(cS))
+      local cO = cute.make_identity_tensor({ BM, D })
+      local tOcO = thrO:partition_C(cO)
+      local accO = thrO:make_fragment_C(tOcO)
+      local ns, no = cute.size(accS), cute.size(accO)
+      accO:fill(0.0)
+      -- the thread's two rows (r = 0, 1: values with (i // 2) % 2 == r): running max
+      -- (scaled to log2 units) and sum
+      local mx = { cute.var(cute.f32, -math.huge), cute.var(cute.f32, -math.huge) }
+      local sum = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
+      local row_of = { tScS[0][1], tScS[2][1] } -- the two rows in the tile
+      if live then
+        local cq = P.make_pipeline_state(P.PipelineUserType.Consumer, 1)
+        pipeQ:consumer_wait(cq)
+        local ck = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
+        local cv = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
+        -- S = Q K^T for the K tile in stage st, issued (not waited for)
+        local function issue_s(st)
+          A.warpgroup_fence_operand(accS)
+          A.warpgroup_fence()
+          for kb = 0, D / 16 - 1 do
+            mmaS:set(wg.Field.ACCUMULATE, kb > 0)
+            cute.gemm(mmaS, accS, tSsQ[{ _, _, kb }], tSsK[{ _, _, kb, st }], accS)
+          end
+          A.warpgroup_commit_group()
+        end
+        -- O += P V for the V tile in stage st, issued
+        local function issue_o(st)
+          A.warpgroup_fence_operand(accO)
+          A.warpgroup_fence()
+          for kb = 0, BN / 16 - 1 do
+            mmaO:set(wg.Field.ACCUMULATE, true)
+            cute.gemm(mmaO, accO, tOrP[{ _, _, kb }], tOsV[{ _, _, kb, st }], accO)
+          end
+          A.warpgroup_commit_group()
+        end
+        -- the mask of key block n (keys past the sequence's end, outside the window
+        -- around the diagonal as -inf), only on the blocks that cross an edge
+        local function mask(n)
+          local n0 = n * BN
+          local edge = (n0 + BN > Sk.value) or (n0 + (BN - 1) > q0 + off + right) or (n0 < q_last + off - left)
+          if edge then
+            for i = 0, ns - 1 do
+              local c = tScS[i]
+              local qi = q0 + c[1]
+              local kj = n0 + c[2]
+              local keep = (kj < Sk.value) and (kj <= qi + off + right) and (kj >= qi + off - left)
+              accS[i] = cute.where(keep, accS[i], -math.huge)
+            end
+          end
+        end
+        -- the online softmax of S (in accS): P = exp2(S scale - max) in place, the
+        -- running max and sum updated; returns the factors for O's two rows
+        local function softmax()
+          local scale_o = {}
+          for r = 0, 1 do
+            local mine = {}
+            for i = 0, ns - 1 do
+              if math.floor(i / 2) % 2 == r then mine[#mine + 1] = i end
+            end
+            local m = tree(mine, function(i) return accS[i] end, cute.max)
+            m = cute.max(m, cute.shuffle_xor(m, 1))
+            m = cute.max(m, cute.shuffle_xor(m, 2))
+            local m_new = cute.max(mx[r + 1].value, m * scale_log2)
+            -- a row with no key yet keeps -inf: exp2's base is then 0, not -inf
+            local base = cute.where(m_new == -math.huge, 0.0, m_new)
+            scale_o[r + 1] = cute.exp2(mx[r + 1].value - base, { fast = true })
+            mx[r + 1].value = m_new
+            for _, i in ipairs(mine) do accS[i] = cute.exp2(cute.fma(accS[i], scale_log2, -base), { fast = true }) end
+            local s = tree(mine, function(i) return accS[i] end, function(x, y) return x + y end)
+            sum[r + 1].value = cute.fma(sum[r + 1].value, scale_o[r + 1], s)
+          end
+          return scale_o
+        end
+        local function to_p()
+          for i = 0, ns - 1 do tOrP[i] = accS[i]:to(dt) end
+        end
+
+        -- ping-pong (cfg.pingpong): the two warpgroups take turns to issue their
+        -- wgmma (named barriers 1 and 2, one a warpgroup), so that one's softmax
+        -- runs while the other's products use the tensor cores
+        local me = wgi - 1
+        local function my_turn() if PINGPONG then cute.barrier(1 + me, consumers) end end
+        local function their_turn() if PINGPONG then cute.barrier(2 - me, consumers, "arrive") end end
+        if n_hi > n_lo then
+          if PINGPONG and me == 1 then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
+          -- the first block: S, its softmax, P (O is still zero: no rescale)
+          pipeK:consumer_wait(ck)
+          my_turn()
+          issue_s(ck.index)
+          their_turn()
+          A.warpgroup_wait_group(0)
+          A.warpgroup_fence_operand(accS)
+          pipeK:consumer_release(ck)
+          ck:advance()
+          mask(n_lo)
+          softmax()
+          to_p()
+          -- then each block's S is issued before the previous block's P V, and its
+          -- softmax runs while that P V is in flight
+          for n in cute.range(n_lo + 1, n_hi) do
+            pipeK:consumer_wait(ck)
+            pipeV:consumer_wait(cv)
+            my_turn()
+            issue_s(ck.index)
+            issue_o(cv.index)
+            their_turn()
+            A.warpgroup_wait_group(1) -- S is done; P V may be in flight
+            A.warpgroup_fence_operand(accS)
+            pipeK:consumer_release(ck)
+            ck:advance()
+            mask(n)
+            local scale_o = softmax()
+            A.warpgroup_wait_group(0) -- P V is done: P and O are free
+            A.warpgroup_fence_operand(accO)
+            pipeV:consumer_release(cv)
+            cv:advance()
+            for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+            to_p()
+          end
+          -- the last block's P V
+          pipeV:consumer_wait(cv)
+          my_turn()
+          issue_o(cv.index)
+          their_turn()
+          A.warpgroup_wait_group(0)
+          A.warpgroup_fence_operand(accO)
+          pipeV:consumer_release(cv)
+          cv:advance()
+        end
+        -- the epilogue: the row sums across the quad, O / sum, LSE
+        local inv = {}
+        for r = 0, 1 do
+          local s = sum[r + 1].value
+          s = s + cute.shuffle_xor(s, 1)
+          s = s + cute.shuffle_xor(s, 2)
+          local empty = s == 0.0
+          inv[r + 1] = cute.where(empty, 0.0, cute.rcp(s))
+          local lse = cute.where(empty, -math.huge, (mx[r + 1].value + cute.log2(s)) * LN2)
+          local row = q0 + row_of[r + 1]
+          if ct % 4 == 0 and row < Sq.value then
+            LSE[{ bt, h, q_start.value + row }] = lse
+          end
+        end
+        local gO = cute.make_tensor(O:ptr_at({ bt, q_start.value + q0, h, 0 }),
+          cute.make_layout({ BM, D }, { O.layout.stride[2], 1 }))
+        local tOgO = thrO:partition_C(gO)
+        local out = cute.make_fragment_like(accO, dt)
+        for i = 0, no - 1 do out[i] = (accO[i] * inv[math.floor(i / 2) % 2 + 1]):to(dt) end
+        if q0 + BM <= Sq.value then
+          cute.copy(out, tOgO)
+        else
+          for i = 0, no - 1 do
+            if q0 + tOcO[i][1] < Sq.value then tOgO[i] = out[i] end
+          end
+        end
+      end
+    end
+  end, { arch = "sm_90a", trace_key = trace_key, preprocess = true })
+end
+
+--- The kernel for a configuration {dtype, d, bm, bn, stages, varlen}.
+-- @param cfg the configuration
+-- @return the cute.kernel
+-- @usage local k = M.kernel({ dtype = "bf16", d = 128, bm = 128, bn = 128, stages = 2 })
+function M.kernel(cfg)
+  local key = table.concat({ cfg.dtype, cfg.d, cfg.bm, cfg.bn, cfg.stages, tostring(cfg.varlen),
+    tostring(cfg.pingpong) }, ",")
+  local k = kernels[key]
+  if not k then
+    k = build(cfg, "cute.lib.attention_sm90:" .. key)
+    kernels[key] = k
+  end
+  return k
+end
+
+-- The TMA descriptor of a (B, S, H, D) view t: dimensions (D, S, H, B), a box
+-- of 64 x rows x 1 x 1 with the 128-byte swizzle, zero fill past the ends.
+local function descriptor(t, rows)
+  if t.fake then return require("ffi").new("CuteTmaDesc") end
+  local sh, st = t.layout.shape, t.layout.stride
+  local by = t.dtype.bytes
+  return cute.tma_descriptor { dtype = t.dtype, address = t, dims = { sh[4], sh[2], sh[3], sh[1] },
+    strides = { st[2] * by, st[3] * by, st[1] * by }, box = { 64, rows, 1, 1 }, swizzle = "128B", oob = "zero" }
+end
+
+--- Why this kernel cannot take a problem (nil when it can).
+-- @param pr the problem (cute.lib.attention's normalised table)
+-- @return a sentence, or nil
+-- @usage local why = M.unsupported(problem)
+function M.unsupported(pr)
+  if pr.dtype ~= "bf16" and pr.dtype ~= "f16" then return "its inputs are " .. pr.dtype .. " (bf16 or f16 only)" end
+  if pr.d ~= 64 and pr.d ~= 128 and pr.d ~= 256 then
+    return string.format("its head dimension is %d (64, 128 or 256)", pr.d)
+  end
+  for _, x in ipairs { { "Q", pr.q4 }, { "K", pr.k4 }, { "V", pr.v4 } } do
+    local t = x[2]
+    local st = t.layout.stride
+    if st[4] ~= 1 then return x[1] .. "'s head dimension is not contiguous" end
+    for i = 1, 3 do
+      if (st[i] * t.dtype.bytes) % 16 ~= 0 then
+        return string.format("%s's strides are not multiples of 16 bytes (TMA's rule)", x[1])
+      end
+    end
+    if not t.fake and t:alignment() < 16 then return x[1] .. " is not 16-byte aligned (TMA's rule)" end
+  end
+  return nil
+end
+
+--- The launch of a problem: {kernel, args, grid, block, config, why}, or
+-- nil and why not.
+-- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
+-- longest sequences for varlen), scale, left, right (the window around the
+-- diagonal in keys; math.huge or a large number when unbounded, right = 0
+-- for causal), q4, k4, v4, o4 ((B, S, H, D) views), lse3 ((B, H, S) f32
+-- view), cu_q, cu_k (i32 device tensors of B + 1 offsets, varlen only).
+-- @param pr the problem
+-- @param opts options: config (override {bm, bn, stages})
+-- @return the plan, or nil and a sentence
+-- @usage local p = M.plan(problem, {})
+function M.plan(pr, opts)
+  local why = M.unsupported(pr)
+  if why then return nil, why end
+  local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge)
+  for k, v in pairs((opts or {}).config or {}) do cfg[k] = v end
+  cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
+  local big = 2 ^ 30
+  local function clamp(x) return math.min(x, big) end
+  local args = { descriptor(pr.q4, cfg.bm), descriptor(pr.k4, cfg.bn), descriptor(pr.v4, cfg.bn), pr.o4, pr.lse3,
+    cute.i32(pr.sq), cute.i32(pr.sk), cute.i32(clamp(pr.left)), cute.i32(clamp(pr.right)), cute.i32(pr.hq / pr.hkv),
+    cute.f32(pr.scale * LOG2E) }
+  if cfg.varlen then
+    args[#args + 1] = pr.cu_q
+    args[#args + 1] = pr.cu_k
+  end
+  return {
+    kernel = M.kernel(cfg), args = args, grid = { math.ceil(pr.sq / cfg.bm), pr.hq, pr.batch },
+    block = 128 + cfg.bm / 64 * 128, config = cfg,
+    why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages", cfg.bm, cfg.bn, cfg.stages),
+  }
+end
+
+return M
