@@ -7,6 +7,7 @@
 --   cutelua bench/gemm_sm90_probe.lua [size ...]        e.g. 4096 8192 6144
 --   KERNEL=sm80 cutelua bench/gemm_sm90_probe.lua       the mma.sync kernel, for comparison
 --   SM90=128,6 cutelua bench/gemm_sm90_probe.lua        gemm_sm90 with another tile: bn, stages[, group]
+--   TMA_STORE=0 cutelua bench/gemm_sm90_probe.lua       the epilogue from registers instead of smem + TMA
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -14,6 +15,7 @@ local sizes = {}
 for i = 1, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
 if #sizes == 0 then sizes = { 4096, 8192 } end
 local opts = { kernel = os.getenv("KERNEL") }
+if os.getenv("TMA_STORE") == "0" then opts.tma_store = false end -- the register epilogue, for comparison
 if os.getenv("SM90") then
   local v = {}
   for x in os.getenv("SM90"):gmatch("%d+") do v[#v + 1] = tonumber(x) end

@@ -555,7 +555,8 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
 end
 
 local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true, kernel = true, arch = true,
-  config = true, stream = true, tune = true, bias = true, bias_mode = true, activation = true, epilogue = true }
+  config = true, stream = true, tune = true, bias = true, bias_mode = true, activation = true, epilogue = true,
+  tma_store = true }
 
 --- What cute.gemm(A, B, C, opts) launches, without launching: a table with
 -- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
@@ -672,7 +673,7 @@ end
 local plan_cache = setmetatable({}, { __mode = "k" })
 M._plan_cache = plan_cache -- (for tests)
 local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune", "bias", "bias_mode", "activation",
-  "epilogue" }
+  "epilogue", "tma_store" }
 
 -- A number for an object (a bias tensor, an epilogue function) that no other
 -- live object gets: a tensor's tostring names its layout, not its identity.

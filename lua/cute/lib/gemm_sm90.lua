@@ -65,7 +65,7 @@ function M.pick_config(m, n, k, l, name, sms)
     penalty = penalty * 0.9
   end
   local stage_bytes = (128 + best) * 128
-  local fit = math.floor((227 * 1024 - 1024) / stage_bytes)
+  local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / stage_bytes)
   return { bm = 128, bn = best, stages = math.min(fit, best == 256 and 4 or 8) }
 end
 
@@ -108,6 +108,11 @@ function M.tile_coords(t, tiles_m, tiles_n, group)
 end
 
 local kernels = {}
+
+-- The epilogue's strips (cfg.tma_store): 32 columns of C (64 bytes of a
+-- 16-bit C, the 64B swizzle's width); two buffers of BM x 32.
+local EPI_N = 32
+M.EPI_BYTES = 2 * 128 * EPI_N * 2
 
 -- The input dtypes gemm_sm90 takes: the wgmma op for a BN-wide atom, the
 -- dtype the data has in memory (tf32 is f32 data), the accumulator's dtype.
@@ -160,15 +165,21 @@ local function build(cfg, trace_key)
 
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
   local GROUPS = cfg.groups -- grouped: the number of problems (experts)
+  local TSTORE = cfg.tma_store -- the epilogue through shared memory and TMA stores
+  if TSTORE then fused = fused .. "_tmastore" end
   if GROUPS then fused = "_grouped" .. fused end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
       -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
-      -- and first tiles (GROUPS + 1); then the bias when cfg.bias
+      -- and first tiles (GROUPS + 1); then the bias when cfg.bias; then C's TMA
+      -- descriptor when cfg.tma_store
       local extra = { ... }
       local offsets, tstart = nil, nil
-      if GROUPS then offsets, tstart = extra[1], extra[2] end
-      local bias = extra[GROUPS and 3 or 1]
+      local nx = 1
+      if GROUPS then offsets, tstart, nx = extra[1], extra[2], 3 end
+      local bias, descC = nil, nil
+      if cfg.bias then bias, nx = extra[nx], nx + 1 end
+      if TSTORE then descC = extra[nx] end
       cute.launch_bounds(threads, 1)
       local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
       local tid = cute.thread_idx().x
@@ -176,6 +187,8 @@ local function build(cfg, trace_key)
       local smem = cute.smem_allocator()
       local sA_raw = smem:tensor(ta, cute.make_layout(stage_a * STAGES), 1024)
       local sB_raw = smem:tensor(ta, cute.make_layout(stage_b * STAGES), 1024)
+      -- the epilogue's two staging buffers (cfg.tma_store): BM x 32 of C each
+      local sE_raw = TSTORE and smem:tensor(C.dtype, cute.make_layout(2 * BM * EPI_N), 1024) or nil
       local pipe = P.PipelineTmaAsync.create {
         num_stages = STAGES, tx_count = tx_bytes,
         producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
@@ -262,6 +275,43 @@ local function build(cfg, trace_key)
           A.warpgroup_commit_group()
         end
 
+        -- the epilogue through shared memory (cfg.tma_store): the tile in BN / 32
+        -- column strips of BM x 32; each strip's values go by stmatrix into one of
+        -- two 64B-swizzled buffers (the layout of a TMA box of 32 x BM with the 64B
+        -- swizzle: conflict-free), and one thread stores the strip with TMA (which
+        -- clips at C's edges) while the warpgroups go on to the next strip and tile.
+        -- Barrier 1 (the consumers) orders the buffer's reuse and the store.
+        local function store_tile(value, bm, bn, l)
+          local lane = ct % 32
+          local wrow = (ct / 32) * 16 -- the warp's first row (4 warps a warpgroup, 16 rows each)
+          local row = wrow + lane % 8 + ((lane / 8) % 2) * 8 -- this lane's row of its stmatrix matrix
+          local key = (row / 2) % 4 -- the 64B swizzle: 16-byte chunk c of a 64-byte row lands at c ^ key
+          local col8 = lane / 16 -- this lane's matrix's 8-column half of a 16-column block
+          for j = 0, BN / EPI_N - 1 do
+            local buf = j % 2
+            -- the buffer's previous store (two strips ago) has read it
+            if ct == 0 then A.cp_async_bulk_wait_group(1, true) end
+            A.barrier(1, consumers)
+            for q = 0, EPI_N / 16 - 1 do
+              local regs = {}
+              for m = 0, 3 do
+                local i = (j * (EPI_N / 16) + q) * 8 + 2 * m
+                local lo = value(i):bitcast(cute.u16):to(cute.u32)
+                local hi = value(i + 1):bitcast(cute.u16):to(cute.u32)
+                regs[m + 1] = hi:shl(16):bor(lo):bitcast(cute.i32)
+              end
+              local chunk = (col8 + 2 * q):bxor(key)
+              cute.arch.stmatrix(sE_raw:ptr_at(buf * BM * EPI_N + row * EPI_N + chunk * 8), regs)
+            end
+            A.fence_view_async_shared()
+            A.barrier(1, consumers)
+            if ct == 0 then
+              A.tma_store(descC, sE_raw:ptr_at(buf * BM * EPI_N), { bn * BN + j * EPI_N, bm * BM, l })
+              A.cp_async_bulk_commit_group()
+            end
+          end
+        end
+
         local function tile(t)
           local tc = coords(t)
           local bm, bn, l = tc.bm, tc.bn, tc.l
@@ -304,6 +354,10 @@ local function build(cfg, trace_key)
             end
             return v:to(C.dtype)
           end
+          if TSTORE then
+            store_tile(value, bm, bn, l)
+            return
+          end
           local rm, rn = tc.rows - bm * BM, Nr - bn * BN
           if rm >= BM and rn >= BN then
             if cfg.beta then
@@ -324,6 +378,7 @@ local function build(cfg, trace_key)
         end
 
         for t in cute.range(first, total, step) do tile(t) end
+        if TSTORE and ct == 0 then A.cp_async_bulk_wait_group(0) end
       end
     end, { arch = "sm_90a", trace_key = trace_key, preprocess = true })
 end
@@ -338,7 +393,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major", "groups" } do
+    "b_major", "groups", "tma_store" } do
     key[#key + 1] = tostring(cfg[k])
   end
   local cache = kernels
@@ -535,7 +590,7 @@ end
 function M.candidates(m, n, k, l, name)
   local list, seen = {}, {}
   local function add(bn, stages, group)
-    local fit = math.floor((227 * 1024 - 1024) / ((128 + bn) * 128))
+    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((128 + bn) * 128))
     stages = math.min(stages, fit)
     local key = bn .. "," .. stages .. "," .. group
     if not seen[key] then
@@ -683,7 +738,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
     err.raise("cute.gemm: gemm_sm90's bn is a multiple of 16 from 16 to 256, got %s", tostring(cfg.bn))
   end
   local stage_bytes = (cfg.bm + cfg.bn) * cfg.bk * bytes
-  local max_stages = math.floor((227 * 1024 - 1024) / stage_bytes)
+  local max_stages = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / stage_bytes)
   if type(cfg.stages) ~= "number" or cfg.stages % 1 ~= 0 or cfg.stages < 2 or cfg.stages > max_stages then
     err.raise("cute.gemm: gemm_sm90 with a %dx%dx%d tile takes 2 to %d stages (%d bytes each), got %s", cfg.bm,
       cfg.bn, bk, max_stages, stage_bytes, tostring(cfg.stages))
@@ -696,6 +751,14 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   end
   local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
   local bias = M.fused_config(cfg, opts, m, n, INPUTS[name].acc == "i32")
+  -- the epilogue through shared memory and TMA stores: a 16-bit C with unit
+  -- stride along N (TMA's rules for the rest), not read (beta 0), one matrix
+  -- a problem (a grouped problem's rows end inside C, where TMA would not clip)
+  local cs = Cv.layout.stride
+  local cb = Cv.dtype.bytes
+  cfg.tma_store = opts.tma_store ~= false and cb == 2 and cs[2] == 1 and (cs[1] * cb) % 16 == 0
+    and (batch == 1 or (cs[3] * cb) % 16 == 0) and not cfg.beta and not opts.group_offsets and cfg.bn % 32 == 0
+    and (Cv.fake or Cv:alignment() >= 16) or nil
   local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
   local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
   local dB = descriptor(atomB, Bv, { n, k, opts.group_offsets and #opts.group_offsets - 1 or batch }, strides.b)
@@ -722,6 +785,13 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
     args[7], args[8] = group_tensors[1], group_tensors[2]
   end
   args[#args + 1] = bias
+  if cfg.tma_store then
+    -- C as TMA dimensions (N, M, L), a box of 32 columns x BM rows, the 64B swizzle
+    args[#args + 1] = Cv.fake and require("ffi").new("CuteTmaDesc") or cute.tma_descriptor {
+      dtype = Cv.dtype, address = Cv, dims = { n, m, batch },
+      strides = { cs[1] * cb, (batch > 1 and cs[3] or m * cs[1]) * cb }, box = { 32, cfg.bm, 1 }, swizzle = "64B",
+      oob = "zero" }
+  end
   local sms = sm_count()
   return {
     kernel = M.kernel(cfg), args = args, group_tensors = group_tensors,

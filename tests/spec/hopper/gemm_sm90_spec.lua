@@ -229,6 +229,31 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     end
   end)
 
+  it("stores a 16-bit row-major C through shared memory and TMA, and says when it cannot", function()
+    local A, B = fakes(cute.bf16, 1000, 768, 512)
+    local function plan(C, o)
+      o = o or {}
+      o.arch = "sm_90a"
+      return G.plan(A, B, C, o)
+    end
+    local C = cute.fake_tensor(cute.bf16, { 1000, 768 }, "row")
+    local p = plan(C)
+    assert.is_true(p.config.tma_store)
+    local ptx = p.kernel:compile(unpack(p.args)):ptx()
+    assert.matches("stmatrix%.sync%.aligned%.m8n8%.x4%.shared%.b16", ptx)
+    assert.matches("cp%.async%.bulk%.tensor%.3d%.global%.shared::cta%.tile%.bulk_group", ptx)
+    assert.matches("cp%.async%.bulk%.wait_group%.read 1", ptx)
+    assert.matches("fence%.proxy%.async%.shared::cta", ptx)
+    -- the others keep the register epilogue: f32 C, C column-major, beta, opts.tma_store = false
+    assert.is_nil(plan(cute.fake_tensor(cute.f32, { 1000, 768 }, "row")).config.tma_store)
+    assert.is_nil(plan(cute.fake_tensor(cute.bf16, { 1000, 768 }, "col")).config.tma_store)
+    assert.is_nil(plan(C, { beta = 1 }).config.tma_store)
+    assert.is_nil(plan(C, { tma_store = false }).config.tma_store)
+    -- a row stride TMA cannot take (1000 columns of a 1004-wide row: 2008 bytes)
+    local odd = cute.fake_tensor(cute.bf16, { 1000, 768 }, cute.make_layout({ 1000, 768 }, { 1004, 1 }))
+    assert.is_nil(plan(odd).config.tma_store)
+  end)
+
   it("fused epilogues: bias by column or row, activations, a user function; refusals", function()
     local A, B = fakes(cute.bf16, 1000, 768, 512)
     local C = cute.fake_tensor(cute.bf16, { 1000, 768 }, "row")
@@ -244,7 +269,7 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       o.arch = "sm_90a"
       local p = G.plan(A, B, C, o)
       assert.equal("sm90", p.kernel_name)
-      assert.equal("gemm_sm90_bf16_128x" .. p.config.bn .. "x64" .. c[2], p.kernel.name)
+      assert.equal("gemm_sm90_bf16_128x" .. p.config.bn .. "x64" .. c[2] .. "_tmastore", p.kernel.name)
       local h = p.kernel:compile(unpack(p.args))
       local r = h:resources()[p.kernel.name]
       assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
