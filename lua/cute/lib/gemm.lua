@@ -523,8 +523,8 @@ end
 -- @return true or false, and the reason
 -- @usage local sm90, why = gemm.choose_sm90(dt, sa, sb, Av, Bv, m, n, k, 1, opts)
 function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
-  if opts.kernel ~= nil and opts.kernel ~= "sm80" and opts.kernel ~= "sm90" then
-    err.raise("cute.gemm: opts.kernel is %s; it is \"sm80\" (mma.sync) or \"sm90\" (TMA + wgmma)",
+  if opts.kernel ~= nil and opts.kernel ~= "sm80" and opts.kernel ~= "sm90" and opts.kernel ~= "gemv" then
+    err.raise("cute.gemm: opts.kernel is %s; it is \"sm80\" (mma.sync), \"sm90\" (TMA + wgmma) or \"gemv\" (M <= 8)",
       tostring(opts.kernel))
   end
   if opts.kernel == "sm80" then return false, "opts.kernel = \"sm80\" forces the mma.sync kernel" end
@@ -615,6 +615,22 @@ function M.plan(A, B, C, opts)
     end
   end
   local alpha, beta = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1), opts.beta or 0
+  -- a few rows (decode): the GEMV kernel (cute.lib.gemv), bound by B's bandwidth
+  if m <= 8 and m > 0 and n > 0 and k > 0 and opts.config == nil and (opts.kernel == nil or opts.kernel == "gemv") then
+    local gemv = require "cute.lib.gemv"
+    local no = gemv.unsupported(dt, m, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv)
+    if no and opts.kernel == "gemv" then err.raise("cute.gemm: opts.kernel = \"gemv\", but %s", no) end
+    if not no then
+      local p = gemv.plan(Av, Bv, Cv, alpha, beta, opts)
+      p.C, p.kernel_name = C, "gemv"
+      p.why = string.format("%sM = %d: the GEMV kernel (a warp a column of C, B streamed in 16-byte vectors)",
+        opts.kernel == "gemv" and "opts.kernel = \"gemv\"; " or "", m)
+      return p, opts
+    end
+  end
+  if opts.kernel == "gemv" then
+    err.raise("cute.gemm: opts.kernel = \"gemv\" takes 1 to 8 rows and no opts.config; this problem has M = %d", m)
+  end
   -- Hopper: the warp-specialised TMA + wgmma kernel (cute.lib.gemm_sm90) when it can
   local use90, why = M.choose_sm90(dt, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv, m, n, k, batch, opts)
   if use90 then

@@ -1,0 +1,74 @@
+-- cute.lib.gemv (cute.gemm with M <= 8 rows: decode) on the simulator, against
+-- float64 with C poisoned first: ragged K (the element tail), batches, alpha
+-- and beta, a bias and an activation; which problems it takes and why not.
+local cute = require "cute"
+local G = require "cute.lib.gemm"
+
+describe("cute.lib.gemv (on the simulator)", function()
+  local old
+  setup(function()
+    old = cute.current_device()
+    cute.set_device("sim")
+  end)
+  teardown(function() cute.set_device(old) end)
+
+  it("computes C = alpha A B for 1 to 8 rows, K ragged, batched (B K-major)", function()
+    local seed = os.time() % 1000
+    for _, c in ipairs { { 1, 1040, 70, 1, cute.bf16 }, { 3, 1000, 33, 1, cute.f16 }, { 8, 24, 17, 1, cute.bf16 },
+      { 5, 1032, 20, 2, cute.bf16 } } do
+      local m, k, n, L, dt = c[1], c[2], c[3], c[4], c[5]
+      local A = cute.tensor(dt, { m, k, L }, cute.make_layout({ m, k, L }, { k, 1, m * k }))
+        :uniform(-1, 1, seed)
+      local B = cute.tensor(dt, { k, n, L }, cute.make_layout({ k, n, L }, { 1, k, k * n })):uniform(-1, 1, seed + 1)
+      local C = cute.tensor(dt, { m, n, L }, cute.make_layout({ m, n, L }, { n, 1, m * n })):fill(0 / 0)
+      local p = G.plan(A, B, C)
+      assert.equal("gemv", p.kernel_name)
+      assert.matches("M = " .. m, p.why)
+      cute.gemm(A, B, C, { alpha = 0.75 })
+      cute.testing.check_gemm(A, B, C, { alpha = 0.75, what = string.format("C (%dx%dx%d x%d)", m, k, n, L) })
+    end
+  end)
+
+  it("reads C with beta, adds a bias and applies an activation, as the Hopper kernel's epilogue", function()
+    local m, k, n = 4, 304, 40 -- (K: one 256-wide tile and a tail of 48)
+    local A = cute.tensor(cute.bf16, { m, k }, "row"):uniform(-1, 1, 11)
+    local B = cute.tensor(cute.bf16, { k, n }, "col"):uniform(-1, 1, 12)
+    local C = cute.tensor(cute.f32, { m, n }, "row"):uniform(-1, 1, 13)
+    local bias = cute.tensor(cute.f32, { n }):uniform(-1, 1, 14)
+    local ha, hb, hc, hbias = A:to_host(), B:to_host(), C:to_host(), bias:to_host()
+    cute.gemm(A, B, C, { alpha = 2, beta = 0.5, bias = bias, activation = "relu" })
+    assert.equal("gemv", G.plan(A, B, C, { beta = 0.5, bias = bias, activation = "relu" }).kernel_name)
+    local got = C:to_host()
+    for i = 0, m - 1 do
+      for j = 0, n - 1 do
+        local s = 0
+        for kk = 0, k - 1 do s = s + ha[{ i, kk }] * hb[{ kk, j }] end
+        local want = math.max(2 * s + 0.5 * hc[{ i, j }] + hbias[j], 0)
+        local g = got[{ i, j }]
+        assert(math.abs(g - want) <= 1e-4 * (1 + math.abs(want)), string.format("C[%d,%d] = %s, expected %s", i, j,
+          g, want))
+      end
+    end
+  end)
+
+  it("leaves other problems to the tile kernels and says why when asked for it", function()
+    local A = cute.fake_tensor(cute.bf16, { 16, 512 }, "row")
+    local B = cute.fake_tensor(cute.bf16, { 512, 256 }, "col")
+    assert.are_not.equal("gemv", G.plan(A, B, nil, { arch = "sm_90a" }).kernel_name) -- 16 rows
+    local A1 = cute.fake_tensor(cute.bf16, { 1, 512 }, "row")
+    assert.equal("gemv", G.plan(A1, B, nil, { arch = "sm_90a" }).kernel_name)
+    -- B N-major: not K-contiguous
+    local Bn = cute.fake_tensor(cute.bf16, { 512, 256 }, "row")
+    assert.are_not.equal("gemv", G.plan(A1, Bn, nil, { arch = "sm_90a" }).kernel_name)
+    local ok, msg = pcall(G.plan, A1, Bn, nil, { kernel = "gemv" })
+    assert.is_false(ok)
+    assert.matches("opts.kernel = \"gemv\", but B is not K%-contiguous", msg)
+    ok, msg = pcall(G.plan, A, B, nil, { kernel = "gemv" })
+    assert.is_false(ok)
+    assert.matches("takes 1 to 8 rows", msg)
+    -- f32 inputs: the tf32 tile kernels
+    local Af = cute.fake_tensor(cute.f32, { 1, 512 }, "row")
+    local Bf = cute.fake_tensor(cute.f32, { 512, 256 }, "col")
+    assert.are_not.equal("gemv", G.plan(Af, Bf, nil, { arch = "sm_90a" }).kernel_name)
+  end)
+end)
