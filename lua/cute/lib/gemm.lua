@@ -524,7 +524,7 @@ end
 -- @usage local sm90, why = gemm.choose_sm90(dt, sa, sb, Av, Bv, m, n, k, 1, opts)
 function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
   if opts.kernel ~= nil and opts.kernel ~= "sm80" and opts.kernel ~= "sm90" and opts.kernel ~= "gemv" then
-    err.raise("cute.gemm: opts.kernel is %s; it is \"sm80\" (mma.sync), \"sm90\" (TMA + wgmma) or \"gemv\" (M <= 8)",
+    err.raise("cute.gemm: opts.kernel is %s; it is \"sm80\" (mma.sync), \"sm90\" (TMA + wgmma) or \"gemv\" (M <= 16)",
       tostring(opts.kernel))
   end
   if opts.kernel == "sm80" then return false, "opts.kernel = \"sm80\" forces the mma.sync kernel" end
@@ -615,8 +615,8 @@ function M.plan(A, B, C, opts)
     end
   end
   local alpha, beta = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1), opts.beta or 0
-  -- a few rows (decode): the GEMV kernel (cute.lib.gemv), bound by B's bandwidth
-  if m <= 8 and m > 0 and n > 0 and k > 0 and opts.config == nil and (opts.kernel == nil or opts.kernel == "gemv") then
+  -- a few rows (decode, M <= 16): the GEMV kernels (cute.lib.gemv), bound by B's bandwidth
+  if m <= 16 and m > 0 and n > 0 and k > 0 and opts.config == nil and (opts.kernel == nil or opts.kernel == "gemv") then
     local gemv = require "cute.lib.gemv"
     local no = gemv.unsupported(dt, m, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv)
     if no and opts.kernel == "gemv" then err.raise("cute.gemm: opts.kernel = \"gemv\", but %s", no) end
@@ -629,7 +629,7 @@ function M.plan(A, B, C, opts)
     end
   end
   if opts.kernel == "gemv" then
-    err.raise("cute.gemm: opts.kernel = \"gemv\" takes 1 to 8 rows and no opts.config; this problem has M = %d", m)
+    err.raise("cute.gemm: opts.kernel = \"gemv\" takes 1 to 16 rows and no opts.config; this problem has M = %d", m)
   end
   -- Hopper: the warp-specialised TMA + wgmma kernel (cute.lib.gemm_sm90) when it can
   local use90, why = M.choose_sm90(dt, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv, m, n, k, batch, opts)

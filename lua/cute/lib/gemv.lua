@@ -1,26 +1,31 @@
---- cute.lib.gemv: the GEMM of a few rows (M <= 8: decode), a warp a column
--- of C, at the memory's speed.
+--- cute.lib.gemv: the GEMM of a few rows (M <= 16: decode), at the memory's
+-- speed.
 --
---   C = alpha * A @ B + beta * C      A: M x K (K contiguous), B: K x N (K contiguous), M <= 8
+--   C = alpha * A @ B + beta * C      A: M x K (K contiguous), B: K x N (K contiguous), M <= 16
 --
 -- A skinny GEMM reads each of B's K x N values once and uses it M times: it
 -- is bound by the bandwidth of B, and a tensor-core tile of 64 or 128 rows
 -- would mostly multiply zeros while its pipeline's round trips, not the
--- memory, set the pace. Here each warp owns a column n of C: its 32 lanes
--- stream column n of B (K contiguous) in 16-byte vectors, UNROLL of them in
--- flight a lane, and multiply each by the same K-slice of A's M rows (read
--- through L1: every warp of the SM reads the same A), accumulating M sums in
--- f32; shuffles reduce the sums across the warp and lane 0 writes C[0..M-1, n]
--- through the same fused epilogue as the Hopper kernel (alpha, beta, bias,
--- activation, a user function). K not a multiple of the warp's stride ends
--- in an element-by-element tail.
+-- memory, set the pace. Two forms, both with the Hopper kernel's fused
+-- epilogue (alpha, beta, bias, activation, a user function):
+--
+--   * SIMT (M <= SIMT_ROWS): a warp a column of C; its lanes stream column n
+--     of B in 16-byte vectors, UNROLL of them in flight a lane, multiply each
+--     by the same K-slice of A's rows (through L1: every warp reads the same
+--     A) into f32 sums, reduced by shuffles; K's rest element by element;
+--   * tensor cores (more rows; build_mma below): a warp a 16 x 8 block of C
+--     with mma.sync, B's columns read 256 contiguous bytes at a time.
+-- bench/gemv_probe.lua measured the choice (H100: SIMT ahead at 1-2 rows,
+-- the MMA form from 3 rows, where SIMT's multiply-adds become the limit).
 local cute = require "cute"
 local common = require "cute.lib.common"
 
 local M = {}
 
-M.MAX_ROWS = 8
+M.MAX_ROWS = 16
+M.SIMT_ROWS = 2 -- up to this many rows the SIMT form; more, the tensor-core form (bench/gemv_probe.lua)
 local WARPS, UNROLL, VEC = 8, 4, 8 -- (VEC: 8 16-bit values = one 16-byte load)
+local UNROLL_MMA = 2 -- (the tensor-core form: steps of 128 k in flight a warp)
 
 local kernels = {}
 
@@ -68,17 +73,124 @@ local function build(cfg, trace_key)
   end, { trace_key = trace_key, preprocess = true })
 end
 
+-- Two 16-bit values as one 32-bit register (lo in the low half), as mma.sync takes them.
+local function pack2(lo, hi)
+  return hi:bitcast(cute.u16):to(cute.u32):shl(16):bor(lo:bitcast(cute.u16):to(cute.u32)):bitcast(cute.i32)
+end
+
+-- The tensor-core form (cfg.mma; up to 16 rows): a warp computes a 16 x 8
+-- block of C (8 columns; rows past M are computed from a repeated row and not
+-- stored) with mma.sync m16n8k16 over its share of K. The reduction's order
+-- is free, so each thread loads 16 contiguous bytes of B's column g = lane / 4
+-- at k0 + 8 t (t = lane % 4) and of A's rows g and g + 8 at the same k, and
+-- gives them to two MMAs as the k-slots {2t, 2t+1, 2t+8, 2t+9} and
+-- {16 + ...}: A and B agree on the permutation, so no shuffle is needed and
+-- every load is a 16-byte vector. A CTA's 8 warps are WN column groups x WK
+-- slices of K (WN from the plan: enough CTAs for the machine, few enough
+-- that A, read by every CTA, stays a small share of the traffic); the WK
+-- partial blocks meet in shared memory, where WN x 128 threads finish C.
+local function build_mma(cfg, trace_key)
+  local WN = cfg.wn
+  local WK = WARPS / WN
+  local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
+  local sm90 = require "cute.lib.gemm_sm90"
+  local dt = cute.dtype.get(cfg.dtype)
+  local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(dt, cute.f32, { 16, 8, 16 }))
+  return cute.kernel("gemv_mma_" .. cfg.dtype .. "_w" .. WN .. fused, function(A, B, C, alpha, beta, ...)
+    local bias = ... -- (cfg.bias: the bias tensor)
+    local Mr, K, N = A.layout.shape[1], A.layout.shape[2], B.layout.shape[1]
+    local tid = cute.thread_idx().x
+    local lane, warp = tid % 32, tid / 32
+    local g, t = lane / 4, lane % 4
+    local wn, wk = warp % WN, warp / WN
+    local n0 = (cute.block_idx().x * WN + wn) * 8
+    local l = cute.block_idx().z
+    -- rows and columns past the ends read a valid one (their results are dropped)
+    local bcol = B[{ cute.min(n0 + g, N - 1), cute._, l }]
+    local arow0 = A[{ cute.min(g, Mr - 1), cute._, l }]
+    local arow1 = A[{ cute.min(g + 8, Mr - 1), cute._, l }]
+    local acc = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
+    -- one step: 32 k of this warp's slice; steps of the WK warps interleave (256 k)
+    -- a step: KS = 128 k of this warp's slice, 32 contiguous a thread (four
+    -- 16-byte vectors of B's column and of each A row); the steps of the WK
+    -- warps interleave. Loads of the unrolled steps go first, then the MMAs.
+    local KS = 128
+    local function load(kt, masked)
+      if not masked then
+        local out = {}
+        for q, x in ipairs { bcol, arow0, arow1 } do out[q] = common.thread_slice_1d(x, kt, t, 32, 4, 1):load() end
+        return out
+      end
+      -- the last steps, element by element: zero past K in both operands
+      local out = {}
+      for q, x in ipairs { bcol, arow0, arow1 } do
+        local vals = {}
+        for e = 0, 31 do
+          local k = kt * KS + t * 32 + e
+          vals[e] = cute.where(k < K, x[cute.min(k, K - 1)], 0.0)
+        end
+        out[q] = vals
+      end
+      return out
+    end
+    local function mma(v)
+      local b, a0, a1 = v[1], v[2], v[3]
+      for j = 0, 7 do
+        -- mma j: k-slots {2t, 2t+1} and {2t+8, 2t+9} are this thread's k 4j .. 4j+3 (A and B alike)
+        local e = 4 * j
+        local c = { acc[1].value, acc[2].value, acc[3].value, acc[4].value }
+        local ra = { pack2(a0[e], a0[e + 1]), pack2(a1[e], a1[e + 1]), pack2(a0[e + 2], a0[e + 3]),
+          pack2(a1[e + 2], a1[e + 3]) }
+        local d = cute.arch.mma_sync(atom, ra, { pack2(b[e], b[e + 1]), pack2(b[e + 2], b[e + 3]) }, c)
+        for q = 1, 4 do acc[q].value = d[q] end
+      end
+    end
+    local steps = K / KS -- whole steps; then masked ones for the rest
+    local per = WK * UNROLL_MMA
+    local rounds = steps / per
+    for r in cute.range(rounds) do
+      local v = {}
+      for u = 0, UNROLL_MMA - 1 do v[u + 1] = load((r * UNROLL_MMA + u) * WK + wk, false) end
+      for u = 1, UNROLL_MMA do mma(v[u]) end
+    end
+    for kt in cute.range(rounds * per + wk, (K + (KS - 1)) / KS, WK) do mma(load(kt, true)) end
+    -- the WK partial 16 x 8 blocks of a column group meet in shared memory
+    local red = cute.make_smem_tensor(cute.f32, cute.make_layout({ 128, WARPS }), 16)
+    for j = 0, 3 do
+      -- value j: row g + 8 (j / 2), column 2 t + j % 2
+      local idx = (g + 8 * math.floor(j / 2)) * 8 + 2 * t + j % 2
+      red[{ idx, warp }] = acc[j + 1].value
+    end
+    cute.sync_threads()
+    for e in cute.range(tid, 128 * WN, WARPS * 32) do
+      local cg, idx = e / 128, e % 128
+      local row, col = idx / 8, idx % 8
+      local s = red[{ idx, cg }]
+      for w = 1, WK - 1 do s = s + red[{ idx, cg + w * WN }] end
+      local n = (cute.block_idx().x * WN + cg) * 8 + col
+      if row < Mr and n < N then
+        local v = s * alpha
+        if cfg.beta then v = cute.fma(beta, C[{ row, n, l }]:to(cute.f32), v) end
+        if cfg.bias or cfg.act or cfg.fn then v = sm90.fused(cfg, v, bias, row, n, l) end
+        C[{ row, n, l }] = v:to(C.dtype)
+      end
+    end
+  end, { trace_key = trace_key, preprocess = true })
+end
+
 --- The kernel for a configuration {dtype, m (rows), beta, bias, bias_dtype, act, fn}.
 -- @param cfg the configuration
 -- @return the cute.kernel
 -- @usage local k = M.kernel({ dtype = "bf16", m = 1 })
 function M.kernel(cfg)
-  if cfg.fn then return build(cfg, nil) end -- (traced per function: no key stands for it)
-  local key = table.concat({ cfg.dtype, cfg.m, tostring(cfg.beta), tostring(cfg.bias), tostring(cfg.bias_dtype),
-    tostring(cfg.act) }, ",")
+  local make = cfg.mma and build_mma or build
+  if cfg.fn then return make(cfg, nil) end -- (traced per function: no key stands for it)
+  local key = {}
+  for i, f in ipairs { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn" } do key[i] = tostring(cfg[f]) end
+  key = table.concat(key, ",")
   local k = kernels[key]
   if not k then
-    k = build(cfg, "cute.lib.gemv:" .. key)
+    k = make(cfg, "cute.lib.gemv:" .. key)
     kernels[key] = k
   end
   return k
@@ -123,6 +235,18 @@ function M.plan(Av, Bv, Cv, alpha, beta, opts)
   local bias = require("cute.lib.gemm_sm90").fused_config(cfg, opts, m, n, false)
   local args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) }
   if bias then args[6] = bias end
+  -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "mma" or "mma<WN>")
+  local mode = M.override or os.getenv("CUTELUA_GEMV") or ""
+  cfg.mma = mode:match("^mma") ~= nil or (mode ~= "simt" and m > M.SIMT_ROWS) or nil
+  if cfg.mma then
+    -- one column group a CTA (its 8 warps split K): measured best on the H100 at
+    -- N = 4096 to 14336 (bench/gemv_probe.lua); more groups share A's reads but
+    -- give fewer CTAs and fewer loads in flight a column
+    local wn = tonumber(mode:match("^mma(%d+)$")) or 1
+    cfg.wn, cfg.m = wn, nil -- (one kernel for every M: the rows are a run-time extent)
+    return { kernel = M.kernel(cfg), args = args, grid = { math.ceil(n / (8 * wn)), 1, batch }, block = WARPS * 32,
+      config = cfg }
+  end
   return { kernel = M.kernel(cfg), args = args, grid = { math.ceil(n / WARPS), 1, batch }, block = WARPS * 32,
     config = cfg }
 end

@@ -12,7 +12,7 @@ describe("cute.lib.gemv (on the simulator)", function()
   end)
   teardown(function() cute.set_device(old) end)
 
-  it("computes C = alpha A B for 1 to 8 rows, K ragged, batched (B K-major)", function()
+  it("computes C = alpha A B for 1 to 8 rows, K ragged, batched (B K-major), SIMT and tensor cores", function()
     local seed = os.time() % 1000
     for _, c in ipairs { { 1, 1040, 70, 1, cute.bf16 }, { 3, 1000, 33, 1, cute.f16 }, { 8, 24, 17, 1, cute.bf16 },
       { 5, 1032, 20, 2, cute.bf16 } } do
@@ -27,6 +27,35 @@ describe("cute.lib.gemv (on the simulator)", function()
       cute.gemm(A, B, C, { alpha = 0.75 })
       cute.testing.check_gemm(A, B, C, { alpha = 0.75, what = string.format("C (%dx%dx%d x%d)", m, k, n, L) })
     end
+  end)
+
+  it("the tensor-core form (9 to 16 rows, or asked for): every column-group split, K ragged, batched", function()
+    local gemv = require "cute.lib.gemv"
+    local seed = os.time() % 1000 + 7
+    for _, mode in ipairs { "mma", "mma1", "mma2", "mma4", "mma8" } do
+      gemv.override = mode
+      for _, c in ipairs { { 16, 1040, 70, 1 }, { 9, 1000, 33, 1 }, { 12, 24, 17, 1 }, { 1, 520, 20, 2 } } do
+        local m, k, n, L = c[1], c[2], c[3], c[4]
+        local ld = math.ceil(k / 8) * 8 -- (K not a multiple of 8: rows padded to 16 bytes)
+        local A = cute.tensor(cute.bf16, { m, k, L }, cute.make_layout({ m, k, L }, { ld, 1, m * ld })):uniform(-1, 1,
+          seed)
+        local B = cute.tensor(cute.bf16, { k, n, L }, cute.make_layout({ k, n, L }, { 1, ld, ld * n })):uniform(-1, 1,
+          seed + 1)
+        local C = cute.tensor(cute.f32, { m, n, L }, cute.make_layout({ m, n, L }, { n, 1, m * n })):fill(0 / 0)
+        local p = G.plan(A, B, C)
+        assert.is_true(p.config.mma)
+        cute.gemm(A, B, C, { alpha = -1.5 })
+        cute.testing.check_gemm(A, B, C, { alpha = -1.5, what = string.format("C (%s, %dx%dx%d x%d)", mode, m, k, n,
+          L) })
+      end
+    end
+    gemv.override = nil
+    -- by default: SIMT up to 2 rows, tensor cores above
+    local A = cute.fake_tensor(cute.bf16, { 3, 512 }, "row")
+    local B = cute.fake_tensor(cute.bf16, { 512, 4096 }, "col")
+    local p = G.plan(A, B, nil, { arch = "sm_90a" })
+    assert.same({ "gemv", true }, { p.kernel_name, p.config.mma })
+    assert.is_nil(G.plan(cute.fake_tensor(cute.bf16, { 2, 512 }, "row"), B, nil, { arch = "sm_90a" }).config.mma)
   end)
 
   it("reads C with beta, adds a bias and applies an activation, as the Hopper kernel's epilogue", function()
@@ -52,9 +81,9 @@ describe("cute.lib.gemv (on the simulator)", function()
   end)
 
   it("leaves other problems to the tile kernels and says why when asked for it", function()
-    local A = cute.fake_tensor(cute.bf16, { 16, 512 }, "row")
+    local A = cute.fake_tensor(cute.bf16, { 17, 512 }, "row")
     local B = cute.fake_tensor(cute.bf16, { 512, 256 }, "col")
-    assert.are_not.equal("gemv", G.plan(A, B, nil, { arch = "sm_90a" }).kernel_name) -- 16 rows
+    assert.are_not.equal("gemv", G.plan(A, B, nil, { arch = "sm_90a" }).kernel_name) -- 17 rows
     local A1 = cute.fake_tensor(cute.bf16, { 1, 512 }, "row")
     assert.equal("gemv", G.plan(A1, B, nil, { arch = "sm_90a" }).kernel_name)
     -- B N-major: not K-contiguous
@@ -65,7 +94,7 @@ describe("cute.lib.gemv (on the simulator)", function()
     assert.matches("opts.kernel = \"gemv\", but B is not K%-contiguous", msg)
     ok, msg = pcall(G.plan, A, B, nil, { kernel = "gemv" })
     assert.is_false(ok)
-    assert.matches("takes 1 to 8 rows", msg)
+    assert.matches("takes 1 to 16 rows", msg)
     -- f32 inputs: the tf32 tile kernels
     local Af = cute.fake_tensor(cute.f32, { 1, 512 }, "row")
     local Bf = cute.fake_tensor(cute.f32, { 512, 256 }, "col")
