@@ -421,6 +421,45 @@ local function descriptor(t, rows)
     strides = { st[2] * by, st[3] * by, st[1] * by }, box = { 64, rows, 1, 1 }, swizzle = "128B", oob = "zero" }
 end
 
+-- A view of tensor t with another layout (device or fake).
+local function view(t, shape, stride)
+  local L = require "cute.layout"
+  if t.fake then
+    return require("cute.tensor").fake_tensor(t.dtype, shape, L.make_layout(shape, stride), { align = t:alignment() })
+  end
+  return require("cute.tensor").from_ptr(t:data_ptr(), t.dtype, L.make_layout(shape, stride))
+end
+
+--- This module's problem from cute.lib.attention's (its `problem` table: q, k,
+-- v, o, lse tensors in the user's shapes, window {left, right} with -1
+-- unbounded, varlen offsets): the (B, S, H, D) views q4, k4, v4, o4 (a packed
+-- batch is B = 1, S = its total), the (B, H, S) view lse3, the window as
+-- left/right key counts (math.huge: unbounded), cu_q and cu_k.
+-- @param p cute.lib.attention's problem
+-- @return this module's problem
+-- @usage local pr = M.views(cute.lib.attention.problem(Q, K, V, O, opts))
+function M.views(p)
+  local L = require "cute.layout"
+  local function v4(t)
+    local s, d = L.shape(t.layout), L.stride(t.layout)
+    if #s == 4 then return t end
+    return view(t, { 1, s[1], s[2], s[3] }, { s[1] * d[1], d[1], d[2], d[3] })
+  end
+  local lse = p.lse
+  if p.varlen then
+    local s, d = L.shape(lse.layout), L.stride(lse.layout)
+    lse = view(lse, { 1, s[1], s[2] }, { s[1] * d[1], d[1], d[2] })
+  end
+  local w = p.window or { -1, -1 }
+  local function bound(x) return (x == nil or x < 0) and math.huge or x end
+  local right = bound(w[2])
+  if p.causal then right = math.min(right, 0) end
+  local dt = p.dtype
+  return { dtype = type(dt) == "table" and dt.name or dt, d = p.d, batch = p.batch, hq = p.hq, hkv = p.hkv, sq = p.sq,
+    sk = p.sk, scale = p.scale, left = bound(w[1]), right = right, q4 = v4(p.q), k4 = v4(p.k), v4 = v4(p.v),
+    o4 = v4(p.o), lse3 = lse, cu_q = p.varlen and p.cu_seqlens_q or nil, cu_k = p.varlen and p.cu_seqlens_k or nil }
+end
+
 --- Why this kernel cannot take a problem (nil when it can).
 -- @param pr the problem (cute.lib.attention's normalised table)
 -- @return a sentence, or nil
@@ -456,6 +495,7 @@ end
 -- @return the plan, or nil and a sentence
 -- @usage local p = M.plan(problem, {})
 function M.plan(pr, opts)
+  if pr.q4 == nil then pr = M.views(pr) end
   local why = M.unsupported(pr)
   if why then return nil, why end
   local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge)
