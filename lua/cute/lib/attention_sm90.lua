@@ -205,18 +205,23 @@ local function build(cfg, trace_key)
         end
         local pk = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
         local pv = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
-        for n in cute.range(n_lo, n_hi) do
-          local row = k_start.value + n * BN
+        -- K runs a block ahead of V (K_{n+1} before V_n): the consumers need S's
+        -- operands first, and V's stage frees later (after its P V)
+        local function load_k(n)
           pipeK:producer_acquire(pk)
           for j = 0, dboxes - 1 do
-            tma_load_4d(descK, sK_raw:ptr_at(pk.index * kv_elems + j * BN * 64), j * 64, row, hk, bt,
-              pipeK:producer_get_barrier(pk))
+            tma_load_4d(descK, sK_raw:ptr_at(pk.index * kv_elems + j * BN * 64), j * 64, k_start.value + n * BN, hk,
+              bt, pipeK:producer_get_barrier(pk))
           end
           pk:advance()
+        end
+        if n_hi > n_lo then load_k(n_lo) end
+        for n in cute.range(n_lo, n_hi) do
+          if n + 1 < n_hi then load_k(n + 1) end
           pipeV:producer_acquire(pv)
           for j = 0, dboxes - 1 do
-            tma_load_4d(descV, sV_raw:ptr_at(pv.index * kv_elems + j * BN * 64), j * 64, row, hk, bt,
-              pipeV:producer_get_barrier(pv))
+            tma_load_4d(descV, sV_raw:ptr_at(pv.index * kv_elems + j * BN * 64), j * 64, k_start.value + n * BN, hk,
+              bt, pipeV:producer_get_barrier(pv))
           end
           pv:advance()
         end
@@ -393,7 +398,7 @@ local function build(cfg, trace_key)
         end
       end
     end
-  end, { arch = "sm_90a", trace_key = trace_key, preprocess = true })
+  end, { arch = "sm_90a", trace_key = trace_key, preprocess = true, ftz = true })
 end
 
 --- The kernel for a configuration {dtype, d, bm, bn, stages, varlen}.
