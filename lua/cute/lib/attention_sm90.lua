@@ -43,9 +43,7 @@ local LN2 = 0.6931471805599453
 -- A 4-d tiled TMA load (D, S, H, B coordinates) of the box at (d, s, h, b)
 -- into shared memory at smem_ptr, completing bar_ptr's transaction.
 local function tma_load_4d(desc, smem_ptr, d, s, h, b, bar_ptr)
-  cute.asm("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
-    .. " [$0], [$1, {$2, $3, $4, $5}], [$6];", "r,l,r,r,r,r,r",
-    { smem_ptr:addr(), desc.ptr:cast("generic"):addr(), d, s, h, b, bar_ptr:addr() }, { memory = true })
+  A.tma_load(desc, smem_ptr, bar_ptr, { d, s, h, b })
 end
 
 --- The tile configuration for a head dimension: BM query rows a CTA (64 a
