@@ -31,14 +31,18 @@ for _, name in ipairs(names) do
     row(name .. " " .. m .. "x" .. n .. "x" .. k, arch, p.kernel, p.args)
   end
 end
-local A, B, C = fake(cute.bf16, 4097, 63, "row"), fake(cute.bf16, 63, 4095, "row"), fake(cute.bf16, 4097, 4095, "row")
-local p = G.plan(A, B, C, { arch = "sm_80" })
-local cfg = {}
-for key, v in pairs(p.config) do cfg[key] = v end
-cfg.copy_branch = nil
-for _, arch in ipairs { "sm_80", "sm_90a" } do
-  row("bf16 4097x4095x63, the plan (copy_branch)", arch, p.kernel, p.args)
-  row("bf16 4097x4095x63, copies predicated off", arch, G.kernel(cfg), p.args)
+-- unaligned rows (element-wise copies): K = 63 (both operands), N = 4095 (B row-major)
+for _, s in ipairs { { 4097, 4095, 63 }, { 4096, 4095, 64 } } do
+  local m, n, k = s[1], s[2], s[3]
+  local p = G.plan(fake(cute.bf16, m, k, "row"), fake(cute.bf16, k, n, "row"), nil, { arch = "sm_80" })
+  local cfg = {}
+  for key, v in pairs(p.config) do cfg[key] = v end
+  cfg.copy_branch = nil
+  local what = string.format("bf16 %dx%dx%d (vec %d, %d)", m, n, k, cfg.a_vec, cfg.b_vec)
+  for _, arch in ipairs { "sm_80", "sm_90a" } do
+    row(what .. ", the plan (copy_branch " .. tostring(p.config.copy_branch) .. ")", arch, p.kernel, p.args)
+    row(what .. ", copies predicated off", arch, G.kernel(cfg), p.args)
+  end
 end
 for _, c in ipairs {
   { "bf16 4096^3", cute.bf16, 4096, 4096, 4096 }, { "bf16 256x8192x1024", cute.bf16, 256, 8192, 1024 },

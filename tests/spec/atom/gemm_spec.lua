@@ -63,6 +63,17 @@ describe("cute.gemm", function()
     assert.equal(0, r.spill_stores, string.format("%d registers, %d bytes spilled", r.registers, r.spill_stores))
     assert.equal(0, r.spill_loads)
     assert.equal(0, r.stack)
+    -- the cause: element-wise copies (rows not 4-byte aligned) held in registers
+    -- between the MMAs; an even K with an unaligned B row sat at the cap (255)
+    p = G.plan(fake(cute.bf16, 4096, 64, "row"), fake(cute.bf16, 64, 4095, "row"), nil, { arch = "sm_80" })
+    assert.equal(1, p.config.b_vec)
+    assert.is_true(p.config.copy_branch)
+    r = p.kernel:with({ arch = "sm_80" }):compile(unpack(p.args)):resources()[1]
+    assert.equal(0, r.spill_stores)
+    assert.is_true(r.registers < 250, r.registers .. " registers")
+    -- aligned rows keep the branch-free loop
+    p = G.plan(fake(cute.bf16, 4096, 64, "row"), fake(cute.bf16, 64, 4096, "row"), nil, { arch = "sm_80" })
+    assert.is_nil(p.config.copy_branch)
   end)
 
   it("compiles its kernels for every dtype and operand order without spilling", function()
