@@ -115,6 +115,27 @@ do -- the two benchmark configurations (bench/trace_gemm.lua), one with line inf
   end
 end
 
+do -- cute.lib.gemm_sm90 (sm_90a only): dtypes, majors, tile widths, ragged, beta, fused epilogues
+  local cases = {
+    { "bf16.4096.kk", cute.bf16, 4096, 4096, 4096, "row", "col", {} },
+    { "bf16.4096.kn.beta1", cute.bf16, 4096, 4096, 4096, "row", "row", { beta = 1 } },
+    { "f16.1024x776x336.mk", cute.f16, 1024, 776, 336, "col", "col", {} },
+    { "bf16.256x8192x1024", cute.bf16, 256, 8192, 1024, "row", "col", {} },
+    { "bf16.16x4096x4096", cute.bf16, 16, 4096, 4096, "row", "col", {} },
+    { "e4m3.4096", cute.e4m3, 4096, 4096, 4096, "row", "col", { scale_a = 0.5 } },
+    { "i8.1024", cute.i8, 1024, 1024, 1024, "row", "col", {} },
+    { "tf32.1024", cute.f32, 1024, 1024, 1024, "row", "col", {} },
+    { "bf16.2048.gelu", cute.bf16, 2048, 2048, 2048, "row", "col", { activation = "gelu_tanh" } },
+  }
+  for _, c in ipairs(cases) do
+    local o = { arch = "sm_90a" }
+    for key, v in pairs(c[8]) do o[key] = v end
+    local p = G.plan(fake(c[2], { c[3], c[5] }, c[6]), fake(c[2], { c[5], c[4] }, c[7]), nil, o)
+    assert(p.kernel_name == "sm90", "ptx_snapshot: " .. c[1] .. " is not planned for gemm_sm90")
+    snap("lib.gemm_sm90." .. c[1] .. ".sm_90a", p.kernel, { arch = "sm_90a", cache = false }, unpack(p.args))
+  end
+end
+
 local fill = require "cute.lib.fill"
 for _, dt in ipairs(require("cute.dtype").all()) do
   if dt.name ~= "bool" then

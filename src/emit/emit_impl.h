@@ -72,7 +72,9 @@ typedef struct Em {
   uint32_t ntype_ll;
   uint32_t fn_loc;     /* the location of the function being emitted (line info) */
   uint32_t syn_loc, syn_file; /* "<cutelua>":1, for a function with no location */
-  ClBuf globals, decls, funcs, meta, entry, body;
+  ClBuf types, globals, decls, funcs, meta, entry, body; /* types: named struct types (em_ll_type) */
+  const char **named_lit; /* the literal texts of the named struct types, in order (%cl.sN is N) */
+  uint32_t nnamed, capnamed;
   /* declared names (intrinsics, libdevice), a small set */
   const char **declared;
   uint32_t ndeclared, capdeclared;

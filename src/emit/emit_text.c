@@ -76,6 +76,35 @@ static void ll_type_write(Em *e, IrType t, ClBuf *b) {
   }
 }
 
+/* A struct type whose literal text is longer than this is written once, as a
+   named type (`%cl.sN = type {...}` at the top of the module), and called by
+   its name: a wgmma accumulator of 128 floats is 940 characters, repeated in
+   every extractvalue that takes it apart, which made 2.9 of a GEMM's 3 MB of
+   NVVM IR (and libnvvm's time went into parsing it). Each literal text gets
+   one name, so two types are the same LLVM type after naming exactly when
+   they were before (LLVM's literal structs are equal when their texts are);
+   type names do not reach the PTX. */
+#define EM_NAMED_STRUCT_MIN 64
+
+static const char *named_struct(Em *e, const char *lit, size_t len) {
+  for (uint32_t i = 0; i < e->nnamed; i++)
+    if (strcmp(e->named_lit[i], lit) == 0) {
+      char name[32];
+      int n = snprintf(name, sizeof name, "%%cl.s%u", i);
+      return em_keep_str(e, name, (size_t)n);
+    }
+  if (!EM_GROW(e, e->named_lit, e->capnamed, e->nnamed + 1)) {
+    e->failed = 1;
+    return "void";
+  }
+  uint32_t id = e->nnamed;
+  e->named_lit[e->nnamed++] = em_keep_str(e, lit, len);
+  cl_buf_printf(&e->types, "%%cl.s%u = type %s\n", id, lit);
+  char name[32];
+  int n = snprintf(name, sizeof name, "%%cl.s%u", id);
+  return em_keep_str(e, name, (size_t)n);
+}
+
 /* Cached per type id in e->type_ll (the module's types do not change while
    it is emitted). */
 const char *em_ll_type(Em *e, IrType t) {
@@ -86,7 +115,10 @@ const char *em_ll_type(Em *e, IrType t) {
     } else {
       ClBuf b = {0};
       ll_type_write(e, t, &b);
-      e->type_ll[t] = b.oom ? "void" : em_keep_str(e, cl_buf_str(&b), b.len);
+      if (b.oom) e->type_ll[t] = "void";
+      else if (ir_trec(e->m, t)->kind == IR_TK_STRUCT && b.len > EM_NAMED_STRUCT_MIN)
+        e->type_ll[t] = named_struct(e, cl_buf_str(&b), b.len);
+      else e->type_ll[t] = em_keep_str(e, cl_buf_str(&b), b.len);
       if (b.oom) e->failed = 1;
       cl_buf_free(&b);
     }

@@ -661,12 +661,20 @@ function M.plan(A, B, C, opts)
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
   cfg.beta = beta ~= 0
-  -- K not a multiple of the k-tile: the copies are predicated by the matrix's
-  -- K edge as well, and predicating the copies past the last k-tile too keeps
-  -- one more mask live through the main loop: at 128 accumulators a thread
-  -- (128x128 with 2x2 warps) that spilled (4097x4095x63 bf16: 255 registers,
-  -- 4-8 bytes of spill); skipping them by a branch does not (236-245, none)
-  if k % cfg.bk ~= 0 and (opts.config or {}).copy_branch == nil then cfg.copy_branch = true end
+  -- The copies past the last k-tile skipped by a branch (copy_branch) rather
+  -- than predicated off, in two cases:
+  -- * an operand whose rows are not 4-byte aligned (a_vec or b_vec elements
+  --   below 32 bits: 4097x4095x63 bf16 has vec 1 for both) is copied element by
+  --   element with ld.global + st.shared, not cp.async: each loaded value holds
+  --   a register until its store, and in the branch-free loop ptxas spreads the
+  --   loads between the MMAs, so that 32 + 32 of them a thread sit beside the
+  --   128 accumulators: every such plan of a 128-wide tile compiled at the cap,
+  --   254-255 registers, and 4097x4095x63 spilled 4-8 bytes; with the branch
+  --   they take 188-245 and none spill (bench/gemm_registers.lua, issue 18);
+  -- * K not a multiple of the k-tile (the copies predicated by the K edge too):
+  --   tf32 there reaches 254 registers branch-free.
+  local sync_copy = cfg.a_vec * store.bits < 32 or cfg.b_vec * store.bits < 32
+  if (sync_copy or k % cfg.bk ~= 0) and (opts.config or {}).copy_branch == nil then cfg.copy_branch = true end
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn)
   if not cfg.even then cfg.persistent = nil end
   local grid_x = tiles

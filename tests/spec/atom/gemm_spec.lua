@@ -50,6 +50,32 @@ describe("cute.gemm", function()
     end
   end)
 
+  -- issue 18: the sm_80 plan of this problem (gemm_bf16_128x128x32, a K that is
+  -- no multiple of the k-tile) spilled 4 bytes at 255 registers while the copies
+  -- past the last k-tile were predicated off; the plan skips them by a branch
+  it("plans bf16 4097x4095x63 for sm_80 without spilling (compiled for sm_80)", function()
+    local p = G.plan(fake(cute.bf16, 4097, 63, "row"), fake(cute.bf16, 63, 4095, "row"),
+      fake(cute.bf16, 4097, 4095, "row"), { arch = "sm_80" })
+    assert.equal("gemm_bf16_128x128x32", p.kernel.name)
+    assert.is_true(p.config.copy_branch)
+    local r = p.kernel:with({ arch = "sm_80" }):compile(unpack(p.args)):resources()[1]
+    assert.is_true(r.registers <= 255)
+    assert.equal(0, r.spill_stores, string.format("%d registers, %d bytes spilled", r.registers, r.spill_stores))
+    assert.equal(0, r.spill_loads)
+    assert.equal(0, r.stack)
+    -- the cause: element-wise copies (rows not 4-byte aligned) held in registers
+    -- between the MMAs; an even K with an unaligned B row sat at the cap (255)
+    p = G.plan(fake(cute.bf16, 4096, 64, "row"), fake(cute.bf16, 64, 4095, "row"), nil, { arch = "sm_80" })
+    assert.equal(1, p.config.b_vec)
+    assert.is_true(p.config.copy_branch)
+    r = p.kernel:with({ arch = "sm_80" }):compile(unpack(p.args)):resources()[1]
+    assert.equal(0, r.spill_stores)
+    assert.is_true(r.registers < 250, r.registers .. " registers")
+    -- aligned rows keep the branch-free loop
+    p = G.plan(fake(cute.bf16, 4096, 64, "row"), fake(cute.bf16, 64, 4096, "row"), nil, { arch = "sm_80" })
+    assert.is_nil(p.config.copy_branch)
+  end)
+
   it("compiles its kernels for every dtype and operand order without spilling", function()
     for _, dt in ipairs { "bf16", "f16", "tf32", "i8" } do
       for _, majors in ipairs { { "k", "k" }, { "mn", "mn" }, { "k", "mn" } } do

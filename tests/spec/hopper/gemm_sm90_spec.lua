@@ -132,6 +132,14 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       assert.equal(0, r.spill_loads)
       assert.equal(168, r.registers) -- 65536 / 384: the entry count setmaxnreg moves from
       assert.is_nil(h:log():find("(C75", 1, true), h:log())
+      -- the NVVM IR names the accumulator's struct type once (docs/compiler.md, "Notes for
+      -- the emitter") and builds no aggregate for wgmma's operands: 300 KB, not 3 MB
+      local ll = h:ll()
+      local acc = "{" .. ("float, "):rep(p.config.bn / 2 - 1) .. "float}"
+      assert.equal(1, H.count(ll, acc))
+      assert.matches("\n%%cl%.s%d+ = type {float, float", ll)
+      assert.equal(0, H.count(ll, "insertvalue"))
+      assert.is_true(#ll < 600 * 1024, #ll .. " bytes of NVVM IR")
       local ptx = h:ptx()
       assert.equal(1, H.count(ptx, "setmaxnreg.dec.sync.aligned.u32 40;"))
       assert.equal(1, H.count(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"))
