@@ -54,7 +54,8 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.same({ 32, 8 }, pick(1, 4096, 4096, 1))
     assert.same({ 256, 4 }, pick(128, 8192, 8192, 4)) -- batches fill the machine too
     -- the kernel views of a skinny problem plan those tiles, and the grid covers them
-    local A, B = fakes(cute.bf16, 16, 8192, 8192)
+    -- (17 rows: 16 and fewer go to cute.lib.gemv)
+    local A, B = fakes(cute.bf16, 17, 8192, 8192)
     local p = G.plan(A, B, nil, { arch = "sm_90a" })
     assert.same({ 64, 8 }, { p.config.bn, p.config.stages })
     assert.equal(128, p.grid[1])
@@ -618,8 +619,9 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     end
   end)
 
-  it("skinny (decode) shapes on narrow tiles #gpu", function()
+  it("skinny (decode) shapes: narrow tiles (17 to 128 rows), cute.lib.gemv (16 and fewer) #gpu", function()
     if not need_sm90() then return end
+    check(cute.bf16, 40, 8192, 1024, { c_dtype = cute.bf16, samples = 2000 })
     check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000 })
     check(cute.bf16, 1, 4096, 4096, { c_dtype = cute.bf16, samples = 2000 })
     check(cute.f16, 7, 1000, 520, { c_dtype = cute.f16 })
