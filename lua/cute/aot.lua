@@ -141,6 +141,7 @@ local function collect(entry, archs, idx)
     if p.what == "ptr" then cname = base
     elseif p.what == "shape" then cname = string.format("%s_shape_%d", base, p.leaf - 1)
     elseif p.what == "stride" then cname = string.format("%s_stride_%d", base, p.leaf - 1)
+    elseif p.what == "tuple" then cname = string.format("%s_%d", base, p.leaf - 1)
     else cname = base end
     local ct = p.ctype
     if not C_TYPES[ct] then err.raise("export: %s has a parameter of C type %s, which is not exportable", name, ct) end
@@ -180,6 +181,20 @@ local function collect(entry, archs, idx)
       sargs[i] = { layout = layout, dtype = s.dtype, shape = L.shape(layout), stride = L.stride(layout) }
     elseif s.kind == "scalar" then
       sargs[i] = sym("(int64_t)" .. (k.names[i] or ("arg" .. i)))
+    elseif s.kind == "tuple" then
+      -- static leaves as numbers, run-time ones as their C parameters
+      local base, j = k.names[i] or ("arg" .. i), 0
+      local function build(x)
+        if type(x) == "table" and getmetatable(x) ~= require("cute.dtype").Scalar then
+          local out = {}
+          for q = 1, #x do out[q] = build(x[q]) end
+          return out
+        end
+        j = j + 1
+        if type(x) == "number" then return x end
+        return sym(string.format("(int64_t)%s_%d", base, j - 1))
+      end
+      sargs[i] = build(s.value)
     else
       sargs[i] = s.value
     end
@@ -241,8 +256,10 @@ local function words_of(s)
 end
 
 -- The C parameters' descriptor rows: name, C type, size, kind (0 pointer, 1
--- extent, 2 stride, 3 scalar), kernel argument and leaf (0-based).
-local PARAM_KINDS = { ptr = 0, shape = 1, stride = 2, value = 3 }
+-- extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple), kernel
+-- argument and leaf (0-based; of a tuple: among all its leaves, static ones
+-- counted).
+local PARAM_KINDS = { ptr = 0, shape = 1, stride = 2, value = 3, tuple = 4 }
 local function param_rows(kx)
   local rows = {}
   for i, p in ipairs(kx.params) do
@@ -335,6 +352,11 @@ local function describe_arg(k, spec, i)
       spec.align)
   elseif spec.kind == "scalar" then
     return string.format("%s: a %s scalar", nm, spec.dtype.name)
+  elseif spec.kind == "tuple" then
+    local dyn = {}
+    for _, d in ipairs(spec.dyn) do dyn[#dyn + 1] = string.format("%s_%d (%s)", nm, d.leaf - 1, d.dtype.storage) end
+    return string.format("%s: an IntTuple of profile %s (? marks a run-time leaf; numbers are baked in): %s", nm,
+      spec.profile, #dyn > 0 and ("run-time leaves " .. table.concat(dyn, ", ")) or "all static, no parameter")
   end
   return string.format("%s: compile-time %s (baked in)", nm, tostring(spec.value))
 end
@@ -372,9 +394,9 @@ local function generate(ex)
   h("  const char *name;  /* the C parameter */")
   h("  const char *ctype; /* its C type */")
   h("  int size;          /* bytes */")
-  h("  int kind;          /* 0 device pointer, 1 extent, 2 stride, 3 scalar */")
+  h("  int kind;          /* 0 device pointer, 1 extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple */")
   h("  int arg;           /* the kernel argument it comes from (0-based) */")
-  h("  int leaf;          /* which leaf of its shape or stride (0-based) */")
+  h("  int leaf;          /* which leaf of its shape, stride or IntTuple (0-based; static tuple leaves counted) */")
   h("} cutelua_aot_param;")
   h("typedef struct cutelua_aot_kernel {")
   h("  const char *name;")
@@ -797,6 +819,15 @@ function M.export(spec)
   local meta = { "cutelua-aot 2", "cutelua " .. version, "cuda " .. cuda, "prefix " .. prefix,
     "archs " .. table.concat(archs, " ") }
   for _, kx in ipairs(kernels) do meta[#meta + 1] = string.format("kernel %s ir-sha256 %s", kx.name, kx.ir_hash) end
+  -- each kernel's argument count, and each IntTuple argument's profile (what loaders check a call's tuples against)
+  for _, kx in ipairs(kernels) do
+    meta[#meta + 1] = string.format("args %s %d", kx.name, #kx.specs)
+    for i, sp in ipairs(kx.specs) do
+      if sp.kind == "tuple" then
+        meta[#meta + 1] = string.format("tuple %s %d %s %s", kx.name, i, kx.kernel.names[i] or ("arg" .. i), sp.profile)
+      end
+    end
+  end
   meta = table.concat(meta, "\n") .. "\n"
   local parts = { meta }
   for _, im in ipairs(images) do parts[#parts + 1] = im.cubin end
@@ -915,7 +946,14 @@ function M.load(path)
       params[j + 1] = { name = ffi.string(p.name), ctype = ffi.string(p.ctype), kind = p.kind, arg = p.arg + 1,
         leaf = p.leaf + 1 }
     end
-    kernels[ffi.string(kd.name)] = { desc = kd, params = params }
+    kernels[ffi.string(kd.name)] = { desc = kd, params = params, tuples = {} }
+  end
+  -- the argument counts and the IntTuple profiles, from the (checked) metadata
+  for line in ffi.string(desc.metadata):gmatch("[^\n]+") do
+    local kn, n = line:match("^args (%S+) (%d+)$")
+    if kn and kernels[kn] then kernels[kn].nargs = tonumber(n) end
+    local tk, ti, tname, prof = line:match("^tuple (%S+) (%d+) (%S+) (%S+)$")
+    if tk and kernels[tk] then kernels[tk].tuples[tonumber(ti)] = { name = tname, profile = prof } end
   end
   local m = setmetatable({ _lib = lib, _desc = desc, _module = mptr[0], _kernels = kernels,
     metadata = ffi.string(desc.metadata), path = path }, Loaded)
@@ -931,6 +969,16 @@ end
 
 local function leaves_of(x, out)
   if type(x) == "table" then for j = 1, #x do leaves_of(x[j], out) end else out[#out + 1] = x end
+  return out
+end
+
+-- The leaves of an IntTuple argument (typed scalars are leaves), in order.
+local function tuple_leaves(x, out)
+  if type(x) == "table" and getmetatable(x) ~= require("cute.dtype").Scalar then
+    for j = 1, #x do tuple_leaves(x[j], out) end
+  else
+    out[#out + 1] = x
+  end
   return out
 end
 
@@ -950,13 +998,31 @@ function Loaded:call(name, ...)
     stream = table.remove(args).stream
   end
   local tensor = require "cute.tensor"
-  local nlogical = 0
-  for _, p in ipairs(k.params) do nlogical = math.max(nlogical, p.arg) end
+  local nlogical = k.nargs or 0
+  if not k.nargs then for _, p in ipairs(k.params) do nlogical = math.max(nlogical, p.arg) end end
   if #args ~= nlogical and #args ~= #k.params then
     err.raise("%s: %d arguments; it takes %d (or its %d C parameters)", name, #args, nlogical, #k.params)
   end
   -- the kernel's own arguments (tensors expand into pointer, extents, strides) when the count fits
   local logical = #args == nlogical
+  local tleaves = {}
+  if logical then
+    -- each IntTuple argument must have the profile the kernel was exported for
+    local kargs = require "cute.kernel_args"
+    for i, t in pairs(k.tuples) do
+      local what = string.format("%s: argument '%s' (#%d)", name, t.name, i)
+      local a = args[i]
+      if type(a) ~= "table" or not require("cute.int_tuple").is_tuple(a) then
+        err.raise("%s must be an IntTuple of profile %s, got %s", what, t.profile, tostring(a))
+      end
+      local prof = kargs.tuple_profile(a, what)
+      if prof ~= t.profile then
+        err.raise("%s is an IntTuple of profile %s; the exported kernel takes %s (? marks a run-time leaf and its "
+          .. "dtype, numbers are baked in): export a specialisation for that profile", what, prof, t.profile)
+      end
+      tleaves[i] = tuple_leaves(a, {})
+    end
+  end
   local values = ffi.new("uint64_t[?]", math.max(#k.params, 1))
   local ptrs = ffi.new("void *[?]", math.max(#k.params, 1))
   for j, p in ipairs(k.params) do
@@ -970,6 +1036,8 @@ function Loaded:call(name, ...)
         v = leaves_of(L.shape(a.layout), {})[p.leaf]
       elseif p.kind == 2 then
         v = leaves_of(L.stride(a.layout), {})[p.leaf]
+      elseif p.kind == 4 then
+        v = tleaves[p.arg][p.leaf].value
       else
         v = type(a) == "table" and a.value or a
       end
