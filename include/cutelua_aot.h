@@ -35,7 +35,7 @@ typedef struct cutelua_aot_param {
   const char *name;  /* the C parameter */
   const char *ctype; /* its C type */
   int size;          /* bytes */
-  int kind;          /* 0 device pointer, 1 extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple */
+  int kind; /* 0 device pointer, 1 extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple, 5 TMA descriptor pointer */
   int arg;           /* the kernel argument it comes from (0-based) */
   int leaf;          /* which leaf of its shape, stride or IntTuple (0-based; static tuple leaves counted) */
 } cutelua_aot_param;

@@ -130,13 +130,38 @@ local function collect(entry, archs, idx)
     per_arch[i] = { arch = arch, cubin = spec.compiled:cubin(), ir = spec.compiled:ir() }
     spec0 = spec0 or spec
   end
-  -- the C parameters, named after the Lua parameters
-  local params = {}
+  -- the C parameters, named after the Lua parameters; kargs: the kernel's
+  -- arguments as C expressions (most are a C parameter; a TMA atom's
+  -- descriptor is encoded in the wrapper from its tensor's parameters)
+  local params, kargs, tma = {}, {}, {}
   for _, p in ipairs(spec0.params) do
-    if p.what == "tma" or p.what == "tma_atom" then
-      err.raise("export: %s takes a TMA descriptor, which exported kernels do not support yet", name)
-    end
     local base = k.names[p.arg] or ("arg" .. p.arg)
+    if p.what == "tma_atom" then
+      local a = spec0.specs[p.arg].atom
+      local g = a.gmem
+      local contiguous = a.dim_modes[1]
+      c_ident(base, "a parameter name")
+      params[#params + 1] = { name = base, ctype = "uint64_t", what = "ptr", arg = p.arg, leaf = 1, atom = true }
+      for j = 1, a.rank do
+        params[#params + 1] = { name = string.format("%s_shape_%d", base, j - 1), ctype = "int64_t", what = "shape",
+          arg = p.arg, leaf = j, atom = true }
+      end
+      for j = 1, a.rank do
+        if j - 1 ~= contiguous then
+          params[#params + 1] = { name = string.format("%s_stride_%d", base, j - 1), ctype = "int64_t",
+            what = "stride", arg = p.arg, leaf = j, atom = true }
+        end
+      end
+      tma[#tma + 1] = { name = base, atom = a, arg = p.arg, gmem = g }
+      kargs[#kargs + 1] = string.format("(void *)&%s_desc", base)
+      goto continue
+    end
+    if p.what == "tma" then
+      c_ident(base, "a parameter name")
+      params[#params + 1] = { name = base, ctype = "const void *", what = "tma", arg = p.arg, leaf = 1 }
+      kargs[#kargs + 1] = string.format("(void *)%s", base)
+      goto continue
+    end
     local cname
     if p.what == "ptr" then cname = base
     elseif p.what == "shape" then cname = string.format("%s_shape_%d", base, p.leaf - 1)
@@ -148,6 +173,8 @@ local function collect(entry, archs, idx)
     if C_TYPES[ct] ~= true then ct = C_TYPES[ct] end
     params[#params + 1] = { name = c_ident(cname, "a parameter name"), ctype = ct, what = p.what, arg = p.arg,
       leaf = p.leaf, dtype = p.dtype }
+    kargs[#kargs + 1] = "(void *)&" .. cname
+    ::continue::
   end
   -- symbolic arguments for the geometry: tensors with C expressions as run-time leaves
   local sargs = {}
@@ -181,6 +208,11 @@ local function collect(entry, archs, idx)
       sargs[i] = { layout = layout, dtype = s.dtype, shape = L.shape(layout), stride = L.stride(layout) }
     elseif s.kind == "scalar" then
       sargs[i] = sym("(int64_t)" .. (k.names[i] or ("arg" .. i)))
+    elseif s.kind == "tma_atom" then
+      -- the atom (its static facts), with its tensor's run-time extents as `shape`
+      local base, shp = k.names[i] or ("arg" .. i), {}
+      for j = 1, s.atom.rank do shp[j] = sym(string.format("(int64_t)%s_shape_%d", base, j - 1)) end
+      sargs[i] = setmetatable({ shape = shp }, { __index = s.atom })
     elseif s.kind == "tuple" then
       -- static leaves as numbers, run-time ones as their C parameters
       local base, j = k.names[i] or ("arg" .. i), 0
@@ -213,7 +245,8 @@ local function collect(entry, archs, idx)
   local cluster = k.cluster or entry.cluster
   if cluster and type(cluster) ~= "table" then cluster = { cluster } end
   return {
-    name = name, doc = entry.doc, kernel = k, params = params, specs = spec0.specs, per_arch = per_arch,
+    name = name, doc = entry.doc, kernel = k, params = params, kargs = kargs, tma = tma, specs = spec0.specs,
+    per_arch = per_arch,
     grid = dims(entry.grid, "grid"), block = dims(entry.block, "block"),
     smem = c_of(smem), dyn_smem = spec0.dyn_smem or 0,
     cluster = cluster and { cluster[1] or 1, cluster[2] or 1, cluster[3] or 1 } or nil,
@@ -259,7 +292,7 @@ end
 -- extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple), kernel
 -- argument and leaf (0-based; of a tuple: among all its leaves, static ones
 -- counted).
-local PARAM_KINDS = { ptr = 0, shape = 1, stride = 2, value = 3, tuple = 4 }
+local PARAM_KINDS = { ptr = 0, shape = 1, stride = 2, value = 3, tuple = 4, tma = 5 }
 local function param_rows(kx)
   local rows = {}
   for i, p in ipairs(kx.params) do
@@ -352,6 +385,18 @@ local function describe_arg(k, spec, i)
       spec.align)
   elseif spec.kind == "scalar" then
     return string.format("%s: a %s scalar", nm, spec.dtype.name)
+  elseif spec.kind == "tma_atom" then
+    local a = spec.atom
+    local strides = {}
+    for j = 1, a.rank do if j - 1 ~= a.dim_modes[1] then strides[#strides + 1] = nm .. "_stride_" .. (j - 1) end end
+    return string.format("%s: the global tensor of a TMA atom (%s of %s, box %s, swizzle %s): a device pointer (16-byte "
+      .. "aligned), its extents %s_shape_0..%d and strides %s in elements (mode %d contiguous: stride 1; the others' "
+      .. "byte strides multiples of 16); the wrapper encodes the descriptor (cuTensorMapEncodeTiled) and returns its "
+      .. "CUresult if the tensor breaks TMA's rules", nm, a.op.name, a.dtype.name, table.concat(a.box, "x"),
+      a.swizzle or "none", nm, a.rank - 1, #strides > 0 and table.concat(strides, ", ") or "(none)", a.dim_modes[1])
+  elseif spec.kind == "tma" then
+    return string.format("%s: a pointer to a prepared TMA descriptor (a CUtensorMap, 128 bytes, 64-byte aligned), "
+      .. "copied into the launch's parameters", nm)
   elseif spec.kind == "tuple" then
     local dyn = {}
     for _, d in ipairs(spec.dyn) do dyn[#dyn + 1] = string.format("%s_%d (%s)", nm, d.leaf - 1, d.dtype.storage) end
@@ -359,6 +404,49 @@ local function describe_arg(k, spec, i)
       spec.profile, #dyn > 0 and ("run-time leaves " .. table.concat(dyn, ", ")) or "all static, no parameter")
   end
   return string.format("%s: compile-time %s (baked in)", nm, tostring(spec.value))
+end
+
+-- The C that encodes a TMA atom's descriptor in a launch wrapper, from its
+-- tensor's C parameters (address, extents, strides in elements) and the
+-- atom's static facts (data type, box, element strides, swizzle, L2
+-- promotion, out-of-bounds fill, dimension order), as TmaAtom:tma_spec and
+-- cute.tma_descriptor do in Lua. A failure returns the driver's CUresult
+-- (CUDA_ERROR_INVALID_VALUE for a tensor that breaks TMA's rules).
+local tma_encode
+local L2_CODE, OOB_CODE = { none = 0, ["64B"] = 1, ["128B"] = 2, ["256B"] = 3 }, { zero = 0, nan = 1 }
+tma_encode = function(s, t)
+  local a, nm = t.atom, t.name
+  local rank, bytes = a.rank, a.dtype.bytes
+  local box, es = {}, {}
+  for d = 1, rank do box[d], es[d] = tostring(a.box[d]), tostring(a.element_strides and a.element_strides[d] or 1) end
+  s("  {")
+  s("    cuuint64_t dims[%d], strides[%d];", rank, math.max(rank - 1, 1))
+  s("    const cuuint32_t box[%d] = {%s}, es[%d] = {%s};", rank, table.concat(box, ", "), rank, table.concat(es, ", "))
+  s("    uint64_t span;")
+  s("    CUresult r;")
+  s("    strides[0] = 0;")
+  -- dimension 0 is the contiguous mode (stride 1, no parameter); the others in the atom's order
+  local m0 = a.dim_modes[1]
+  s("    if (%s_shape_%d <= 0) return (int)CUDA_ERROR_INVALID_VALUE;", nm, m0)
+  s("    dims[0] = (cuuint64_t)%s_shape_%d;", nm, m0)
+  s("    span = (uint64_t)%s_shape_%d * %d;", nm, m0, bytes)
+  for d = 2, rank do
+    local m = a.dim_modes[d]
+    s("    if (%s_shape_%d <= 0 || (%s_shape_%d != 1 && %s_stride_%d <= 0)) return (int)CUDA_ERROR_INVALID_VALUE;", nm,
+      m, nm, m, nm, m)
+    s("    dims[%d] = (cuuint64_t)%s_shape_%d;", d - 1, nm, m)
+    -- a mode of one element: its stride is never used; the next multiple of 16 bytes past the span (as in Lua)
+    s("    if (%s_shape_%d == 1) strides[%d] = span < 16 ? 16 : (span + 15) / 16 * 16;", nm, m, d - 2)
+    s("    else { strides[%d] = (cuuint64_t)%s_stride_%d * %d; if (strides[%d] * (uint64_t)%s_shape_%d > span) span = "
+      .. "strides[%d] * (uint64_t)%s_shape_%d; }", d - 2, nm, m, bytes, d - 2, nm, m, d - 2, nm, m)
+  end
+  s("    r = cuTensorMapEncodeTiled(&%s_desc, (CUtensorMapDataType)%d, %d, (void *)(uintptr_t)%s, dims, strides, box, es,",
+    nm, a.tma_dtype.tma, rank, nm)
+  s("                               CU_TENSOR_MAP_INTERLEAVE_NONE, (CUtensorMapSwizzle)%d, (CUtensorMapL2promotion)%d,",
+    a.swizzle_code or 0, L2_CODE[a.l2 or "none"] or 0)
+  s("                               (CUtensorMapFloatOOBfill)%d);", OOB_CODE[a.oob or "zero"] or 0)
+  s("    if (r != CUDA_SUCCESS) return (int)r;")
+  s("  }")
 end
 
 local function generate(ex)
@@ -394,7 +482,7 @@ local function generate(ex)
   h("  const char *name;  /* the C parameter */")
   h("  const char *ctype; /* its C type */")
   h("  int size;          /* bytes */")
-  h("  int kind;          /* 0 device pointer, 1 extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple */")
+  h("  int kind; /* 0 device pointer, 1 extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple, 5 TMA descriptor pointer */")
   h("  int arg;           /* the kernel argument it comes from (0-based) */")
   h("  int leaf;          /* which leaf of its shape, stride or IntTuple (0-based; static tuple leaves counted) */")
   h("} cutelua_aot_param;")
@@ -436,7 +524,7 @@ local function generate(ex)
       kx.dyn_smem > 0 and tostring(kx.dyn_smem) or kx.smem,
       kx.cluster and string.format(", clusters of (%d, %d, %d)", kx.cluster[1], kx.cluster[2], kx.cluster[3]) or "")
     local plist = { P .. "_module *module" }
-    for _, p in ipairs(kx.params) do plist[#plist + 1] = p.ctype .. " " .. p.name end
+    for _, p in ipairs(kx.params) do plist[#plist + 1] = p.ctype .. (p.ctype:sub(-1) == "*" and "" or " ") .. p.name end
     plist[#plist + 1] = "struct CUstream_st *stream"
     h("int %s_%s(%s);", P, kx.name, table.concat(plist, ", "))
     h("")
@@ -632,13 +720,11 @@ local function generate(ex)
   -- the launch wrappers
   local kdescs = {}
   for ki, kx in ipairs(ex.kernels) do
-    local plist, anames = { P .. "_module *m" }, {}
-    for _, p in ipairs(kx.params) do
-      plist[#plist + 1] = p.ctype .. " " .. p.name
-      anames[#anames + 1] = "(void *)&" .. p.name
-    end
+    local plist, anames = { P .. "_module *m" }, kx.kargs
+    for _, p in ipairs(kx.params) do plist[#plist + 1] = p.ctype .. (p.ctype:sub(-1) == "*" and "" or " ") .. p.name end
     plist[#plist + 1] = "struct CUstream_st *stream"
     s("int %s_%s(%s) {", P, kx.name, table.concat(plist, ", "))
+    for _, t in ipairs(kx.tma) do s("  CUtensorMap %s_desc;", t.name) end
     s("  void *args[%d] = {%s};", math.max(#anames, 1), #anames > 0 and table.concat(anames, ", ") or "NULL")
     s("  int64_t gx = %s, gy = %s, gz = %s;", kx.grid[1], kx.grid[2], kx.grid[3])
     s("  int64_t bx = %s, by = %s, bz = %s;", kx.block[1], kx.block[2], kx.block[3])
@@ -647,6 +733,7 @@ local function generate(ex)
     s("  if (gx <= 0 || gy <= 0 || gz <= 0) return 0; /* nothing to do */")
     s("  if (bx <= 0 || by <= 0 || bz <= 0) return (int)CUDA_ERROR_INVALID_VALUE;")
     s("  if (smem < %d) smem = %d;", kx.dyn_smem, kx.dyn_smem)
+    for _, t in ipairs(kx.tma) do tma_encode(s, t) end
     if kx.cluster then
       s("  {")
       s("    CUlaunchConfig cfg;")
@@ -670,7 +757,10 @@ local function generate(ex)
     s("")
     -- the packed entry and the descriptor
     local unpacked = { "(" .. P .. "_module *)m" }
-    for j, p in ipairs(kx.params) do unpacked[#unpacked + 1] = string.format("*(const %s *)args[%d]", p.ctype, j - 1) end
+    for j, p in ipairs(kx.params) do
+      unpacked[#unpacked + 1] = p.what == "tma" and string.format("*(const void *const *)args[%d]", j - 1)
+        or string.format("*(const %s *)args[%d]", p.ctype, j - 1)
+    end
     unpacked[#unpacked + 1] = "(struct CUstream_st *)stream"
     s("static int %s_%s_packed(void *m, void *const *args, void *stream) {", P, kx.name)
     if #kx.params == 0 then s("  (void)args;") end
@@ -1029,7 +1119,19 @@ function Loaded:call(name, ...)
     local v
     if logical then
       local a = args[p.arg]
-      if p.kind == 0 then
+      if require("cute.nvgpu.tma").is_tma_atom(a) then
+        -- a TMA atom: its tensor's address, extents and strides (the wrapper encodes the descriptor)
+        if a.tensor == nil then
+          err.raise("%s: argument %d is a TMA atom made from a fake tensor; make it from the device tensor", name, p.arg)
+        end
+        a = a.tensor
+      end
+      if p.kind == 5 then
+        if not (type(a) == "cdata" and ffi.istype("CuteTmaDesc", a)) then
+          err.raise("%s: argument %d must be a TMA descriptor (cute.tma_descriptor)", name, p.arg)
+        end
+        v = ffi.cast("const void *", a)
+      elseif p.kind == 0 then
         if not tensor.is_device_tensor(a) then err.raise("%s: argument %d must be a device tensor", name, p.arg) end
         v = a:data_ptr()
       elseif p.kind == 1 then
@@ -1044,6 +1146,7 @@ function Loaded:call(name, ...)
     else
       v = args[j]
       if tensor.is_device_tensor(v) then v = v:data_ptr() end
+      if type(v) == "cdata" and ffi.istype("CuteTmaDesc", v) then v = ffi.cast("const void *", v) end
     end
     local cell = ffi.cast(p.ctype == "_Bool" and "bool *" or (p.ctype .. " *"), values + (j - 1))
     cell[0] = v

@@ -1,0 +1,110 @@
+-- cute.export of kernels taking TMA atoms (the wrapper encodes each
+-- descriptor from the tensor's pointer, extents and strides) and prepared TMA
+-- descriptors: the header's signatures, the encoding in the source, a C
+-- program compiled with strict flags and linked against the object; with a
+-- GPU of sm_90, the program and the module loaded back into Lua run the kernel.
+local cute = require "cute"
+local H = require "tests.spec.compiler.helper"
+local K = require "tests.aot.kernels"
+
+local CC = os.getenv("CC") or "cc"
+local STRICT = "-std=c99 -Wall -Wextra -pedantic -Werror"
+
+local function cuda_home()
+  for _, d in ipairs { os.getenv("CUDA_HOME") or "", "/usr/local/cuda" } do
+    if d ~= "" and H.read(d .. "/include/cuda.h") then return d end
+  end
+  error("no CUDA headers")
+end
+
+local function sh_ok(cmd)
+  local out, rc = H.sh(cmd)
+  assert(rc == 0, cmd .. "\n" .. out)
+  return out
+end
+
+local function hopper()
+  local ok, info = pcall(cute.device_info)
+  return ok and info.compute_capability[1] >= 9
+end
+
+describe("cute.export of kernels taking TMA descriptors", function()
+  it("takes a TMA atom's tensor (pointer, extents, strides) and encodes the descriptor in the wrapper", function()
+    local dir = H.tmpdir()
+    local p = cute.export { name = "tt", prefix = "tt", dir = dir, arch = { "sm_90a" }, kernels = { K.tma_entry() } }
+    local h = H.read(p.header)
+    assert.matches("int tt_tma_tile%(tt_module %*module, uint64_t load, int64_t load_shape_0, int64_t load_shape_1, "
+      .. "int64_t load_stride_1, uint64_t store, int64_t store_shape_0, int64_t store_shape_1, int64_t store_stride_1, "
+      .. "struct CUstream_st %*stream%);", h)
+    assert.matches("load: the global tensor of a TMA atom %(CopyBulkTensorTileG2SOp of f32, box 32x16", h)
+    local src = H.read(p.source)
+    -- the atom's static facts baked in (f32 is CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7), the tensor's from the arguments
+    assert.matches("const cuuint32_t box%[2%] = {32, 16}, es%[2%] = {1, 1};", src)
+    assert.matches("r = cuTensorMapEncodeTiled%(&load_desc, %(CUtensorMapDataType%)7, 2, %(void %*%)%(uintptr_t%)load,",
+      src)
+    assert.matches("strides%[0%] = %(cuuint64_t%)store_stride_1 %* 4;", src)
+    assert.matches("void %*args%[2%] = {%(void %*%)&load_desc, %(void %*%)&store_desc};", src)
+    -- the grid from the run-time extents of the load atom's tensor
+    assert.matches("gx = %(%(%(int64_t%)load_shape_0 %+ %(int64_t%)31%) / %(int64_t%)32%)", src)
+    -- a C program against the header and the object: strict C99, linked with the driver (its stub here)
+    local home = cuda_home()
+    sh_ok(string.format(
+      "cp tests/aot/tma_main.c %s/ && %s %s -I%s -isystem %s/include -c %s/tma_main.c -o %s/tma_main.o",
+      H.quote(dir), CC, STRICT, H.quote(dir), H.quote(home), H.quote(dir), H.quote(dir)))
+    sh_ok(string.format("%s %s/tma_main.o %s -o %s/tma_main -L%s/lib64 -L%s/lib64/stubs -lcuda", CC, H.quote(dir),
+      H.quote(p.object), H.quote(dir), H.quote(home), H.quote(home)))
+    local syms = sh_ok("nm " .. H.quote(p.object))
+    for _, want in ipairs { "T tt_tma_tile", "T tt_load", "T tt_unload", "T tt_describe", "U cuTensorMapEncodeTiled",
+      "U cuLaunchKernel" } do
+      assert.matches(want, syms, 1, true)
+    end
+    -- and the header as C++
+    H.write(dir .. "/use.cc", '#include "tt.h"\nint main() { return tt_describe() == nullptr; }\n')
+    sh_ok(string.format("c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I%s -c %s/use.cc -o %s/use_cc.o",
+      H.quote(dir), H.quote(dir), H.quote(dir)))
+    if hopper() then
+      local out = sh_ok(H.quote(dir .. "/tma_main"))
+      assert.matches("tma_main: B = 2 A for 100 x 70: ok", out)
+    end
+    H.rm(dir)
+  end)
+
+  it("takes a prepared descriptor (a CUtensorMap) by pointer", function()
+    local k = cute.kernel("takes_desc", function(d, out)
+      local _ = d
+      cute.if_(cute.thread_idx().x:eq(0), function() out[0] = 1 end)
+    end)
+    local dir = H.tmpdir()
+    local p = cute.export { name = "td", dir = dir, arch = { "sm_90a" }, kernels = {
+      { name = "takes_desc", kernel = k, args = { require("ffi").new("CuteTmaDesc"), cute.fake_tensor(cute.i32, 4) },
+        grid = 1, block = 32 } } }
+    local h = H.read(p.header)
+    assert.matches("int td_takes_desc%(td_module %*module, const void %*d, uint64_t out, int32_t out_shape_0, "
+      .. "struct CUstream_st %*stream%);", h)
+    assert.matches("d: a pointer to a prepared TMA descriptor %(a CUtensorMap, 128 bytes, 64%-byte aligned%)", h)
+    local src = H.read(p.source)
+    assert.matches("void *args[3] = {(void *)d, (void *)&out, (void *)&out_shape_0};", src, 1, true)
+    assert.matches('{"d", "const void *", 8, 5, 0, 0}', src, 1, true)
+    assert.matches("*(const void *const *)args[0]", src, 1, true)
+    -- the generated source itself compiles with warnings as errors
+    sh_ok(string.format("%s %s -I%s -isystem %s/include -c %s -o %s/strict.o", CC, STRICT, H.quote(dir),
+      H.quote(cuda_home()), H.quote(p.source), H.quote(dir)))
+    H.rm(dir)
+  end)
+
+  it("loaded back into Lua, takes the atoms of device tensors and runs B = 2 A #gpu", function()
+    if not hopper() then return pending("needs sm_90 or later") end
+    local dir = H.tmpdir()
+    local p = cute.export { name = "tl", prefix = "tl", dir = dir, arch = { cute.device_info().arch }, shared = true,
+      kernels = { K.tma_entry() } }
+    local m = cute.aot.load(p.shared)
+    local W, Hh = 77, 45 -- other extents than the export's
+    local A = cute.tensor(cute.f32, { W, Hh }, { 1, 80 }):uniform(-10, 10, math.random(1, 2 ^ 30))
+    local B = cute.tensor(cute.f32, { W, Hh }, { 1, 80 }):fill(0 / 0)
+    m.tma_tile(K.tma_atoms(A, B))
+    cute.synchronize()
+    local a, b = A:to_table(), B:to_table()
+    for i = 1, #a do assert(b[i] == 2 * a[i], i) end
+    H.rm(dir)
+  end)
+end)
