@@ -112,6 +112,67 @@ local function c_ident(s, what)
   return s
 end
 
+-- Symbolic arguments for geometry functions: tensors whose run-time extents and
+-- strides are C expressions (the C parameters' names), scalars and IntTuple
+-- leaves likewise, TMA atoms with their tensor's extents as `shape`.
+local function symbolic_args(specs, names)
+  local sargs = {}
+  for i, s in ipairs(specs) do
+    if s.kind == "tensor" then
+      local shape, stride = L.shape(s.layout), L.stride(s.layout)
+      local sl, dl = {}, {}
+      local function leaves(x, out)
+        if type(x) == "table" then for j = 1, #x do leaves(x[j], out) end else out[#out + 1] = x end
+        return out
+      end
+      sl, dl = leaves(shape, sl), leaves(stride, dl)
+      local base = names[i] or ("arg" .. i)
+      local ssym, dsym = {}, {}
+      for j = 1, #sl do
+        ssym[j] = s.static and sl[j] or sym(string.format("(int64_t)%s_shape_%d", base, j - 1))
+      end
+      for j = 1, #dl do
+        dsym[j] = (s.static or dl[j] == 0 or dl[j] == 1) and dl[j] or sym(string.format("(int64_t)%s_stride_%d", base,
+          j - 1))
+      end
+      local function rebuild(x, list, pos)
+        if type(x) == "table" then
+          local out = {}
+          for j = 1, #x do out[j], pos = rebuild(x[j], list, pos) end
+          return out, pos
+        end
+        return list[pos], pos + 1
+      end
+      local layout = L.make_layout((rebuild(shape, ssym, 1)), (rebuild(stride, dsym, 1)))
+      sargs[i] = { layout = layout, dtype = s.dtype, shape = L.shape(layout), stride = L.stride(layout) }
+    elseif s.kind == "scalar" then
+      sargs[i] = sym("(int64_t)" .. (names[i] or ("arg" .. i)))
+    elseif s.kind == "tma_atom" then
+      -- the atom (its static facts), with its tensor's run-time extents as `shape`
+      local base, shp = names[i] or ("arg" .. i), {}
+      for j = 1, s.atom.rank do shp[j] = sym(string.format("(int64_t)%s_shape_%d", base, j - 1)) end
+      sargs[i] = setmetatable({ shape = shp }, { __index = s.atom })
+    elseif s.kind == "tuple" then
+      -- static leaves as numbers, run-time ones as their C parameters
+      local base, j = names[i] or ("arg" .. i), 0
+      local function build(x)
+        if type(x) == "table" and getmetatable(x) ~= require("cute.dtype").Scalar then
+          local out = {}
+          for q = 1, #x do out[q] = build(x[q]) end
+          return out
+        end
+        j = j + 1
+        if type(x) == "number" then return x end
+        return sym(string.format("(int64_t)%s_%d", base, j - 1))
+      end
+      sargs[i] = build(s.value)
+    else
+      sargs[i] = s.value
+    end
+  end
+  return sargs
+end
+
 -- One kernel entry: its specialisation for every arch, its C parameters and
 -- the symbolic arguments for its geometry functions.
 local function collect(entry, archs, idx)
@@ -177,60 +238,7 @@ local function collect(entry, archs, idx)
     ::continue::
   end
   -- symbolic arguments for the geometry: tensors with C expressions as run-time leaves
-  local sargs = {}
-  for i, s in ipairs(spec0.specs) do
-    if s.kind == "tensor" then
-      local shape, stride = L.shape(s.layout), L.stride(s.layout)
-      local sl, dl = {}, {}
-      local function leaves(x, out)
-        if type(x) == "table" then for j = 1, #x do leaves(x[j], out) end else out[#out + 1] = x end
-        return out
-      end
-      sl, dl = leaves(shape, sl), leaves(stride, dl)
-      local base = k.names[i] or ("arg" .. i)
-      local ssym, dsym = {}, {}
-      for j = 1, #sl do
-        ssym[j] = s.static and sl[j] or sym(string.format("(int64_t)%s_shape_%d", base, j - 1))
-      end
-      for j = 1, #dl do
-        dsym[j] = (s.static or dl[j] == 0 or dl[j] == 1) and dl[j] or sym(string.format("(int64_t)%s_stride_%d", base,
-          j - 1))
-      end
-      local function rebuild(x, list, pos)
-        if type(x) == "table" then
-          local out = {}
-          for j = 1, #x do out[j], pos = rebuild(x[j], list, pos) end
-          return out, pos
-        end
-        return list[pos], pos + 1
-      end
-      local layout = L.make_layout((rebuild(shape, ssym, 1)), (rebuild(stride, dsym, 1)))
-      sargs[i] = { layout = layout, dtype = s.dtype, shape = L.shape(layout), stride = L.stride(layout) }
-    elseif s.kind == "scalar" then
-      sargs[i] = sym("(int64_t)" .. (k.names[i] or ("arg" .. i)))
-    elseif s.kind == "tma_atom" then
-      -- the atom (its static facts), with its tensor's run-time extents as `shape`
-      local base, shp = k.names[i] or ("arg" .. i), {}
-      for j = 1, s.atom.rank do shp[j] = sym(string.format("(int64_t)%s_shape_%d", base, j - 1)) end
-      sargs[i] = setmetatable({ shape = shp }, { __index = s.atom })
-    elseif s.kind == "tuple" then
-      -- static leaves as numbers, run-time ones as their C parameters
-      local base, j = k.names[i] or ("arg" .. i), 0
-      local function build(x)
-        if type(x) == "table" and getmetatable(x) ~= require("cute.dtype").Scalar then
-          local out = {}
-          for q = 1, #x do out[q] = build(x[q]) end
-          return out
-        end
-        j = j + 1
-        if type(x) == "number" then return x end
-        return sym(string.format("(int64_t)%s_%d", base, j - 1))
-      end
-      sargs[i] = build(s.value)
-    else
-      sargs[i] = s.value
-    end
-  end
+  local sargs = symbolic_args(spec0.specs, k.names)
   -- the geometry, as C expressions
   local function dims(x, what)
     if type(x) == "function" then x = x(unpack(sargs, 1, #spec0.specs)) end
@@ -252,6 +260,129 @@ local function collect(entry, archs, idx)
     cluster = cluster and { cluster[1] or 1, cluster[2] or 1, cluster[3] or 1 } or nil,
     ir_hash = compiler.sha256(per_arch[1].ir),
   }
+end
+
+-- The C parameter name of a kernel or host argument's parameter (what, leaf).
+local function param_cname(base, what, leaf)
+  if what == "shape" then return string.format("%s_shape_%d", base, leaf - 1) end
+  if what == "stride" then return string.format("%s_stride_%d", base, leaf - 1) end
+  if what == "tuple" then return string.format("%s_%d", base, leaf - 1) end
+  return base
+end
+local WHAT_ORDER = { ptr = 1, shape = 2, stride = 3, value = 4, tuple = 5 }
+
+-- A host function entry {name =, host = function(launch, args...) ... end,
+-- args = {...}}: the host function is called once, at export, with symbolic
+-- arguments and a `launch(kernel, cfg, args...)` that records each launch;
+-- each launched kernel is specialised for the host's (fake) arguments it is
+-- given and becomes a kernel of the module (internal: no wrapper of its own);
+-- the host's C parameters are those its launches use, named after the host
+-- function's parameters. Returns the entry and its step kernels.
+local function collect_host(entry, archs, idx)
+  local where = string.format("kernels[%d]", idx)
+  local name = c_ident(entry.name, where .. ".name")
+  if type(entry.host) ~= "function" then err.raise("export: %s.host must be a function", where) end
+  local kargs_mod = require "cute.kernel_args"
+  local names = kargs_mod.param_names(entry.host)
+  table.remove(names, 1) -- launch
+  local args = entry.args or {}
+  local specs = {}
+  for i = 1, #args do
+    specs[i] = kargs_mod.classify(args[i], nil, names[i], i)
+    if specs[i].kind == "tma" or specs[i].kind == "tma_atom" then
+      err.raise("export: host function %s: argument %d is a TMA descriptor or atom, which host functions do not take "
+        .. "yet; export the kernel itself", name, i)
+    end
+  end
+  local sargs = symbolic_args(specs, names)
+  local proxy = {}
+  for i = 1, #args do if type(sargs[i]) == "table" then proxy[sargs[i]] = i end end
+  local steps = {}
+  local function launch(k, cfg, ...)
+    local n = #steps + 1
+    if getmetatable(k) ~= kernel_mod.Kernel then
+      err.raise("export: host function %s, launch %d: expected a cute.kernel, got %s", name, n, tostring(k))
+    end
+    if type(cfg) ~= "table" then err.raise("export: host function %s, launch %d: expected {grid =, block =}", name, n) end
+    local largs, from = {}, {}
+    for j = 1, select("#", ...) do
+      local a = select(j, ...)
+      local i = type(a) == "table" and proxy[a]
+      if i then
+        largs[j], from[j] = args[i], i
+      elseif type(a) == "table" and (a.layout or getmetatable(a) == require("cute.dtype").Scalar) then
+        if a.layout then
+          err.raise("export: host function %s, launch %d: argument %d is a tensor that is not one of the host "
+            .. "function's arguments (views and new tensors cannot be made at launch time in C)", name, n, j)
+        end
+        largs[j] = a -- a literal scalar, baked in
+      elseif is_sym(a) then
+        err.raise("export: host function %s, launch %d: argument %d is computed from the arguments (%s); pass the "
+          .. "host's arguments themselves", name, n, j, a.code)
+      else
+        largs[j] = a
+      end
+    end
+    local kx = collect({ name = string.format("%s_step%d", name, n), kernel = k, args = largs, grid = 1, block = 1 },
+      archs, idx)
+    if #kx.tma > 0 then err.raise("export: host function %s, launch %d: kernels taking TMA atoms are not supported "
+      .. "in host functions yet", name, n) end
+    kx.internal = true
+    local function dims(x, what)
+      if x == nil then err.raise("export: host function %s, launch %d: %s is missing", name, n, what) end
+      if type(x) ~= "table" or is_sym(x) then x = { x } end
+      local out = {}
+      for j = 1, 3 do out[j] = c_of(x[j] or 1) end
+      return out
+    end
+    local cluster = k.cluster or cfg.cluster
+    if cluster and type(cluster) ~= "table" then cluster = { cluster } end
+    -- each of the step's C parameters as an expression of the host's
+    local exprs = {}
+    for q, p in ipairs(kx.params) do
+      local i = from[p.arg]
+      if i then
+        exprs[q] = { host = i, what = p.what, leaf = p.leaf, ctype = p.ctype,
+          code = param_cname(names[i] or ("arg" .. i), p.what, p.leaf) }
+      else
+        local v = largs[p.arg]
+        exprs[q] = { ctype = p.ctype, code = string.format("%.17g", type(v) == "table" and v.value or v) }
+      end
+    end
+    steps[n] = { kx = kx, exprs = exprs, grid = dims(cfg.grid, "grid"), block = dims(cfg.block, "block"),
+      smem = c_of(cfg.smem or 0), cluster = cluster and { cluster[1] or 1, cluster[2] or 1, cluster[3] or 1 } or nil }
+  end
+  entry.host(launch, unpack(sargs, 1, #args))
+  if #steps == 0 then err.raise("export: host function %s launches nothing", name) end
+  -- the host's C parameters: those its launches use, in argument order
+  local params, by_name = {}, {}
+  for _, st in ipairs(steps) do
+    for _, e in ipairs(st.exprs) do
+      if e.host then
+        local old = by_name[e.code]
+        if old and old.ctype ~= e.ctype then
+          err.raise("export: host function %s: %s is %s in one launch and %s in another", name, e.code, old.ctype,
+            e.ctype)
+        end
+        if not old then
+          local p = { name = c_ident(e.code, "a parameter name"), ctype = e.ctype, what = e.what, arg = e.host,
+            leaf = e.leaf }
+          by_name[e.code] = p
+          params[#params + 1] = p
+        end
+      end
+    end
+  end
+  table.sort(params, function(a, b)
+    if a.arg ~= b.arg then return a.arg < b.arg end
+    if a.what ~= b.what then return WHAT_ORDER[a.what] < WHAT_ORDER[b.what] end
+    return (a.leaf or 0) < (b.leaf or 0)
+  end)
+  local host = { name = name, doc = entry.doc, host = true, params = params, specs = specs, names = names,
+    steps = steps }
+  local kernels = {}
+  for i, st in ipairs(steps) do kernels[i] = st.kx end
+  return host, kernels
 end
 
 -- ---------------------------------------------------------------------------
@@ -304,16 +435,18 @@ end
 
 -- What <prefix>_desc_digest hashes, in its order (integers as "%d;", strings
 -- with their NUL), appended to parts.
-local function desc_digest_parts(kernels, images, meta, parts)
+local function desc_digest_parts(kernels, entries, images, meta, parts)
   local function int(v) parts[#parts + 1] = string.format("%d;", v) end
   local function str(v) parts[#parts + 1] = v .. "\0" end
   int(1) -- CUTELUA_AOT_ABI
-  int(#kernels)
+  int(#entries)
   str(meta) -- what desc.metadata points at
   for _, kx in ipairs(kernels) do
     str(kx.kernel.name)
     str(kx.name)
     int(kx.dyn_smem)
+  end
+  for _, kx in ipairs(entries) do
     str(kx.name)
     int(#kx.params)
     for _, r in ipairs(kx.rows) do
@@ -412,7 +545,7 @@ end
 -- promotion, out-of-bounds fill, dimension order), as TmaAtom:tma_spec and
 -- cute.tma_descriptor do in Lua. A failure returns the driver's CUresult
 -- (CUDA_ERROR_INVALID_VALUE for a tensor that breaks TMA's rules).
-local tma_encode
+local tma_encode, host_header, host_wrapper
 local L2_CODE, OOB_CODE = { none = 0, ["64B"] = 1, ["128B"] = 2, ["256B"] = 3 }, { zero = 0, nan = 1 }
 tma_encode = function(s, t)
   local a, nm = t.atom, t.name
@@ -447,6 +580,90 @@ tma_encode = function(s, t)
   s("                               (CUtensorMapFloatOOBfill)%d);", OOB_CODE[a.oob or "zero"] or 0)
   s("    if (r != CUDA_SUCCESS) return (int)r;")
   s("  }")
+end
+
+local function c_decl(ctype, name) return ctype .. (ctype:sub(-1) == "*" and "" or " ") .. name end
+
+-- A host function's declaration and documentation in the header.
+host_header = function(h, P, hx)
+  h("/* %s%s", hx.name, hx.doc and (": " .. hx.doc) or "")
+  for i, sp in ipairs(hx.specs) do h(" *   %s", describe_arg({ names = hx.names }, sp, i)) end
+  h(" * Launches, in order, on the stream (each with the kernel's own dynamic shared memory added):")
+  for n, st in ipairs(hx.steps) do
+    h(" *   %d. kernel %s: grid (%s, %s, %s), block (%s, %s, %s)%s", n, st.kx.kernel.name, st.grid[1], st.grid[2],
+      st.grid[3], st.block[1], st.block[2], st.block[3],
+      st.cluster and string.format(", clusters of (%d, %d, %d)", st.cluster[1], st.cluster[2], st.cluster[3]) or "")
+  end
+  h(" * Returns 0, or the first launch's failure (the launches after it are not made). */")
+  local plist = { P .. "_module *module" }
+  for _, p in ipairs(hx.params) do plist[#plist + 1] = c_decl(p.ctype, p.name) end
+  plist[#plist + 1] = "struct CUstream_st *stream"
+  h("int %s_%s(%s);", P, hx.name, table.concat(plist, ", "))
+  h("")
+end
+
+-- A host function's wrapper (its launches in order), its packed entry and
+-- parameter table; returns its descriptor row.
+host_wrapper = function(s, P, hx)
+  local plist = { P .. "_module *m" }
+  for _, p in ipairs(hx.params) do plist[#plist + 1] = c_decl(p.ctype, p.name) end
+  plist[#plist + 1] = "struct CUstream_st *stream"
+  s("int %s_%s(%s) {", P, hx.name, table.concat(plist, ", "))
+  s("  CUresult r;")
+  s("  if (!m) return (int)CUDA_ERROR_INVALID_HANDLE;")
+  for n, st in ipairs(hx.steps) do
+    local kx = st.kx
+    s("  { /* launch %d: %s */", n, kx.kernel.name)
+    local anames = {}
+    for q, e in ipairs(st.exprs) do
+      s("    %s a%d = (%s)(%s);", e.ctype, q, e.ctype, e.code)
+      anames[q] = "(void *)&a" .. q
+    end
+    s("    void *args[%d] = {%s};", math.max(#anames, 1), #anames > 0 and table.concat(anames, ", ") or "NULL")
+    s("    int64_t gx = %s, gy = %s, gz = %s;", st.grid[1], st.grid[2], st.grid[3])
+    s("    int64_t bx = %s, by = %s, bz = %s;", st.block[1], st.block[2], st.block[3])
+    s("    int64_t smem = %s;", st.smem)
+    s("    if (bx <= 0 || by <= 0 || bz <= 0) return (int)CUDA_ERROR_INVALID_VALUE;")
+    s("    if (smem < %d) smem = %d;", kx.dyn_smem, kx.dyn_smem)
+    s("    if (gx > 0 && gy > 0 && gz > 0) {")
+    if st.cluster then
+      s("      CUlaunchConfig cfg;")
+      s("      CUlaunchAttribute attr;")
+      s("      memset(&cfg, 0, sizeof cfg);")
+      s("      memset(&attr, 0, sizeof attr);")
+      s("      cfg.gridDimX = (unsigned)gx; cfg.gridDimY = (unsigned)gy; cfg.gridDimZ = (unsigned)gz;")
+      s("      cfg.blockDimX = (unsigned)bx; cfg.blockDimY = (unsigned)by; cfg.blockDimZ = (unsigned)bz;")
+      s("      cfg.sharedMemBytes = (unsigned)smem; cfg.hStream = (CUstream)stream;")
+      s("      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;")
+      s("      attr.value.clusterDim.x = %d; attr.value.clusterDim.y = %d; attr.value.clusterDim.z = %d;",
+        st.cluster[1], st.cluster[2], st.cluster[3])
+      s("      cfg.attrs = &attr; cfg.numAttrs = 1;")
+      s("      r = cuLaunchKernelEx(&cfg, m->fn[%d], args, NULL);", kx.index)
+    else
+      s("      r = cuLaunchKernel(m->fn[%d], (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)bx, (unsigned)by,"
+        .. " (unsigned)bz, (unsigned)smem, (CUstream)stream, args, NULL);", kx.index)
+    end
+    s("      if (r != CUDA_SUCCESS) return (int)r;")
+    s("    }")
+    s("  }")
+  end
+  s("  return 0;")
+  s("}")
+  local unpacked = { "(" .. P .. "_module *)m" }
+  for j, p in ipairs(hx.params) do unpacked[#unpacked + 1] = string.format("*(const %s *)args[%d]", p.ctype, j - 1) end
+  unpacked[#unpacked + 1] = "(struct CUstream_st *)stream"
+  s("static int %s_%s_packed(void *m, void *const *args, void *stream) {", P, hx.name)
+  if #hx.params == 0 then s("  (void)args;") end
+  s("  return %s_%s(%s);", P, hx.name, table.concat(unpacked, ", "))
+  s("}")
+  local prows = {}
+  for _, r in ipairs(hx.rows) do
+    prows[#prows + 1] = string.format('{"%s", "%s", %d, %d, %d, %d}', r.name, r.ctype, r.size, r.kind, r.arg, r.leaf)
+  end
+  if #prows == 0 then prows[1] = '{"", "", 0, 0, 0, 0}' end
+  s("static const cutelua_aot_param %s_%s_params[] = {%s};", P, hx.name, table.concat(prows, ", "))
+  s("")
+  return string.format('{"%s", %d, %s_%s_params, %s_%s_packed}', hx.name, #hx.params, P, hx.name, P, hx.name)
 end
 
 local function generate(ex)
@@ -516,7 +733,11 @@ local function generate(ex)
   h("const char *%s_error_name(int code);", P)
   h("const cutelua_aot_module *%s_describe(void);", P)
   h("")
-  for _, kx in ipairs(ex.kernels) do
+  for _, kx in ipairs(ex.entries) do
+    if kx.host then
+      host_header(h, P, kx)
+      goto next_entry
+    end
     h("/* %s%s", kx.name, kx.doc and (": " .. kx.doc) or "")
     for i, s in ipairs(kx.specs) do h(" *   %s", describe_arg(kx.kernel, s, i)) end
     h(" * Launch: grid (%s, %s, %s), block (%s, %s, %s), %s bytes of dynamic shared memory%s. */",
@@ -528,6 +749,7 @@ local function generate(ex)
     plist[#plist + 1] = "struct CUstream_st *stream"
     h("int %s_%s(%s);", P, kx.name, table.concat(plist, ", "))
     h("")
+    ::next_entry::
   end
   h("#ifdef __cplusplus")
   h("}")
@@ -718,8 +940,9 @@ local function generate(ex)
   s("}")
   s("")
   -- the launch wrappers
-  local kdescs = {}
+  local kdesc_of = {}
   for ki, kx in ipairs(ex.kernels) do
+    if kx.internal then goto next_kernel end
     local plist, anames = { P .. "_module *m" }, kx.kargs
     for _, p in ipairs(kx.params) do plist[#plist + 1] = p.ctype .. (p.ctype:sub(-1) == "*" and "" or " ") .. p.name end
     plist[#plist + 1] = "struct CUstream_st *stream"
@@ -772,16 +995,22 @@ local function generate(ex)
     end
     if #prows == 0 then prows[1] = '{"", "", 0, 0, 0, 0}' end
     s("static const cutelua_aot_param %s_%s_params[] = {%s};", P, kx.name, table.concat(prows, ", "))
-    kdescs[#kdescs + 1] = string.format('{"%s", %d, %s_%s_params, %s_%s_packed}', kx.name, #kx.params, P, kx.name, P,
+    kdesc_of[kx.name] = string.format('{"%s", %d, %s_%s_params, %s_%s_packed}', kx.name, #kx.params, P, kx.name, P,
       kx.name)
     s("")
+    ::next_kernel::
   end
+  for _, hx in ipairs(ex.entries) do
+    if hx.host then kdesc_of[hx.name] = host_wrapper(s, P, hx) end
+  end
+  local kdescs = {}
+  for i, e in ipairs(ex.entries) do kdescs[i] = kdesc_of[e.name] end
   s("static int %s_load_any(void **m, char *err, size_t errlen) { return %s_load((%s_module **)m, err, errlen); }", P, P,
     P)
   s("static void %s_unload_any(void *m) { %s_unload((%s_module *)m); }", P, P, P)
   s("static const cutelua_aot_kernel %s_kernel_descs[] = {%s};", P, table.concat(kdescs, ", "))
-  s("static const cutelua_aot_module %s_desc = {CUTELUA_AOT_ABI, %s_meta, %s_NKERNELS, %s_kernel_descs, %s_check,"
-    .. " %s_load_any, %s_unload_any, %s_error_name};", P, P, P, P, P, P, P, P)
+  s("static const cutelua_aot_module %s_desc = {CUTELUA_AOT_ABI, %s_meta, %d, %s_kernel_descs, %s_check,"
+    .. " %s_load_any, %s_unload_any, %s_error_name};", P, P, #ex.entries, P, P, P, P, P)
   s("const cutelua_aot_module *%s_describe(void) { return &%s_desc; }", P, P)
   s("")
   -- the digest: loop bounds are constants here, never the (possibly altered) counts in the tables
@@ -799,11 +1028,14 @@ local function generate(ex)
   s("  h = %s_fnv_int(h, d->abi);", P)
   s("  h = %s_fnv_int(h, d->nkernels);", P)
   s("  h = %s_fnv(h, d->metadata, sizeof %s_meta);", P, P)
-  for ki, kx in ipairs(ex.kernels) do
+  for ki = 1, #ex.kernels do
     local k = ki - 1
     s("  h = %s_fnv_str(h, names[%d]);", P, k)
     s("  h = %s_fnv_str(h, exports[%d]);", P, k)
     s("  h = %s_fnv_int(h, (long long)smem[%d]);", P, k)
+  end
+  for ki, kx in ipairs(ex.entries) do
+    local k = ki - 1
     s("  h = %s_fnv_str(h, d->kernels[%d].name);", P, k)
     s("  h = %s_fnv_int(h, d->kernels[%d].nparams);", P, k)
     if #kx.rows > 0 then
@@ -887,13 +1119,28 @@ function M.export(spec)
   if type(spec.kernels) ~= "table" or #spec.kernels == 0 then
     err.raise("cute.export: kernels = {{name = , kernel = , args = , grid = , block = }, ...} is missing")
   end
-  local kernels, seen = {}, {}
-  for i, e in ipairs(spec.kernels) do
-    local kx = collect(e, archs, i)
+  -- kernels: the module's kernels (each with its cubins), host functions' launches included;
+  -- entries: what the module exports (kernels and host functions), in the spec's order
+  local kernels, entries, seen = {}, {}, {}
+  local function add(kx)
     if seen[kx.name] then err.raise("cute.export: two kernels are called %s", kx.name) end
     seen[kx.name] = true
-    kernels[i] = kx
+    kernels[#kernels + 1] = kx
   end
+  for i, e in ipairs(spec.kernels) do
+    if type(e) == "table" and e.host ~= nil then
+      local hx, steps = collect_host(e, archs, i)
+      if seen[hx.name] then err.raise("cute.export: two kernels are called %s", hx.name) end
+      for _, kx in ipairs(steps) do add(kx) end
+      seen[hx.name] = true
+      entries[#entries + 1] = hx
+    else
+      local kx = collect(e, archs, i)
+      add(kx)
+      entries[#entries + 1] = kx
+    end
+  end
+  for i, kx in ipairs(kernels) do kx.index = i - 1 end
   -- one cubin per (kernel, arch): each kernel is its own module (its own
   -- specialisation); loading picks the best arch for each
   local images = {}
@@ -910,21 +1157,23 @@ function M.export(spec)
     "archs " .. table.concat(archs, " ") }
   for _, kx in ipairs(kernels) do meta[#meta + 1] = string.format("kernel %s ir-sha256 %s", kx.name, kx.ir_hash) end
   -- each kernel's argument count, and each IntTuple argument's profile (what loaders check a call's tuples against)
-  for _, kx in ipairs(kernels) do
-    meta[#meta + 1] = string.format("args %s %d", kx.name, #kx.specs)
-    for i, sp in ipairs(kx.specs) do
+  for _, e in ipairs(entries) do
+    local enames = e.host and e.names or e.kernel.names
+    meta[#meta + 1] = string.format("args %s %d", e.name, #e.specs)
+    for i, sp in ipairs(e.specs) do
       if sp.kind == "tuple" then
-        meta[#meta + 1] = string.format("tuple %s %d %s %s", kx.name, i, kx.kernel.names[i] or ("arg" .. i), sp.profile)
+        meta[#meta + 1] = string.format("tuple %s %d %s %s", e.name, i, enames[i] or ("arg" .. i), sp.profile)
       end
     end
   end
   meta = table.concat(meta, "\n") .. "\n"
   local parts = { meta }
   for _, im in ipairs(images) do parts[#parts + 1] = im.cubin end
-  for _, kx in ipairs(kernels) do kx.rows = param_rows(kx) end
-  desc_digest_parts(kernels, images, meta, parts)
+  for _, e in ipairs(entries) do e.rows = param_rows(e) end
+  desc_digest_parts(kernels, entries, images, meta, parts)
   local sum = fnv1a64(parts)
-  local ex = { name = name, prefix = prefix, archs = archs, kernels = kernels, images = images, version = version,
+  local ex = { name = name, prefix = prefix, archs = archs, kernels = kernels, entries = entries, images = images,
+    version = version,
     cuda = cuda, cuda_major = tonumber(cuda:match("^(%d+)")), meta = meta,
     checksum_hex = string.format("%08x%08x", tonumber(bit.rshift(sum, 32)), tonumber(bit.band(sum, 0xffffffff))) }
   local header, source = generate(ex)

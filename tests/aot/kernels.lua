@@ -77,6 +77,23 @@ function M.tma_entry()
     grid = function(ld) return { cute.ceil_div(ld.shape[1], M.TILE[1]), cute.ceil_div(ld.shape[2], M.TILE[2]) } end }
 end
 
+-- x = s * x (a 1-D f32 vector), the first launch of the pipeline below
+M.scale1d = cute.kernel("scale1d", function(x, s)
+  local i = cute.block_idx().x * cute.block_dim().x + cute.thread_idx().x
+  cute.if_(i:lt(cute.size(x)), function() x[i] = x[i] * s end)
+end)
+
+--- A host function of two launches: x = s * x, then z = x + y (cute.export's host entries).
+function M.pipeline_entry()
+  return { name = "scale_add", doc = "x = s * x; z = x + y (two launches)",
+    args = { cute.fake_tensor(cute.f32, 1000), cute.fake_tensor(cute.f32, 1000), cute.fake_tensor(cute.f32, 1000),
+      cute.f32(2) },
+    host = function(launch, x, y, z, s)
+      launch(M.scale1d, { grid = cute.ceil_div(cute.size(x), 128), block = 128 }, x, s)
+      launch(M.vadd, { grid = cute.ceil_div(cute.size(z), 256), block = 256 }, x, y, z)
+    end }
+end
+
 --- The export entries (cute.export's kernels): example arguments fix each specialisation.
 function M.entries()
   return {

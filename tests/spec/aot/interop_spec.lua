@@ -28,6 +28,34 @@ local function hopper()
   return ok and info.compute_capability[1] >= 9
 end
 
+-- Runs <prefix>_check (the embedded checksum over metadata, descriptor tables
+-- and cubins) in a C program linked with the object; with no GPU, against the
+-- toolkit's stub driver (the check calls nothing in it).
+local function run_check(dir, object, prefix)
+  local home = cuda_home()
+  H.write(dir .. "/check_" .. prefix .. ".c", string.format([[
+#include <stdio.h>
+#include "%s.h"
+int main(void) {
+  char err[512];
+  const cutelua_aot_module *d = %s_describe();
+  if (%s_check(err, sizeof err) != 0) { printf("%%s\n", err); return 1; }
+  printf("checks ok: %%d entries\n", d->nkernels);
+  return 0;
+}
+]], prefix, prefix, prefix))
+  sh_ok(string.format("%s %s -I%s -c %s/check_%s.c -o %s/check_%s.o && %s %s/check_%s.o %s -o %s/check_%s -L%s/lib64 "
+    .. "-L%s/lib64/stubs -lcuda", CC, STRICT, H.quote(dir), H.quote(dir), prefix, H.quote(dir), prefix, CC,
+    H.quote(dir), prefix, H.quote(object), H.quote(dir), prefix, H.quote(home), H.quote(home)))
+  local libdir = dir .. "/stub"
+  if not pcall(cute.device_info) then
+    sh_ok(string.format("mkdir -p %s && ln -sf %s/lib64/stubs/libcuda.so %s/libcuda.so.1", H.quote(libdir),
+      H.quote(home), H.quote(libdir)))
+  end
+  return sh_ok(string.format("LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} %s/check_%s", H.quote(libdir),
+    H.quote(dir), prefix))
+end
+
 describe("cute.export of kernels taking TMA descriptors", function()
   it("takes a TMA atom's tensor (pointer, extents, strides) and encodes the descriptor in the wrapper", function()
     local dir = H.tmpdir()
@@ -62,6 +90,7 @@ describe("cute.export of kernels taking TMA descriptors", function()
     H.write(dir .. "/use.cc", '#include "tt.h"\nint main() { return tt_describe() == nullptr; }\n')
     sh_ok(string.format("c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I%s -c %s/use.cc -o %s/use_cc.o",
       H.quote(dir), H.quote(dir), H.quote(dir)))
+    assert.matches("checks ok: 1 entries", run_check(dir, p.object, "tt"))
     if hopper() then
       local out = sh_ok(H.quote(dir .. "/tma_main"))
       assert.matches("tma_main: B = 2 A for 100 x 70: ok", out)
@@ -105,6 +134,68 @@ describe("cute.export of kernels taking TMA descriptors", function()
     cute.synchronize()
     local a, b = A:to_table(), B:to_table()
     for i = 1, #a do assert(b[i] == 2 * a[i], i) end
+    H.rm(dir)
+  end)
+end)
+
+describe("cute.export of a host function that makes several launches", function()
+  it("launches its kernels in order from one C entry point, with the geometry from its arguments", function()
+    local dir = H.tmpdir()
+    local p = cute.export { name = "pp", prefix = "pp", dir = dir, arch = { "sm_80", "sm_90a" },
+      kernels = { K.entries()[1], K.pipeline_entry() } }
+    local h = H.read(p.header)
+    assert.matches("int pp_scale_add%(pp_module %*module, uint64_t x, int32_t x_shape_0, uint64_t y, int32_t "
+      .. "y_shape_0, uint64_t z, int32_t z_shape_0, float s, struct CUstream_st %*stream%);", h)
+    assert.matches("1%. kernel scale1d: grid %(%(%(%(int64_t%)x_shape_0 %+ %(int64_t%)127%) / %(int64_t%)128%)", h)
+    assert.matches("2%. kernel vadd: grid %(%(%(%(int64_t%)z_shape_0 %+ %(int64_t%)255%) / %(int64_t%)256%)", h)
+    assert.is_nil(h:find("scale_add_step", 1, true)) -- the launches have no wrappers of their own
+    local src = H.read(p.source)
+    -- scale1d is the module's kernel 1 and vadd (again, as the pipeline's second launch) kernel 2, in this order
+    local first = src:find("cuLaunchKernel(m->fn[1]", 1, true)
+    local second = src:find("cuLaunchKernel(m->fn[2]", 1, true)
+    assert.is_truthy(first and second and first < second)
+    assert.matches("float a3 = (float)(s);", src, 1, true)
+    assert.matches("args scale_add 4", src, 1, true)
+    assert.matches("kernel scale_add_step2 ir%-sha256 %x+", src)
+    -- two entries in the descriptor (vadd_f32, scale_add), three kernels in the module; the checksum holds
+    assert.matches("checks ok: 2 entries", run_check(dir, p.object, "pp"))
+    sh_ok(string.format("%s %s -I%s -isystem %s/include -c %s -o %s/strict.o", CC, STRICT, H.quote(dir),
+      H.quote(cuda_home()), H.quote(p.source), H.quote(dir)))
+    H.rm(dir)
+  end)
+
+  it("refuses launches it cannot express in C, saying why", function()
+    local function msg(host)
+      local ok, e = pcall(cute.export, { name = "bad", dir = H.tmpdir(), arch = { "sm_80" }, kernels = { {
+        name = "bad", args = { cute.fake_tensor(cute.f32, 64), cute.f32(1) }, host = host } } })
+      assert.is_false(ok)
+      return e
+    end
+    assert.matches("host function bad launches nothing", msg(function() end))
+    assert.matches("launch 1: argument 1 is a tensor that is not one of the host function's arguments", msg(
+      function(launch, _, s) launch(K.scale1d, { grid = 1, block = 64 }, cute.fake_tensor(cute.f32, 8), s) end))
+    assert.matches("launch 1: expected a cute.kernel", msg(function(launch) launch(42, {}) end))
+    assert.matches("launch 1: grid is missing", msg(function(launch, x, s) launch(K.scale1d, { block = 64 }, x, s) end))
+  end)
+
+  it("loaded back into Lua, gives the two launches' result #gpu", function()
+    local dir = H.tmpdir()
+    local p = cute.export { name = "pl", prefix = "pl", dir = dir, arch = { cute.device_info().arch }, shared = true,
+      kernels = { K.pipeline_entry() } }
+    local m = cute.aot.load(p.shared)
+    local n = 70001
+    local x = cute.tensor(cute.f32, n):uniform(-1, 1, math.random(1, 2 ^ 30))
+    local y = cute.tensor(cute.f32, n):uniform(-1, 1, math.random(1, 2 ^ 30))
+    local z = cute.tensor(cute.f32, n):fill(0 / 0)
+    local x0, y0 = x:to_host():doubles(), y:to_host():doubles()
+    m.scale_add(x, y, z, cute.f32(2))
+    cute.synchronize()
+    local xs, zs = x:to_host():doubles(), z:to_host():doubles()
+    for i = 0, n - 1 do
+      local sx = 2 * x0[i] -- exact in f32
+      assert(xs[i] == sx, i)
+      assert(math.abs(zs[i] - (sx + y0[i])) <= 2 ^ -22 * math.max(1, math.abs(sx + y0[i])), i)
+    end
     H.rm(dir)
   end)
 end)
