@@ -69,7 +69,14 @@ end
 local Sym = { __name = "Sym" }
 Sym.__index = Sym
 
-local function sym(code) return setmetatable({ code = code }, Sym) end
+-- Each symbolic integer also carries the same arithmetic as Lua (`lua`), in
+-- terms of the C parameters' names: the metadata keeps it, so that a loader
+-- that does not run the object's code (cute.aot.load of a .o) computes the
+-- launch geometry as the C wrapper does.
+local function sym(code, lua)
+  if not lua then lua = code:match("^%(int64_t%)([%a_][%w_]*)$") or code:match("^[%a_][%w_]*$") end
+  return setmetatable({ code = code, lua = lua }, Sym)
+end
 local function is_sym(x) return getmetatable(x) == Sym end
 local function c_of(x)
   if is_sym(x) then return x.code end
@@ -79,14 +86,27 @@ local function c_of(x)
   end
   err.raise("export: the launch geometry uses %s, which cannot be computed in C", tostring(x))
 end
-local function binop(fmt) return function(a, b) return sym(string.format(fmt, c_of(a), c_of(b))) end end
+-- the Lua form (nil when some part has none)
+local function lua_of(x)
+  if is_sym(x) then return x.lua end
+  c_of(x)
+  return string.format("%d", x)
+end
+local function lua2(fmt, a, b)
+  local la, lb = lua_of(a), lua_of(b)
+  return la and lb and string.format(fmt, la, lb) or nil
+end
+local function binop(fmt, lfmt)
+  return function(a, b) return sym(string.format(fmt, c_of(a), c_of(b)), lua2(lfmt or fmt, a, b)) end
+end
 
 Sym.__cute_int = {
   add = binop("(%s + %s)"), sub = binop("(%s - %s)"), mul = binop("(%s * %s)"),
-  neg = function(a) return sym("(-" .. c_of(a) .. ")") end,
-  div = binop("(%s / %s)"), mod = binop("(%s %% %s)"),
-  min = function(a, b) return sym(string.format("cl_min64(%s, %s)", c_of(a), c_of(b))) end,
-  max = function(a, b) return sym(string.format("cl_max64(%s, %s)", c_of(a), c_of(b))) end,
+  neg = function(a) return sym("(-" .. c_of(a) .. ")", lua_of(a) and ("(-" .. lua_of(a) .. ")")) end,
+  -- C's division and remainder truncate toward zero
+  div = binop("(%s / %s)", "cdiv(%s, %s)"), mod = binop("(%s %% %s)", "cmod(%s, %s)"),
+  min = function(a, b) return sym(string.format("cl_min64(%s, %s)", c_of(a), c_of(b)), lua2("min(%s, %s)", a, b)) end,
+  max = function(a, b) return sym(string.format("cl_max64(%s, %s)", c_of(a), c_of(b)), lua2("max(%s, %s)", a, b)) end,
 }
 Sym.__add = Sym.__cute_int.add
 Sym.__sub = Sym.__cute_int.sub
@@ -194,7 +214,7 @@ local function collect(entry, archs, idx)
   -- the C parameters, named after the Lua parameters; kargs: the kernel's
   -- arguments as C expressions (most are a C parameter; a TMA atom's
   -- descriptor is encoded in the wrapper from its tensor's parameters)
-  local params, kargs, tma = {}, {}, {}
+  local params, kargs, tma, kinfo = {}, {}, {}, {}
   for _, p in ipairs(spec0.params) do
     local base = k.names[p.arg] or ("arg" .. p.arg)
     if p.what == "tma_atom" then
@@ -215,12 +235,14 @@ local function collect(entry, archs, idx)
       end
       tma[#tma + 1] = { name = base, atom = a, arg = p.arg, gmem = g }
       kargs[#kargs + 1] = string.format("(void *)&%s_desc", base)
+      kinfo[#kinfo + 1] = { tma = true, name = base }
       goto continue
     end
     if p.what == "tma" then
       c_ident(base, "a parameter name")
       params[#params + 1] = { name = base, ctype = "const void *", what = "tma", arg = p.arg, leaf = 1 }
       kargs[#kargs + 1] = string.format("(void *)%s", base)
+      kinfo[#kinfo + 1] = { tma = true, name = base }
       goto continue
     end
     local cname
@@ -235,6 +257,7 @@ local function collect(entry, archs, idx)
     params[#params + 1] = { name = c_ident(cname, "a parameter name"), ctype = ct, what = p.what, arg = p.arg,
       leaf = p.leaf, dtype = p.dtype }
     kargs[#kargs + 1] = "(void *)&" .. cname
+    kinfo[#kinfo + 1] = { ctype = ct, name = cname }
     ::continue::
   end
   -- symbolic arguments for the geometry: tensors with C expressions as run-time leaves
@@ -244,8 +267,8 @@ local function collect(entry, archs, idx)
     if type(x) == "function" then x = x(unpack(sargs, 1, #spec0.specs)) end
     if x == nil then err.raise("export: %s of %s is missing", what, name) end
     if type(x) ~= "table" or is_sym(x) then x = { x } end
-    local out = {}
-    for j = 1, 3 do out[j] = c_of(x[j] or 1) end
+    local out = { lua = {} }
+    for j = 1, 3 do out[j], out.lua[j] = c_of(x[j] or 1), lua_of(x[j] or 1) end
     return out
   end
   local smem = entry.smem or 0
@@ -253,10 +276,11 @@ local function collect(entry, archs, idx)
   local cluster = k.cluster or entry.cluster
   if cluster and type(cluster) ~= "table" then cluster = { cluster } end
   return {
-    name = name, doc = entry.doc, kernel = k, params = params, kargs = kargs, tma = tma, specs = spec0.specs,
+    name = name, doc = entry.doc, kernel = k, params = params, kargs = kargs, kinfo = kinfo, tma = tma,
+    specs = spec0.specs,
     per_arch = per_arch,
     grid = dims(entry.grid, "grid"), block = dims(entry.block, "block"),
-    smem = c_of(smem), dyn_smem = spec0.dyn_smem or 0,
+    smem = c_of(smem), smem_lua = lua_of(smem), dyn_smem = spec0.dyn_smem or 0,
     cluster = cluster and { cluster[1] or 1, cluster[2] or 1, cluster[3] or 1 } or nil,
     ir_hash = compiler.sha256(per_arch[1].ir),
   }
@@ -331,8 +355,8 @@ local function collect_host(entry, archs, idx)
     local function dims(x, what)
       if x == nil then err.raise("export: host function %s, launch %d: %s is missing", name, n, what) end
       if type(x) ~= "table" or is_sym(x) then x = { x } end
-      local out = {}
-      for j = 1, 3 do out[j] = c_of(x[j] or 1) end
+      local out = { lua = {} }
+      for j = 1, 3 do out[j], out.lua[j] = c_of(x[j] or 1), lua_of(x[j] or 1) end
       return out
     end
     local cluster = k.cluster or cfg.cluster
@@ -342,15 +366,17 @@ local function collect_host(entry, archs, idx)
     for q, p in ipairs(kx.params) do
       local i = from[p.arg]
       if i then
-        exprs[q] = { host = i, what = p.what, leaf = p.leaf, ctype = p.ctype,
-          code = param_cname(names[i] or ("arg" .. i), p.what, p.leaf) }
+        local cn = param_cname(names[i] or ("arg" .. i), p.what, p.leaf)
+        exprs[q] = { host = i, what = p.what, leaf = p.leaf, ctype = p.ctype, code = cn, lua = cn }
       else
         local v = largs[p.arg]
-        exprs[q] = { ctype = p.ctype, code = string.format("%.17g", type(v) == "table" and v.value or v) }
+        local lit = string.format("%.17g", type(v) == "table" and v.value or v)
+        exprs[q] = { ctype = p.ctype, code = lit, lua = lit }
       end
     end
     steps[n] = { kx = kx, exprs = exprs, grid = dims(cfg.grid, "grid"), block = dims(cfg.block, "block"),
-      smem = c_of(cfg.smem or 0), cluster = cluster and { cluster[1] or 1, cluster[2] or 1, cluster[3] or 1 } or nil }
+      smem = c_of(cfg.smem or 0), smem_lua = lua_of(cfg.smem or 0),
+      cluster = cluster and { cluster[1] or 1, cluster[2] or 1, cluster[3] or 1 } or nil }
   end
   entry.host(launch, unpack(sargs, 1, #args))
   if #steps == 0 then err.raise("export: host function %s launches nothing", name) end
@@ -732,6 +758,8 @@ local function generate(ex)
   h("void %s_unload(%s_module *module);", P, P)
   h("const char *%s_error_name(int code);", P)
   h("const cutelua_aot_module *%s_describe(void);", P)
+  h("/* The SHA-256 of the metadata (64 hex digits), for loaders that read the object file. */")
+  h("extern const char %s_meta_sha256[];", P)
   h("")
   for _, kx in ipairs(ex.entries) do
     if kx.host then
@@ -773,6 +801,8 @@ local function generate(ex)
   s("static inline int64_t cl_max64(int64_t a, int64_t b) { return a > b ? a : b; }")
   s("")
   s("static const char %s_meta[] = %s;", P, c_string(ex.meta))
+  s("/* the SHA-256 of the metadata: cute.aot.load of the object checks it before reading the metadata */")
+  s("const char %s_meta_sha256[] = \"%s\";", P, compiler.sha256(ex.meta))
   local images = {}
   for i, im in ipairs(ex.images) do
     local body, n = words_of(im.cubin)
@@ -1166,6 +1196,45 @@ function M.export(spec)
       end
     end
   end
+  -- what a loader that does not run the object's code needs (cute.aot.load of a .o):
+  -- the module's kernels, where each cubin is in the object, and each entry's
+  -- parameters and launches (kernel, arguments and geometry as Lua expressions)
+  for i, kx in ipairs(kernels) do
+    meta[#meta + 1] = string.format("module-kernel %d %s %s %d", i - 1, kx.kernel.name, kx.name, kx.dyn_smem)
+  end
+  for i, im in ipairs(images) do
+    meta[#meta + 1] = string.format("image %d %s %d %d %d %s_cubin_%d %d %s", im.kernel - 1, im.arch, im.major,
+      im.minor, im.exact and 1 or 0, prefix, i, #im.cubin, compiler.sha256(im.cubin))
+  end
+  local function launch_lines(e, n, kx, grid, block, smem_lua, cluster, args)
+    local g = { grid.lua[1], grid.lua[2], grid.lua[3], block.lua[1], block.lua[2], block.lua[3], smem_lua }
+    local complete = true
+    for j = 1, 7 do complete = complete and g[j] ~= nil end
+    local c = cluster or { 1, 1, 1 }
+    meta[#meta + 1] = string.format("launch %s %d %d %d %d %d %s", e.name, n, kx.index, c[1], c[2], c[3],
+      complete and table.concat(g, ";") or "-")
+    for _, a in ipairs(args) do
+      meta[#meta + 1] = a.tma and string.format("karg %s %d tma %s", e.name, n, a.name)
+        or string.format("karg %s %d c %s %s", e.name, n, a.lua, a.ctype)
+    end
+  end
+  for _, e in ipairs(entries) do
+    for _, p in ipairs(e.params) do
+      meta[#meta + 1] = string.format("param %s %s %d %d %d %s", e.name, p.name, PARAM_KINDS[p.what] or 3,
+        p.arg - 1, (p.leaf or 1) - 1, p.ctype)
+    end
+    if e.host then
+      for n, st in ipairs(e.steps) do
+        local args = {}
+        for q, x in ipairs(st.exprs) do args[q] = { lua = x.lua, ctype = x.ctype } end
+        launch_lines(e, n, st.kx, st.grid, st.block, st.smem_lua, st.cluster, args)
+      end
+    else
+      local args = {}
+      for q, a in ipairs(e.kinfo) do args[q] = a.tma and a or { lua = a.name, ctype = a.ctype } end
+      launch_lines(e, 1, e, e.grid, e.block, e.smem_lua, e.cluster, args)
+    end
+  end
   meta = table.concat(meta, "\n") .. "\n"
   local parts = { meta }
   for _, im in ipairs(images) do parts[#parts + 1] = im.cubin end
@@ -1242,16 +1311,401 @@ Loaded.__index = function(m, k)
   return nil
 end
 
---- Loads an exported shared library (cute.export{..., shared = true}): checks
+local function leaves_of(x, out)
+  if type(x) == "table" then for j = 1, #x do leaves_of(x[j], out) end else out[#out + 1] = x end
+  return out
+end
+
+-- The leaves of an IntTuple argument (typed scalars are leaves), in order.
+local function tuple_leaves(x, out)
+  if type(x) == "table" and getmetatable(x) ~= require("cute.dtype").Scalar then
+    for j = 1, #x do tuple_leaves(x[j], out) end
+  else
+    out[#out + 1] = x
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------
+-- Object files (.o): read without running any of their code
+
+pcall(ffi.cdef, [[
+typedef struct CuteElf64Ehdr {
+  uint8_t ident[16]; uint16_t type, machine; uint32_t version; uint64_t entry, phoff, shoff;
+  uint32_t flags; uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
+} CuteElf64Ehdr;
+typedef struct CuteElf64Shdr {
+  uint32_t name, type; uint64_t flags, addr, offset, size; uint32_t link, info; uint64_t addralign, entsize;
+} CuteElf64Shdr;
+typedef struct CuteElf64Sym { uint32_t name; uint8_t info, other; uint16_t shndx; uint64_t value, size; } CuteElf64Sym;
+]])
+
+local MAX_OBJECT = 2 ^ 30
+
+-- The symbols of an ELF64 relocatable object: name -> the bytes it defines.
+local function object_symbols(path, data)
+  local function bad(why, ...) err.raise("cute.aot.load: %s is not an object file exported by cutelua: " .. why, path, ...) end
+  local n = #data
+  if n < 64 or data:sub(1, 4) ~= "\127ELF" then bad("not an ELF file") end
+  local p = ffi.cast("const uint8_t *", data)
+  local eh = ffi.new("CuteElf64Ehdr")
+  ffi.copy(eh, p, 64)
+  if eh.ident[4] ~= 2 or eh.ident[5] ~= 1 then bad("not a 64-bit little-endian ELF file") end
+  if eh.type ~= 1 then bad("ELF type %d, not a relocatable object (1)", eh.type) end
+  if eh.shentsize ~= 64 or eh.shnum == 0 then bad("no section headers") end
+  local shoff, shnum = tonumber(eh.shoff), eh.shnum
+  if shoff > n or shnum * 64 > n - shoff then bad("its section headers lie outside the file (%d bytes): truncated", n) end
+  local sh = {}
+  for i = 0, shnum - 1 do
+    local h = ffi.new("CuteElf64Shdr")
+    ffi.copy(h, p + shoff + i * 64, 64)
+    local off, size = tonumber(h.offset), tonumber(h.size)
+    if h.type ~= 8 and (off > n or size > n - off) then -- (8: SHT_NOBITS, no bytes in the file)
+      bad("section %d lies outside the file (%d bytes): truncated", i, n)
+    end
+    sh[i] = { type = h.type, offset = off, size = size, link = h.link, entsize = tonumber(h.entsize) }
+  end
+  local syms = {}
+  for i = 0, shnum - 1 do
+    local st = sh[i]
+    if st.type == 2 then -- SHT_SYMTAB
+      local strs = sh[st.link]
+      if not strs or strs.type ~= 3 then bad("its symbol table has no string table") end
+      for j = 0, math.floor(st.size / 24) - 1 do
+        local sym_ = ffi.new("CuteElf64Sym")
+        ffi.copy(sym_, p + st.offset + j * 24, 24)
+        if sym_.name < strs.size then
+          local nm = ffi.string(p + strs.offset + sym_.name)
+          local sec = sh[sym_.shndx]
+          if nm ~= "" and sec and sec.type ~= 8 and sym_.shndx ~= 0 and sym_.shndx < 0xff00 then
+            local off, size = tonumber(sym_.value), tonumber(sym_.size)
+            if off <= sec.size and size <= sec.size - off then
+              syms[nm] = { offset = sec.offset + off, size = size, global = bit.rshift(sym_.info, 4) == 1 }
+            end
+          end
+        end
+      end
+    end
+  end
+  return syms
+end
+
+--- Reads an object file made by cute.export (its `.o`) without running any of
+-- its code: its symbols give the metadata (checked against its SHA-256) and
+-- the cubins (each checked against the SHA-256 the metadata gives); the
+-- metadata gives each entry's parameters and launches. Needs no GPU.
+-- @param path the object file's path
+-- @return a table: prefix, metadata, kernels (the module's: name, fn, dyn_smem, images {arch, major, minor,
+--   exact, cubin}), entries (by name: params, nargs, tuples, launches)
+-- @usage local o = cute.aot.read_object("out/vadd.o"); print(o.prefix)
+function M.read_object(path)
+  if type(path) ~= "string" then err.raise("cute.aot.read_object: expected a path, got %s", type(path)) end
+  local f, e = io.open(path, "rb")
+  if not f then err.raise("cute.aot.load: cannot read %s", tostring(e)) end
+  local size = f:seek("end")
+  if not size or size > MAX_OBJECT then
+    f:close()
+    err.raise("cute.aot.load: %s is larger than %d MiB or not a regular file", path, MAX_OBJECT / 2 ^ 20)
+  end
+  f:seek("set", 0)
+  local data = f:read("*a") or ""
+  f:close()
+  local syms = object_symbols(path, data)
+  local prefix
+  for nm, sy in pairs(syms) do
+    local pfx = nm:match("^(.+)_describe$")
+    if pfx and sy.global and syms[pfx .. "_meta_sha256"] then prefix = pfx end
+  end
+  if not prefix then
+    err.raise("cute.aot.load: %s has no <prefix>_describe and <prefix>_meta_sha256: not an object exported by "
+      .. "cutelua (or one exported by an older cutelua: export it again)", path)
+  end
+  local function bytes(nm)
+    local sy = syms[nm]
+    if not sy then err.raise("cute.aot.load: %s lacks the symbol %s: export it again", path, nm) end
+    return data:sub(sy.offset + 1, sy.offset + sy.size)
+  end
+  local sha = bytes(prefix .. "_meta_sha256"):match("^(%x+)%z")
+  local meta = bytes(prefix .. "_meta"):match("^(.-)%z")
+  if not sha or not meta or compiler.sha256(meta) ~= sha then
+    err.raise("cute.aot.load: %s: the embedded metadata was altered (its SHA-256 is not the one the object gives): "
+      .. "export it again", path)
+  end
+  local out = { prefix = prefix, metadata = meta, kernels = {}, entries = {}, path = path }
+  local function entry(nm)
+    local en = out.entries[nm]
+    if not en then
+      en = { name = nm, params = {}, tuples = {}, launches = {} }
+      out.entries[nm] = en
+    end
+    return en
+  end
+  for line in meta:gmatch("[^\n]+") do
+    local w = line:match("^(%S+)")
+    if w == "module-kernel" then
+      local i, fn, nm, smem = line:match("^module%-kernel (%d+) (%S+) (%S+) (%d+)$")
+      out.kernels[tonumber(i) + 1] = { fn = fn, name = nm, dyn_smem = tonumber(smem), images = {} }
+    elseif w == "image" then
+      local ki, arch, major, minor, exact, symn, sz, h = line:match(
+        "^image (%d+) (%S+) (%d+) (%d+) (%d) (%S+) (%d+) (%x+)$")
+      local kx = out.kernels[tonumber(ki) + 1]
+      if not kx then err.raise("cute.aot.load: %s: an image of an unknown kernel", path) end
+      local cubin = bytes(symn):sub(1, tonumber(sz))
+      if #cubin ~= tonumber(sz) or compiler.sha256(cubin) ~= h then
+        err.raise("cute.aot.load: %s: the %s cubin of kernel %s was altered: export it again", path, arch, kx.name)
+      end
+      kx.images[#kx.images + 1] = { arch = arch, major = tonumber(major), minor = tonumber(minor), exact = exact == "1",
+        cubin = cubin }
+    elseif w == "args" then
+      local nm, n = line:match("^args (%S+) (%d+)$")
+      entry(nm).nargs = tonumber(n)
+    elseif w == "tuple" then
+      local nm, i, pn, prof = line:match("^tuple (%S+) (%d+) (%S+) (%S+)$")
+      entry(nm).tuples[tonumber(i)] = { name = pn, profile = prof }
+    elseif w == "param" then
+      local nm, pn, kind, a, leaf, ct = line:match("^param (%S+) (%S+) (%d+) (%d+) (%d+) (.+)$")
+      local ps = entry(nm).params
+      ps[#ps + 1] = { name = pn, kind = tonumber(kind), arg = tonumber(a) + 1, leaf = tonumber(leaf) + 1, ctype = ct }
+    elseif w == "launch" then
+      local nm, n, ki, cx, cy, cz, geo = line:match("^launch (%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S.*)$")
+      entry(nm).launches[tonumber(n)] = { kernel = tonumber(ki) + 1, cluster = { tonumber(cx), tonumber(cy),
+        tonumber(cz) }, geometry = geo ~= "-" and geo or nil, args = {} }
+    elseif w == "karg" then
+      local nm, n, how, rest = line:match("^karg (%S+) (%d+) (%S+) (.+)$")
+      local l = entry(nm).launches[tonumber(n)]
+      if how == "tma" then
+        l.args[#l.args + 1] = { tma = rest }
+      else
+        local lua, ct = rest:match("^(%S+) (.+)$")
+        l.args[#l.args + 1] = { lua = lua, ctype = ct }
+      end
+    end
+  end
+  if #out.kernels == 0 then
+    err.raise("cute.aot.load: %s has no kernel descriptions in its metadata: exported by an older cutelua; export it "
+      .. "again", path)
+  end
+  return out
+end
+
+-- Compiles a launch's geometry (Lua expressions of the parameters' names:
+-- integers, + - *, cdiv and cmod truncating as C does, min, max) into a
+-- function of the parameter values.
+local GEO_HELPERS = {
+  cdiv = function(a, b)
+    if b == 0 then err.raise("launch geometry: division by zero") end
+    local q = a / b
+    return q >= 0 and math.floor(q) or math.ceil(q)
+  end,
+  cmod = function(a, b)
+    if b == 0 then err.raise("launch geometry: division by zero") end
+    return math.fmod(a, b)
+  end,
+  min = math.min, max = math.max,
+}
+local function geometry_fn(geo, path)
+  if not geo:match("^[%w_%s%(%)%+%-%*,;]+$") then
+    err.raise("cute.aot.load: %s: a launch geometry it cannot compute (%s)", path, geo)
+  end
+  local exprs = {}
+  for x in geo:gmatch("[^;]+") do exprs[#exprs + 1] = x end
+  if #exprs ~= 7 then err.raise("cute.aot.load: %s: a launch geometry of %d parts", path, #exprs) end
+  local chunk, e = loadstring("return " .. table.concat(exprs, ", "), "=(launch geometry)")
+  if not chunk then err.raise("cute.aot.load: %s: a launch geometry that does not parse: %s", path, e) end
+  return function(vals)
+    setfenv(chunk, setmetatable({}, { __index = function(_, k)
+      local v = GEO_HELPERS[k] or vals[k]
+      if v == nil then err.raise("launch geometry: unknown name %s", tostring(k)) end
+      return v
+    end }))
+    return chunk()
+  end
+end
+
+M._geometry_fn = geometry_fn -- (for tests)
+
+local Obj = {}
+Obj.__index = function(m, k)
+  local v = rawget(Obj, k)
+  if v then return v end
+  if rawget(m, "_entries")[k] then return function(...) return m:call(k, ...) end end
+  return nil
+end
+
+-- The values of an entry's C parameters from a call's arguments (its
+-- kernel's own arguments, or the flat C parameters): an array of Lua values.
+local function param_values(name, k, args)
+  local tensor = require "cute.tensor"
+  local nlogical = k.nargs or 0
+  if not k.nargs then for _, p in ipairs(k.params) do nlogical = math.max(nlogical, p.arg) end end
+  if #args ~= nlogical and #args ~= #k.params then
+    err.raise("%s: %d arguments; it takes %d (or its %d C parameters)", name, #args, nlogical, #k.params)
+  end
+  local logical = #args == nlogical
+  local tleaves = {}
+  if logical then
+    -- each IntTuple argument must have the profile the kernel was exported for
+    local kargs = require "cute.kernel_args"
+    for i, t in pairs(k.tuples) do
+      local what = string.format("%s: argument '%s' (#%d)", name, t.name, i)
+      local a = args[i]
+      if type(a) ~= "table" or not require("cute.int_tuple").is_tuple(a) then
+        err.raise("%s must be an IntTuple of profile %s, got %s", what, t.profile, tostring(a))
+      end
+      local prof = kargs.tuple_profile(a, what)
+      if prof ~= t.profile then
+        err.raise("%s is an IntTuple of profile %s; the exported kernel takes %s (? marks a run-time leaf and its "
+          .. "dtype, numbers are baked in): export a specialisation for that profile", what, prof, t.profile)
+      end
+      tleaves[i] = tuple_leaves(a, {})
+    end
+  end
+  local out = {}
+  for j, p in ipairs(k.params) do
+    local v
+    if logical then
+      local a = args[p.arg]
+      if require("cute.nvgpu.tma").is_tma_atom(a) then
+        -- a TMA atom: its tensor's address, extents and strides (the wrapper encodes the descriptor)
+        if a.tensor == nil then
+          err.raise("%s: argument %d is a TMA atom made from a fake tensor; make it from the device tensor", name, p.arg)
+        end
+        a = a.tensor
+      end
+      if p.kind == 5 then
+        if not (type(a) == "cdata" and ffi.istype("CuteTmaDesc", a)) then
+          err.raise("%s: argument %d must be a TMA descriptor (cute.tma_descriptor)", name, p.arg)
+        end
+        v = ffi.cast("const void *", a)
+      elseif p.kind == 0 then
+        if not tensor.is_device_tensor(a) then err.raise("%s: argument %d must be a device tensor", name, p.arg) end
+        v = a:data_ptr()
+      elseif p.kind == 1 then
+        v = leaves_of(L.shape(a.layout), {})[p.leaf]
+      elseif p.kind == 2 then
+        v = leaves_of(L.stride(a.layout), {})[p.leaf]
+      elseif p.kind == 4 then
+        v = tleaves[p.arg][p.leaf].value
+      else
+        v = type(a) == "table" and a.value or a
+      end
+    else
+      v = args[j]
+      if tensor.is_device_tensor(v) then v = v:data_ptr() end
+      if type(v) == "cdata" and ffi.istype("CuteTmaDesc", v) then v = ffi.cast("const void *", v) end
+      if type(v) == "table" and getmetatable(v) == require("cute.dtype").Scalar then v = v.value end
+    end
+    out[j] = v
+  end
+  return out
+end
+
+-- Loads an object file (M.load of a .o): its cubins through the runtime,
+-- its entries launched by the runtime as the C wrappers launch them.
+local function load_object(path)
+  local o = M.read_object(path)
+  local runtime = require("cute.runtime")
+  local info = runtime.device_info()
+  local major, minor = info.compute_capability[1], info.compute_capability[2]
+  local fns = {}
+  for i, kx in ipairs(o.kernels) do
+    local best, have = nil, {}
+    for _, im in ipairs(kx.images) do
+      have[#have + 1] = im.arch
+      local ok = im.major == major and (im.exact and im.minor == minor or (not im.exact and im.minor <= minor))
+      if ok and (not best or im.minor > best.minor or (im.minor == best.minor and im.exact)) then best = im end
+    end
+    if not best then
+      err.raise("cute.aot.load: %s: no cubin of kernel %s for this GPU: the module has %s; the device is sm_%d%d "
+        .. "(compute capability %d.%d)", path, kx.name, table.concat(have, ", "), major, minor, major, minor)
+    end
+    local mod = runtime.load_module(best.cubin, kx.name)
+    fns[i] = { kernel = mod:kernel(kx.fn), module = mod, dyn_smem = kx.dyn_smem }
+  end
+  for nm, en in pairs(o.entries) do
+    for _, l in ipairs(en.launches) do
+      l.geo = l.geometry and geometry_fn(l.geometry, path)
+      for _, a in ipairs(l.args) do
+        if not a.tma then a.fn = geometry_fn(a.lua .. ";0;0;0;0;0;0", path) end
+      end
+    end
+    en.name = nm
+  end
+  return setmetatable({ _entries = o.entries, _fns = fns, metadata = o.metadata, path = path, prefix = o.prefix,
+    object = true }, Obj)
+end
+
+--- Calls an entry of a loaded object file: arguments as the Lua kernel (or
+-- host function) took them, or its flat C parameters; a last table {stream = s}.
+-- @param name the entry's name
+-- @param ... its arguments
+-- @usage m:call("vadd_f32", a, b, c)
+function Obj:call(name, ...)
+  local en = self._entries[name]
+  if not en then
+    local names = {}
+    for n in pairs(self._entries) do names[#names + 1] = n end
+    table.sort(names)
+    err.raise("%s has no kernel %s (it has: %s)", self.path, tostring(name), table.concat(names, ", "))
+  end
+  local args = { ... }
+  local stream
+  if type(args[#args]) == "table" and getmetatable(args[#args]) == nil and args[#args].stream ~= nil then
+    stream = table.remove(args).stream
+  end
+  local vals = param_values(name, en, args)
+  local byname = {}
+  for j, p in ipairs(en.params) do
+    local v = vals[j]
+    -- extents, strides, scalars as Lua numbers (for the geometry); pointers keep their 64 bits
+    if type(v) == "cdata" and p.kind ~= 0 and p.kind ~= 5 then v = tonumber(v) end
+    byname[p.name] = v
+  end
+  local runtime = require("cute.runtime")
+  local cfgc = ffi.new("RtLaunch")
+  for n, l in ipairs(en.launches) do
+    if not l.geo then
+      err.raise("%s: launch %d has a geometry that only the compiled object computes: load the .so", name, n)
+    end
+    local gx, gy, gz, bx, by, bz, smem = l.geo(byname)
+    local fk = self._fns[l.kernel]
+    if gx > 0 and gy > 0 and gz > 0 then
+      if bx <= 0 or by <= 0 or bz <= 0 then err.raise("%s: launch %d has a block of (%d, %d, %d)", name, n, bx, by, bz) end
+      local argv = ffi.new("void *[?]", math.max(#l.args, 1))
+      local cells = {}
+      for q, a in ipairs(l.args) do
+        if a.tma then
+          err.raise("%s: the kernel takes a TMA descriptor, which the exported wrapper encodes: load the .so", name)
+        end
+        local cell = ffi.new((a.ctype == "_Bool" and "bool" or a.ctype) .. "[1]")
+        cell[0] = a.fn(byname)
+        cells[q] = cell
+        argv[q - 1] = cell
+      end
+      runtime.internal.fill_launch({ grid = { gx, gy, gz }, block = { bx, by, bz },
+        smem = math.max(smem, fk.dyn_smem), cluster = (l.cluster[1] * l.cluster[2] * l.cluster[3] > 1) and l.cluster
+        or nil, stream = stream }, cfgc)
+      local rt = require("cute._c").rt
+      local rc = rt.launch(fk.kernel.fn, cfgc, argv)
+      if rc ~= 0 then runtime.internal.check(rc) end
+      local _ = cells
+    end
+  end
+end
+
+--- Loads an exported shared library (cute.export{..., shared = true}), or an
+-- exported object file (a path ending in .o: read without running its code,
+-- see cute.aot.read_object; its kernels launched through the runtime): checks
 -- its metadata, loads its cubin on the current device; returns a module whose
 -- kernels are called by name: m.kernel_name(args...) with the kernel's
 -- arguments (device tensors for tensors, numbers for scalars) or the flat C
 -- parameters, and an optional last {stream = s}.
--- @param path the shared library's path
+-- @param path the shared library's or object file's path
 -- @return a module: its kernels by name
 -- @usage local m = cute.aot.load("out/vadd.so"); m.vadd_f32(a, b, c)
 function M.load(path)
   if type(path) ~= "string" then err.raise("cute.aot.load: expected the path of an exported library, got %s", type(path)) end
+  if path:match("%.o$") then return load_object(path) end
   -- the file first: a truncated or altered library would crash the process inside dlopen
   local ebuf = ffi.new("char[1024]")
   if aot_c().check_file(path, ebuf, 1024) ~= 0 then err.raise("cute.aot.load: %s", ffi.string(ebuf)) end
@@ -1306,21 +1760,6 @@ function M.load(path)
   return m
 end
 
-local function leaves_of(x, out)
-  if type(x) == "table" then for j = 1, #x do leaves_of(x[j], out) end else out[#out + 1] = x end
-  return out
-end
-
--- The leaves of an IntTuple argument (typed scalars are leaves), in order.
-local function tuple_leaves(x, out)
-  if type(x) == "table" and getmetatable(x) ~= require("cute.dtype").Scalar then
-    for j = 1, #x do tuple_leaves(x[j], out) end
-  else
-    out[#out + 1] = x
-  end
-  return out
-end
-
 --- Calls an exported kernel: arguments as the Lua kernel took them (device
 -- tensors, numbers), or its flat C parameters; a last table {stream = s}.
 function Loaded:call(name, ...)
@@ -1336,69 +1775,12 @@ function Loaded:call(name, ...)
   if type(args[#args]) == "table" and getmetatable(args[#args]) == nil and args[#args].stream ~= nil then
     stream = table.remove(args).stream
   end
-  local tensor = require "cute.tensor"
-  local nlogical = k.nargs or 0
-  if not k.nargs then for _, p in ipairs(k.params) do nlogical = math.max(nlogical, p.arg) end end
-  if #args ~= nlogical and #args ~= #k.params then
-    err.raise("%s: %d arguments; it takes %d (or its %d C parameters)", name, #args, nlogical, #k.params)
-  end
-  -- the kernel's own arguments (tensors expand into pointer, extents, strides) when the count fits
-  local logical = #args == nlogical
-  local tleaves = {}
-  if logical then
-    -- each IntTuple argument must have the profile the kernel was exported for
-    local kargs = require "cute.kernel_args"
-    for i, t in pairs(k.tuples) do
-      local what = string.format("%s: argument '%s' (#%d)", name, t.name, i)
-      local a = args[i]
-      if type(a) ~= "table" or not require("cute.int_tuple").is_tuple(a) then
-        err.raise("%s must be an IntTuple of profile %s, got %s", what, t.profile, tostring(a))
-      end
-      local prof = kargs.tuple_profile(a, what)
-      if prof ~= t.profile then
-        err.raise("%s is an IntTuple of profile %s; the exported kernel takes %s (? marks a run-time leaf and its "
-          .. "dtype, numbers are baked in): export a specialisation for that profile", what, prof, t.profile)
-      end
-      tleaves[i] = tuple_leaves(a, {})
-    end
-  end
+  local vals = param_values(name, k, args)
   local values = ffi.new("uint64_t[?]", math.max(#k.params, 1))
   local ptrs = ffi.new("void *[?]", math.max(#k.params, 1))
   for j, p in ipairs(k.params) do
-    local v
-    if logical then
-      local a = args[p.arg]
-      if require("cute.nvgpu.tma").is_tma_atom(a) then
-        -- a TMA atom: its tensor's address, extents and strides (the wrapper encodes the descriptor)
-        if a.tensor == nil then
-          err.raise("%s: argument %d is a TMA atom made from a fake tensor; make it from the device tensor", name, p.arg)
-        end
-        a = a.tensor
-      end
-      if p.kind == 5 then
-        if not (type(a) == "cdata" and ffi.istype("CuteTmaDesc", a)) then
-          err.raise("%s: argument %d must be a TMA descriptor (cute.tma_descriptor)", name, p.arg)
-        end
-        v = ffi.cast("const void *", a)
-      elseif p.kind == 0 then
-        if not tensor.is_device_tensor(a) then err.raise("%s: argument %d must be a device tensor", name, p.arg) end
-        v = a:data_ptr()
-      elseif p.kind == 1 then
-        v = leaves_of(L.shape(a.layout), {})[p.leaf]
-      elseif p.kind == 2 then
-        v = leaves_of(L.stride(a.layout), {})[p.leaf]
-      elseif p.kind == 4 then
-        v = tleaves[p.arg][p.leaf].value
-      else
-        v = type(a) == "table" and a.value or a
-      end
-    else
-      v = args[j]
-      if tensor.is_device_tensor(v) then v = v:data_ptr() end
-      if type(v) == "cdata" and ffi.istype("CuteTmaDesc", v) then v = ffi.cast("const void *", v) end
-    end
     local cell = ffi.cast(p.ctype == "_Bool" and "bool *" or (p.ctype .. " *"), values + (j - 1))
-    cell[0] = v
+    cell[0] = vals[j]
     ptrs[j - 1] = values + (j - 1)
   end
   local rc = k.desc.launch_packed(self._module, ptrs, stream and stream.handle or nil)

@@ -6,6 +6,7 @@
 local cute = require "cute"
 local H = require "tests.spec.compiler.helper"
 local K = require "tests.aot.kernels"
+local aot = require "cute.aot"
 
 local CC = os.getenv("CC") or "cc"
 local STRICT = "-std=c99 -Wall -Wextra -pedantic -Werror"
@@ -195,6 +196,110 @@ describe("cute.export of a host function that makes several launches", function(
       local sx = 2 * x0[i] -- exact in f32
       assert(xs[i] == sx, i)
       assert(math.abs(zs[i] - (sx + y0[i])) <= 2 ^ -22 * math.max(1, math.abs(sx + y0[i])), i)
+    end
+    H.rm(dir)
+  end)
+end)
+
+describe("cute.aot.load of an object file (.o)", function()
+  local function export(dir, arch, shared)
+    return cute.export { name = "ob", prefix = "ob", dir = dir, arch = arch, shared = shared,
+      kernels = { K.entries()[1], K.pipeline_entry() } }
+  end
+
+  it("reads the cubins and entries without running the object's code", function()
+    local dir = H.tmpdir()
+    local p = export(dir, { "sm_80", "sm_90a" })
+    local o = cute.aot.read_object(p.object)
+    assert.equal("ob", o.prefix)
+    assert.equal(3, #o.kernels) -- vadd_f32, and the pipeline's two launches
+    assert.same({ "vadd", "scale1d", "vadd" }, { o.kernels[1].fn, o.kernels[2].fn, o.kernels[3].fn })
+    -- the cubins are the kernels' own, byte for byte
+    local e = K.entries()[1]
+    for _, im in ipairs(o.kernels[1].images) do
+      assert.equal(K.vadd:with { arch = im.arch }:compile(unpack(e.args)):cubin(), im.cubin)
+    end
+    assert.same({ "sm_80", "sm_90a" }, { o.kernels[2].images[1].arch, o.kernels[2].images[2].arch })
+    assert.is_true(o.kernels[2].images[2].exact)
+    -- the entries: parameters as the descriptor has them, the launches in order
+    local sa = o.entries.scale_add
+    assert.equal(4, sa.nargs)
+    assert.equal(7, #sa.params)
+    assert.same({ "x", 0, "uint64_t" }, { sa.params[1].name, sa.params[1].kind, sa.params[1].ctype })
+    assert.same({ "s", 3, "float" }, { sa.params[7].name, sa.params[7].kind, sa.params[7].ctype })
+    assert.same({ 2, 3 }, { sa.launches[1].kernel, sa.launches[2].kernel })
+    -- the geometry, computed in Lua as the C wrapper computes it
+    for _, n in ipairs { 1, 127, 128, 129, 100003 } do
+      local g = { aot._geometry_fn(sa.launches[1].geometry, "x")({ x_shape_0 = n }) }
+      assert.same({ math.ceil(n / 128), 1, 1, 128, 1, 1, 0 }, g)
+      g = { aot._geometry_fn(o.entries.vadd_f32.launches[1].geometry, "x")({ c_shape_0 = n }) }
+      assert.same({ math.ceil(n / 256), 1, 1, 256, 1, 1, 0 }, g)
+    end
+    H.rm(dir)
+  end)
+
+  it("computes C's truncating division and remainder", function()
+    local f = aot._geometry_fn("cdiv(a, 2);cmod(a, 3);cdiv((-a), 2);cmod((-a), 3);min(a, 4);max(a, 4);(a * 2)", "x")
+    assert.same({ 3, 1, -3, -1, 4, 7, 14 }, { f({ a = 7 }) })
+    assert.has_error(function() aot._geometry_fn("os.exit(1);1;1;1;1;1;1", "x") end)
+  end)
+
+  it("refuses altered, truncated and foreign files, naming what is wrong", function()
+    local dir = H.tmpdir()
+    local p = export(dir, { "sm_80" }, true)
+    local data = H.read(p.object)
+    local function with(name, bytes)
+      H.write(dir .. "/" .. name, bytes)
+      local ok, e = pcall(cute.aot.read_object, dir .. "/" .. name)
+      assert.is_false(ok)
+      return e
+    end
+    local function flip(at) return data:sub(1, at - 1) .. string.char((data:byte(at) + 1) % 256) .. data:sub(at + 1) end
+    local cubin = K.scale1d:with { arch = "sm_80" }:compile(cute.fake_tensor(cute.f32, 1000), cute.f32(2)):cubin()
+    local at = data:find(cubin, 1, true)
+    assert.is_truthy(at)
+    assert.matches("the sm_80 cubin of kernel scale_add_step1 was altered", with("c.o", flip(at + 100)))
+    local m = data:find("cutelua-aot 2", 1, true)
+    assert.matches("the embedded metadata was altered", with("m.o", flip(m + 3)))
+    assert.matches("not an ELF file", with("t.o", "hello"))
+    assert.matches("ELF type 3, not a relocatable object", with("s.o", H.read(p.shared)))
+    assert.matches("truncated", with("cut.o", data:sub(1, #data - 200)))
+    for i = 1, 20 do -- cut anywhere: an error, never a crash
+      local cut = math.random(1, #data - 1)
+      local ok = pcall(cute.aot.read_object, (function()
+        H.write(dir .. "/r" .. i .. ".o", data:sub(1, cut))
+        return dir .. "/r" .. i .. ".o"
+      end)())
+      assert.is_false(ok)
+    end
+    H.rm(dir)
+  end)
+
+  it("loads both the .o and the .so and gives the same results as the Lua launches #gpu", function()
+    local dir = H.tmpdir()
+    local p = export(dir, { cute.device_info().arch }, true)
+    local n = 50001
+    local x0 = cute.tensor(cute.f32, n):uniform(-1, 1, math.random(1, 2 ^ 30))
+    local y = cute.tensor(cute.f32, n):uniform(-1, 1, math.random(1, 2 ^ 30))
+    local results = {}
+    for _, path in ipairs { p.object, p.shared } do
+      local m = cute.aot.load(path)
+      local c = cute.tensor(cute.f32, n):fill(0 / 0)
+      m.vadd_f32(x0, y, c)
+      local x = cute.tensor(cute.f32, n):copy_from(x0)
+      local z = cute.tensor(cute.f32, n):fill(0 / 0)
+      m.scale_add(x, y, z, cute.f32(2))
+      cute.synchronize()
+      results[#results + 1] = { c:to_host():doubles(), z:to_host():doubles() }
+    end
+    local c2 = cute.tensor(cute.f32, n):fill(0 / 0)
+    K.vadd { grid = cute.ceil_div(n, 256), block = 256 }(x0, y, c2)
+    local want, xs, ys = c2:to_host():doubles(), x0:to_host():doubles(), y:to_host():doubles()
+    for i = 0, n - 1 do
+      for _, r in ipairs(results) do
+        assert(r[1][i] == want[i], i)
+        assert(math.abs(r[2][i] - (2 * xs[i] + ys[i])) <= 2 ^ -22 * math.max(1, math.abs(2 * xs[i] + ys[i])), i)
+      end
     end
     H.rm(dir)
   end)
