@@ -1626,7 +1626,18 @@ local function load_object(path)
     for _, l in ipairs(en.launches) do
       l.geo = l.geometry and geometry_fn(l.geometry, path)
       for _, a in ipairs(l.args) do
-        if not a.tma then a.fn = geometry_fn(a.lua .. ";0;0;0;0;0;0", path) end
+        -- a kernel argument is a parameter's name or a literal number (a host function's constant)
+        if not a.tma then
+          local lit = tonumber(a.lua)
+          if lit then
+            a.fn = function() return lit end
+          elseif a.lua:match("^[%a_][%w_]*$") then
+            local pn = a.lua
+            a.fn = function(vals) return vals[pn] end
+          else
+            err.raise("cute.aot.load: %s: a kernel argument it cannot compute (%s)", path, a.lua)
+          end
+        end
       end
     end
     en.name = nm

@@ -238,6 +238,21 @@ describe("cute.aot.load of an object file (.o)", function()
     H.rm(dir)
   end)
 
+  it("keeps a host function's literal arguments as numbers, and its launches' clusters", function()
+    local dir = H.tmpdir()
+    local p = cute.export { name = "lit", dir = dir, arch = { "sm_80" }, kernels = { {
+      name = "half", args = { cute.fake_tensor(cute.f32, 256) },
+      host = function(launch, x) launch(K.scale1d, { grid = cute.ceil_div(cute.size(x), 64), block = 64 }, x,
+        cute.f32(0.5)) end } } }
+    local o = cute.aot.read_object(p.object)
+    local l = o.entries.half.launches[1]
+    assert.same({ "x", "x_shape_0", "0.5" }, { l.args[1].lua, l.args[2].lua, l.args[3].lua })
+    assert.same({ "uint64_t", "int32_t", "float" }, { l.args[1].ctype, l.args[2].ctype, l.args[3].ctype })
+    assert.same({ 1, 1, 1 }, l.cluster)
+    assert.matches("float a3 = (float)(0.5);", H.read(p.source), 1, true)
+    H.rm(dir)
+  end)
+
   it("computes C's truncating division and remainder", function()
     local f = aot._geometry_fn("cdiv(a, 2);cmod(a, 3);cdiv((-a), 2);cmod((-a), 3);min(a, 4);max(a, 4);(a * 2)", "x")
     assert.same({ 3, 1, -3, -1, 4, 7, 14 }, { f({ a = 7 }) })
