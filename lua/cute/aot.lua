@@ -1600,6 +1600,8 @@ local function param_values(name, k, args)
   return out
 end
 
+M._param_values = param_values -- (for tests)
+
 -- Loads an object file (M.load of a .o): its cubins through the runtime,
 -- its entries launched by the runtime as the C wrappers launch them.
 local function load_object(path)

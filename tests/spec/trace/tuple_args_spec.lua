@@ -172,6 +172,35 @@ describe("cute.export of a kernel taking an IntTuple", function()
     H.rm(dir)
   end)
 
+  it("takes a call's tuples by the profile in the metadata, and names the parameter of another profile", function()
+    local dir = H.tmpdir()
+    local p = export(dir)
+    local en = cute.aot.read_object(p.object).entries.gather
+    assert.same({ name = "shape", profile = "((?i32,4),?i32)" }, en.tuples[3])
+    assert.same({ name = "stride", profile = "((1,?i32),?i64)" }, en.tuples[4])
+    local old = cute.current_device()
+    cute.set_device("sim")
+    local out, src = cute.tensor(cute.i32, 128), cute.tensor(cute.i32, 4096)
+    local shape, stride = { { cute.i32(3), 4 }, cute.i32(5) }, { { 1, cute.i32(13) }, cute.i64(57) }
+    local vals = require("cute.aot")._param_values("gather", en, { out, src, shape, stride })
+    local by = {}
+    for j, q in ipairs(en.params) do by[q.name] = tonumber(vals[j]) end
+    assert.same({ 128, 4096, 3, 5, 13, 57 }, { by.out_shape_0, by.src_shape_0, by.shape_0, by.shape_2, by.stride_1,
+      by.stride_2 })
+    local function msg(sh, st)
+      local ok, e = pcall(require("cute.aot")._param_values, "gather", en, { out, src, sh, st })
+      assert.is_false(ok)
+      return e
+    end
+    assert.matches("gather: argument 'shape' %(#3%) is an IntTuple of profile %(%(%?i32,2%),%?i32%); the exported "
+      .. "kernel takes %(%(%?i32,4%),%?i32%)", msg({ { cute.i32(3), 2 }, cute.i32(5) }, stride))
+    assert.matches("argument 'stride' %(#4%) is an IntTuple of profile %(%(1,%?i32%),%?i32%)",
+      msg(shape, { { 1, cute.i32(13) }, cute.i32(57) }))
+    assert.matches("argument 'shape' %(#3%) must be an IntTuple of profile", msg(7, stride))
+    cute.set_device(old)
+    H.rm(dir)
+  end)
+
   it("loaded back, gives the Lua launch's results, and refuses a tuple of another profile #gpu", function()
     local dir = H.tmpdir()
     local p = export(dir, true, cute.device_info().arch)
