@@ -1707,7 +1707,7 @@ function Obj:call(name, ...)
 end
 
 --- Loads an exported shared library (cute.export{..., shared = true}), or an
--- exported object file (a path ending in .o: read without running its code,
+-- exported object file (a relocatable ELF file: read without running its code,
 -- see cute.aot.read_object; its kernels launched through the runtime): checks
 -- its metadata, loads its cubin on the current device; returns a module whose
 -- kernels are called by name: m.kernel_name(args...) with the kernel's
@@ -1718,7 +1718,13 @@ end
 -- @usage local m = cute.aot.load("out/vadd.so"); m.vadd_f32(a, b, c)
 function M.load(path)
   if type(path) ~= "string" then err.raise("cute.aot.load: expected the path of an exported library, got %s", type(path)) end
-  if path:match("%.o$") then return load_object(path) end
+  -- a relocatable ELF object (type 1) is an exported .o, whatever its name
+  local f = io.open(path, "rb")
+  local head = f and f:read(18) or ""
+  if f then f:close() end
+  if path:match("%.o$") or (#head == 18 and head:sub(1, 4) == "\127ELF" and head:byte(17) == 1 and head:byte(18) == 0) then
+    return load_object(path)
+  end
   -- the file first: a truncated or altered library would crash the process inside dlopen
   local ebuf = ffi.new("char[1024]")
   if aot_c().check_file(path, ebuf, 1024) ~= 0 then err.raise("cute.aot.load: %s", ffi.string(ebuf)) end

@@ -279,6 +279,11 @@ describe("cute.aot.load of an object file (.o)", function()
     assert.matches("not an ELF file", with("t.o", "hello"))
     assert.matches("ELF type 3, not a relocatable object", with("s.o", H.read(p.shared)))
     assert.matches("truncated", with("cut.o", data:sub(1, #data - 200)))
+    -- cute.aot.load knows an object by its ELF type, whatever its name
+    H.write(dir .. "/cut.bin", data:sub(1, #data - 200))
+    local ok, e = pcall(cute.aot.load, dir .. "/cut.bin")
+    assert.is_false(ok)
+    assert.matches("is not an object file exported by cutelua: .*truncated", e)
     for i = 1, 20 do -- cut anywhere: an error, never a crash
       local cut = math.random(1, #data - 1)
       local ok = pcall(cute.aot.read_object, (function()
