@@ -139,6 +139,47 @@ describe("cute.export of kernels taking TMA descriptors", function()
   end)
 end)
 
+describe("cute.export of cute.gemm's Hopper kernel (one configuration)", function()
+  local G = require "cute.lib.gemm"
+  local OPTS = { arch = "sm_90a", kernel = "sm90", config = { bn = 128, stages = 4 } }
+  local function entry(p)
+    return { name = "gemm_bf16", kernel = p.kernel, args = p.args, block = p.block, doc = "C = A B (bf16, K-major)",
+      grid = function(_, _, C) return cute.ceil_div(C.shape[1], 128) * cute.ceil_div(C.shape[2], 128) * C.shape[3] end }
+  end
+
+  it("takes the TMA descriptors cute.gemm prepares, with its shared memory and the grid in C", function()
+    local A, B = cute.fake_tensor(cute.bf16, { 512, 256 }, "row"), cute.fake_tensor(cute.bf16, { 256, 384 }, "col")
+    local p = G.plan(A, B, nil, OPTS)
+    local dir = H.tmpdir()
+    local x = cute.export { name = "hg", prefix = "hg", dir = dir, arch = { "sm_90a" }, kernels = { entry(p) } }
+    local h = H.read(x.header)
+    assert.matches("int hg_gemm_bf16%(hg_module %*module, const void %*descA, const void %*descB, uint64_t C, ", h)
+    assert.matches("int32_t K, float alpha, float beta, struct CUstream_st %*stream%);", h)
+    assert.matches("block %(%(int64_t%)384, %(int64_t%)1, %(int64_t%)1%), 131072 bytes of dynamic shared memory", h)
+    local src = H.read(x.source)
+    assert.matches("static const unsigned hg_dyn_smem[hg_NKERNELS] = {131072};", src, 1, true)
+    assert.matches("checks ok: 1 entries", run_check(dir, x.object, "hg"))
+    H.rm(dir)
+  end)
+
+  it("loaded back, computes cute.gemm's product from the descriptors of real tensors #gpu", function()
+    if not hopper() then return pending("needs sm_90") end
+    local m, n, k = 300, 272, 192
+    local A = cute.tensor(cute.bf16, { m, k }, "row"):uniform(-1, 1, math.random(1, 2 ^ 30))
+    local B = cute.tensor(cute.bf16, { k, n }, "col"):uniform(-1, 1, math.random(1, 2 ^ 30))
+    local C = cute.tensor(cute.f32, { m, n }, "row"):fill(0 / 0)
+    local p = G.plan(A, B, C, OPTS)
+    local dir = H.tmpdir()
+    local x = cute.export { name = "hl", prefix = "hl", dir = dir, arch = { "sm_90a" }, shared = true,
+      kernels = { entry(p) } }
+    local mod = cute.aot.load(x.shared)
+    mod.gemm_bf16(unpack(p.args))
+    cute.synchronize()
+    assert.equal(m * n, cute.testing.check_gemm(A, B, C).checked)
+    H.rm(dir)
+  end)
+end)
+
 describe("cute.export of a host function that makes several launches", function()
   it("launches its kernels in order from one C entry point, with the geometry from its arguments", function()
     local dir = H.tmpdir()
