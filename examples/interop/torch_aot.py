@@ -170,6 +170,13 @@ def main():
     if cc[0] != 8 and cc != (9, 0):
         print("torch_aot: the export has sm_80 and sm_90a cubins; this GPU is sm_%d%d: skipped" % cc)
         return SKIP
+    # cute.export compiles the generated C: it needs a C compiler and the CUDA headers
+    import shutil
+    cuda_h = [os.path.join(d, "include", "cuda.h") for d in (os.environ.get("CUDA_HOME", ""),
+                                                             os.environ.get("CUDA_PATH", ""), "/usr/local/cuda") if d]
+    if not shutil.which(os.environ.get("CC", "cc")) or not any(os.path.exists(h) for h in cuda_h):
+        print("torch_aot: no C compiler or no CUDA headers (cuda.h) for cute.export: skipped")
+        return SKIP
     cutelua = sys.argv[1] if len(sys.argv) > 1 else "build/cutelua"
     out = tempfile.mkdtemp(prefix="torch_aot-")
     script = os.path.join(out, "export.lua")
