@@ -35,11 +35,11 @@ typedef struct cutelua_aot_param {
   const char *name;  /* the C parameter */
   const char *ctype; /* its C type */
   int size;          /* bytes */
-  int kind;          /* 0 device pointer, 1 extent, 2 stride, 3 scalar */
+  int kind; /* 0 device pointer, 1 extent, 2 stride, 3 scalar, 4 run-time leaf of an IntTuple, 5 TMA descriptor pointer */
   int arg;           /* the kernel argument it comes from (0-based) */
-  int leaf;          /* which leaf of its shape or stride (0-based) */
+  int leaf;          /* which leaf of its shape, stride or IntTuple (0-based; static tuple leaves counted) */
 } cutelua_aot_param;
-typedef struct cutelua_aot_kernel {
+typedef struct cutelua_aot_kernel { /* an exported kernel, or a host function (several launches) */
   const char *name;
   int nparams;
   const cutelua_aot_param *params;
@@ -48,7 +48,7 @@ typedef struct cutelua_aot_kernel {
 typedef struct cutelua_aot_module {
   int abi;                 /* CUTELUA_AOT_ABI */
   const char *metadata;    /* 'key value' lines: cutelua, cuda, archs, kernels, ir hashes */
-  int nkernels;
+  int nkernels; /* entries: kernels and host functions */
   const cutelua_aot_kernel *kernels;
   int (*check)(char *err, size_t errlen);                  /* the embedded checksum */
   int (*load)(void **module, char *err, size_t errlen);

@@ -154,6 +154,68 @@ function A.tma_atom_key(a)
   return k
 end
 
+-- An IntTuple argument (seed 003, CuTe's IntTuple parameters): a nested
+-- Lua array whose leaves are numbers (static: baked into the kernel) or
+-- integer typed scalars (cute.i32(n), cute.i64(n), ...: run-time, one kernel
+-- parameter each). Its profile (structure, static values, the dtypes of the
+-- run-time leaves) is its signature key: "I(?i32,(?i32,4))". Returns the
+-- spec, or nil and why the table is not one.
+local MAX_TUPLE_LEAVES = 64
+local function tuple_spec(arg, what)
+  local Scalar = dtype.Scalar
+  local dyn, nleaves, paths = {}, 0, {}
+  local function walk(x, path, depth)
+    if depth > 8 then err.raise("%s: an IntTuple nested more than 8 deep", what) end
+    if type(x) == "table" and getmetatable(x) ~= Scalar then
+      if not it.is_tuple(x) then
+        err.raise("%s: an IntTuple holds numbers, integer scalars (cute.i32(n)) and tuples, not %s", what, tostring(x))
+      end
+      local n = #x
+      for k in pairs(x) do
+        if type(k) ~= "number" or k < 1 or k > n or k ~= math.floor(k) then
+          err.raise("%s: an IntTuple is an array; it has the key %s", what, tostring(k))
+        end
+      end
+      if n == 0 then err.raise("%s: an empty IntTuple", what) end
+      local parts = {}
+      for j = 1, n do
+        local sub = {}
+        for q = 1, #path do sub[q] = path[q] end
+        sub[#sub + 1] = j
+        parts[j] = walk(x[j], sub, depth + 1)
+      end
+      return "(" .. table.concat(parts, ",") .. ")"
+    end
+    nleaves = nleaves + 1
+    if nleaves > MAX_TUPLE_LEAVES then err.raise("%s: an IntTuple of more than %d leaves", what, MAX_TUPLE_LEAVES) end
+    if type(x) == "number" then
+      if x ~= math.floor(x) or x ~= x or math.abs(x) >= 2 ^ 53 then
+        err.raise("%s: leaf %d of the IntTuple is %s, not an integer", what, nleaves, tostring(x))
+      end
+      return string.format("%d", x)
+    end
+    if getmetatable(x) == Scalar then
+      local d = x.dtype
+      if d.kind ~= "int" and d.kind ~= "uint" then
+        err.raise("%s: leaf %d of the IntTuple is a %s; run-time leaves are integers (cute.i32(n), cute.i64(n))",
+          what, nleaves, tostring(x))
+      end
+      dyn[#dyn + 1] = { leaf = nleaves, dtype = d }
+      paths[nleaves] = path
+      return "?" .. d.name
+    end
+    err.raise("%s: leaf %d of the IntTuple is a %s (%s); leaves are numbers (static) or integer scalars such as "
+      .. "cute.i32(n) (run-time)", what, nleaves, type(x), tostring(x))
+  end
+  local profile = walk(arg, {}, 0)
+  return { kind = "tuple", profile = profile, key = "I" .. profile, dyn = dyn, paths = paths, nleaves = nleaves,
+    value = arg }
+end
+
+-- The profile of an IntTuple kernel argument: its structure, static values
+-- and the dtypes of its run-time leaves, as a string ("(?i32,(?i32,4))").
+function A.tuple_profile(t, what) return tuple_spec(t, what or "IntTuple").profile end
+
 local function classify(arg, ann, name, i)
   local what = string.format("argument %s (#%d)", name and ("'" .. name .. "'") or "", i)
   local mt = type(arg) == "table" and getmetatable(arg)
@@ -179,6 +241,7 @@ local function classify(arg, ann, name, i)
   if type(arg) == "boolean" or type(arg) == "string" then
     return { kind = "const", value = arg, key = "C" .. serialize(arg) }
   end
+  if type(arg) == "table" and it.is_tuple(arg) then return tuple_spec(arg, what) end
   if type(arg) == "cdata" and ffi.istype("CuteTmaDesc", arg) then return { kind = "tma", key = "M" } end
   if require("cute.nvgpu.tma").is_tma_atom(arg) then
     return { kind = "tma_atom", atom = arg, key = A.tma_atom_key(arg) }
@@ -187,7 +250,8 @@ local function classify(arg, ann, name, i)
     err.raise("%s: unknown annotation %s (use a dtype or cute.constexpr)", what, tostring(ann))
   end
   err.raise("%s: a kernel cannot take a %s (%s); pass device tensors, typed scalars (cute.i32(n)), "
-    .. "compile-time values (cute.constexpr(v)), TMA atoms or TMA descriptors", what, type(arg), tostring(arg))
+    .. "IntTuples ({cute.i32(m), 4}), compile-time values (cute.constexpr(v)), TMA atoms or TMA descriptors", what,
+    type(arg), tostring(arg))
 end
 
 -- ---------------------------------------------------------------------------
@@ -206,6 +270,22 @@ local function make_params(trace, specs, names, checked)
       local t = core.scalar(s.dtype)
       args[i] = core.value(ir.param(trace.f, core.irtype(t)), t)
       params[#params + 1] = { ctype = s.dtype.storage, arg = i, what = "value", dtype = s.dtype }
+    elseif s.kind == "tuple" then
+      -- run-time leaves are parameters; static ones stay numbers (the layout algebra folds them)
+      local j = 0
+      local function build(x)
+        if type(x) == "table" and getmetatable(x) ~= dtype.Scalar then
+          local out = {}
+          for q = 1, #x do out[q] = build(x[q]) end
+          return it.internal.tup(out)
+        end
+        j = j + 1
+        if type(x) == "number" then return x end
+        local t = core.scalar(x.dtype)
+        params[#params + 1] = { ctype = x.dtype.storage, arg = i, what = "tuple", leaf = j, dtype = x.dtype }
+        return core.value(ir.param(trace.f, core.irtype(t)), t)
+      end
+      args[i] = it.internal.tup(build(s.value))
     elseif s.kind == "tma" then
       local ref = ir.param_blob(trace.f, 128, 64)
       args[i] = { tma = true, ptr = core.value(ref, core.ptr(core.scalar(dtype.u8), "param", 64)) }

@@ -147,7 +147,7 @@ local function encode_meta(traced)
 end
 
 local WHAT_OF_KIND = { tensor = { ptr = true, shape = true, stride = true }, scalar = { value = true },
-  tma = { tma = true }, tma_atom = { tma_atom = true } }
+  tma = { tma = true }, tma_atom = { tma_atom = true }, tuple = { tuple = true } }
 
 -- The launch metadata back from its bytes, checked against the signature;
 -- nil and why when it does not fit.
@@ -177,6 +177,15 @@ local function decode_meta(text, specs)
           return nil, string.format("argument %d: %s %s, where the signature has %s", arg, ctype, dname, s.dtype.name)
         end
         p.dtype = s.dtype
+      elseif what == "tuple" then
+        p.leaf = tonumber(leaf)
+        local want
+        for _, d in ipairs(s.dyn) do if d.leaf == p.leaf then want = d.dtype end end
+        if not want or dname ~= want.name or ctype ~= want.storage then
+          return nil, string.format("argument %d: a tuple leaf %s %s, which its profile %s does not have", arg, ctype,
+            dname, s.profile)
+        end
+        p.dtype = want
       elseif what == "ptr" then
         if ctype ~= "uint64_t" then return nil, "a pointer parameter of C type " .. ctype end
       elseif what == "tma" or what == "tma_atom" then
@@ -193,7 +202,7 @@ local function decode_meta(text, specs)
   end
   if not out.dyn_smem or not out.static_smem then return nil, "no shared memory sizes" end
   for i, s in ipairs(specs) do
-    if s.kind ~= "const" then
+    if s.kind ~= "const" and not (s.kind == "tuple" and #s.dyn == 0) then
       local found = false
       for _, p in ipairs(out.params) do found = found or p.arg == i end
       if not found then return nil, string.format("no parameter for argument %d", i) end

@@ -112,6 +112,23 @@ function LA.codegen(spec, arguments)
       else
         conds[#conds + 1] = string.format("rawequal(%s, V%d)", a, i)
       end
+    elseif s.kind == "tuple" then
+      -- the profile, checked in line: structure, static values, the run-time leaves' dtypes
+      env.TT = require("cute.int_tuple").internal.TUPLE
+      local function cond(x, path)
+        if type(x) == "table" and getmetatable(x) ~= Scalar then
+          conds[#conds + 1] = string.format("type(%s) == 'table' and (getmetatable(%s) == nil or "
+            .. "getmetatable(%s) == TT) and #%s == %d", path, path, path, path, #x)
+          for q = 1, #x do cond(x[q], string.format("%s[%d]", path, q)) end
+        elseif type(x) == "number" then
+          conds[#conds + 1] = string.format("%s == %d", path, x)
+        else
+          local dn = "D" .. i .. "_" .. (#conds + 1)
+          env[dn] = x.dtype
+          conds[#conds + 1] = string.format("getmetatable(%s) == SC and %s.dtype == %s", path, path, dn)
+        end
+      end
+      cond(arg, a)
     elseif s.kind == "tma_atom" then
       env["K" .. i] = s.key
       conds[#conds + 1] = string.format("TA(%s) and (rawget(%s, '_sig') or asig(%s)) == K%d", a, a, a, i)
@@ -135,6 +152,11 @@ function LA.codegen(spec, arguments)
       end
     elseif p.what == "ptr" then
       rhs = t .. "._ptr"
+    elseif p.what == "tuple" then
+      local path = spec.specs[p.arg].paths[p.leaf]
+      local idx = {}
+      for q = 1, #path do idx[q] = string.format("[%d]", path[q]) end
+      rhs = a .. table.concat(idx) .. ".value"
     elseif p.what == "tma" then
       rhs = a
     elseif p.what == "tma_atom" then
@@ -152,8 +174,8 @@ function LA.codegen(spec, arguments)
   end
   local arglist = table.concat(names, ", ")
   local code = string.format([[
-local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA =
-  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA
+local DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA, TT =
+  DT, SC, CE, SM, ffi, enc, getmetatable, rawequal, rawget, type, sig, lim, CK, fits, asig, adesc, TA, TT
 local guard = function(n%s%s)
   return %s
 end
