@@ -146,12 +146,13 @@ local function build_mma(cfg, trace_key)
       end
     end
     local steps = K / KS -- whole steps; then masked ones for the rest
-    local per = WK * UNROLL_MMA
+    local U = cfg.unroll or UNROLL_MMA
+    local per = WK * U
     local rounds = steps / per
     for r in cute.range(rounds) do
       local v = {}
-      for u = 0, UNROLL_MMA - 1 do v[u + 1] = load((r * UNROLL_MMA + u) * WK + wk, false) end
-      for u = 1, UNROLL_MMA do mma(v[u]) end
+      for u = 0, U - 1 do v[u + 1] = load((r * U + u) * WK + wk, false) end
+      for u = 1, U do mma(v[u]) end
     end
     for kt in cute.range(rounds * per + wk, (K + (KS - 1)) / KS, WK) do mma(load(kt, true)) end
     -- the WK partial 16 x 8 blocks of a column group meet in shared memory
@@ -186,7 +187,9 @@ function M.kernel(cfg)
   local make = cfg.mma and build_mma or build
   if cfg.fn then return make(cfg, nil) end -- (traced per function: no key stands for it)
   local key = {}
-  for i, f in ipairs { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn" } do key[i] = tostring(cfg[f]) end
+  for i, f in ipairs { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn", "unroll" } do
+    key[i] = tostring(cfg[f])
+  end
   key = table.concat(key, ",")
   local k = kernels[key]
   if not k then
@@ -235,14 +238,15 @@ function M.plan(Av, Bv, Cv, alpha, beta, opts)
   local bias = require("cute.lib.gemm_sm90").fused_config(cfg, opts, m, n, false)
   local args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) }
   if bias then args[6] = bias end
-  -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "mma" or "mma<WN>")
+  -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "mma", "mma<WN>" or "mma<WN>u<UNROLL>")
   local mode = M.override or os.getenv("CUTELUA_GEMV") or ""
   cfg.mma = mode:match("^mma") ~= nil or (mode ~= "simt" and m > M.SIMT_ROWS) or nil
   if cfg.mma then
     -- one column group a CTA (its 8 warps split K): measured best on the H100 at
     -- N = 4096 to 14336 (bench/gemv_probe.lua); more groups share A's reads but
     -- give fewer CTAs and fewer loads in flight a column
-    local wn = tonumber(mode:match("^mma(%d+)$")) or 1
+    local wn = tonumber(mode:match("^mma(%d+)")) or 1
+    cfg.unroll = tonumber(mode:match("^mma%d*u(%d+)$")) -- ("mma1u4": 4 steps in flight)
     cfg.wn, cfg.m = wn, nil -- (one kernel for every M: the rows are a run-time extent)
     return { kernel = M.kernel(cfg), args = args, grid = { math.ceil(n / (8 * wn)), 1, batch }, block = WARPS * 32,
       config = cfg }
