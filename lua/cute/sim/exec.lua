@@ -15,6 +15,8 @@ local tobit, band, bor, bxor, lshift, rshift = bit.tobit, bit.band, bit.bor, bit
 local floor = math.floor
 local S, fail = machine.S, machine.fail
 local Y = compile.Y
+local hopper = require "cute.sim.hopper"
+hopper.Y_MBWAIT, hopper.Y_CLWAIT = Y.MBWAIT, Y.CLWAIT
 
 local E = {}
 
@@ -53,6 +55,7 @@ H.m_exp2, H.m_log2, H.m_tanh, H.m_erf = N.exp2, N.log2, N.tanh, N.erf
 function H.m_rsqrt(x) return 1 / math.sqrt(x) end
 function H.m_rcp(x) return 1 / x end
 H.smem_base = machine.smem_base
+for k, f in pairs(hopper.H) do H[k] = f end
 H.yield = coroutine.yield
 
 local scratch = ffi.new("uint8_t[4096]") -- bitcasts go through it (a value of up to 4 KiB)
@@ -437,8 +440,17 @@ local function mma(st, lanes, base)
   end
 end
 
+-- elect.sync: the lowest lane of the mask's lanes is the leader
+local function elect(st, lanes, base)
+  local leader = lanes[1]
+  for _, t in ipairs(lanes) do
+    local nres = st.args[t][2]
+    if nres == 2 then st.res[t] = { leader - base, t == leader } else st.res[t] = { t == leader } end
+  end
+end
+
 local COLLECTIVE = { [Y.SYNCWARP] = "syncwarp", [Y.SHFL] = "shfl", [Y.VOTE] = "vote", [Y.REDUX] = "redux",
-  [Y.LDMATRIX] = "ldmatrix", [Y.MMA] = "mma.sync", [Y.STMATRIX] = "stmatrix" }
+  [Y.LDMATRIX] = "ldmatrix", [Y.MMA] = "mma.sync", [Y.STMATRIX] = "stmatrix", [Y.ELECT] = "elect.sync" }
 
 local function site_text(id)
   local s = machine.site_of(id)
@@ -490,10 +502,64 @@ local function resolve_warps(st, n)
           ldmatrix(st, lanes, base)
         elseif kind == Y.STMATRIX then
           stmatrix(st, lanes, base)
+        elseif kind == Y.ELECT then
+          elect(st, lanes, base)
         else
           mma(st, lanes, base)
         end
         for _, t in ipairs(lanes) do st.state[t] = READY end
+        progress = true
+      end
+    end
+  end
+  return progress
+end
+
+-- Resolves the wgmma that all 128 threads of a warpgroup reached, the
+-- mbarrier waits whose phase completed and the cluster barrier's waits.
+local function resolve_hopper(st, n, B)
+  local progress = false
+  for base = 0, n - 1, 128 do
+    local first
+    for t = base, math.min(base + 127, n - 1) do
+      if st.state[t] == WAITING and st.kind[t] == Y.WGMMA then
+        first = t
+        break
+      end
+    end
+    if first then
+      local ready = true
+      for t = base, base + 127 do
+        if t >= n or st.state[t] == DONE then
+          fail("kernel '%s': wgmma at %s in %s: thread %d of the warpgroup (threads %d-%d) has exited or does not " ..
+            "exist; all 128 threads of a warpgroup execute a wgmma", S.kernel, site_text(st.site[first]),
+            machine.where_block(), t, base, base + 127)
+        end
+        if st.state[t] == WAITING and st.kind[t] == Y.WGMMA and st.site[t] ~= st.site[first] then
+          fail("kernel '%s': warpgroup divergence in %s: thread %d waits at the wgmma at %s and thread %d at the one " ..
+            "at %s", S.kernel, machine.where_block(), first, site_text(st.site[first]), t, site_text(st.site[t]))
+        end
+        if st.state[t] ~= WAITING or st.kind[t] ~= Y.WGMMA then ready = false end
+      end
+      if ready then
+        hopper.wgmma(st, base, st.site[first])
+        for t = base, base + 127 do st.state[t] = READY end
+        progress = true
+      end
+    end
+  end
+  if B.cl_arrived > 0 then hopper.cl_check(B) end
+  for t = 0, n - 1 do
+    if st.state[t] == WAITING then
+      local kind = st.kind[t]
+      if kind == Y.MBWAIT then
+        local a = st.args[t]
+        if hopper.mb_done(a[1], a[2]) then
+          st.state[t], st.res[t] = READY, { true }
+          progress = true
+        end
+      elseif kind == Y.CLWAIT and st.args[t][1] < B.cl_gen then
+        st.state[t], st.res[t] = READY, {}
         progress = true
       end
     end
@@ -546,6 +612,14 @@ local function resolve_barriers(st, n)
 end
 
 local function deadlock(st, n)
+  for t = 0, n - 1 do
+    if st.state[t] == WAITING and st.kind[t] == Y.MBWAIT then
+      local a = st.args[t]
+      fail("kernel '%s': deadlock in %s: thread %s waits at %s for the phase of parity %d of %s, and no running " ..
+        "thread or copy in flight can complete it (on the GPU: a hang)", S.kernel, machine.where_block(),
+        machine.coords(t), site_text(st.site[t]), a[2], hopper.describe(a[1]))
+    end
+  end
   local at, other
   for t = 0, n - 1 do
     if st.state[t] == WAITING then
@@ -583,6 +657,7 @@ local function thread_records(bdim)
 end
 
 local function run_plain(fn, P, B, T, n)
+  B.ndone, B.nthreads, B.cl_arrived, B.cl_gen = 0, n, 0, 0
   for t = 0, n - 1 do
     S.tid = t
     local th = T[t]
@@ -613,6 +688,7 @@ local function record(st, t, co, ok, kind, site, ...)
   end
   if kind == EXIT or coroutine.status(co) == "dead" then
     st.state[t] = DONE
+    st.B.ndone = st.B.ndone + 1
     return
   end
   st.state[t], st.kind[t], st.site[t] = WAITING, kind, site
@@ -635,9 +711,11 @@ local function record(st, t, co, ok, kind, site, ...)
 end
 
 local function run_coroutines(fn, P, B, T, n, cos)
-  local st = { state = {}, kind = {}, site = {}, args = {}, res = {}, named = {} }
+  local st = { state = {}, kind = {}, site = {}, args = {}, res = {}, named = {}, B = B }
+  B.ndone, B.nthreads, B.cl_arrived, B.cl_gen = 0, n, 0, 0
   for t = 0, n - 1 do
     T[t].cpq = nil
+    T[t].cl_gen = nil
     local co = cos[t]
     if not co then
       co = coroutine.create(thread_loop(fn))
@@ -662,7 +740,9 @@ local function run_coroutines(fn, P, B, T, n, cos)
       local alldone = true
       for t = 0, n - 1 do if st.state[t] ~= DONE then alldone = false break end end
       if alldone then return end
-      if not resolve_warps(st, n) and not resolve_barriers(st, n) then deadlock(st, n) end
+      if not resolve_warps(st, n) and not resolve_barriers(st, n) and not resolve_hopper(st, n, B) then
+        deadlock(st, n)
+      end
     end
   end
 end
@@ -692,6 +772,7 @@ function E.run(c, name, P, grid, block, dyn_smem, regions)
   S.kernel, S.sites, S.regions, S.checks = name, c.sites, regions, E.checks_default
   S.bdim = block
   machine.reset_regions()
+  hopper.reset()
   local dyn_base = math.ceil(c.smem / c.dyn_align) * c.dyn_align
   local smem = dyn_base + dyn_smem
   local T, n = thread_records(block)

@@ -75,6 +75,7 @@ function M.begin_block(bytes)
   if S.checks then for i = 1, 8 do ffi.fill(shadow[i], 4 * SSIZE) end end
   S.epoch = 1
   S.uninit = nil
+  S.mbar = {} -- the block's mbarriers by shared-memory offset (cute.sim.hopper)
   for w = 0, 31 do S.wepoch[w] = 1 end
 end
 
