@@ -1106,7 +1106,8 @@ OPS["wgmma.mma_async"] = function(self, v, d)
   for _, x in ipairs(a) do args[#args + 1] = x end
   args[#args + 1] = self:a(v, 1)
   args[#args + 1] = self:a(v, 3)
-  for _, x in ipairs(self:v(self:arg(v, 2))) do args[#args + 1] = x end
+  -- the accumulator as one table (up to 128 values: too many for a call's registers)
+  args[#args + 1] = "{" .. table.concat(self:v(self:arg(v, 2)), ", ") .. "}"
   self:set(v, self:yield(Y.WGMMA, self:site(v, "wgmma.mma_async", 0), table.concat(args, ", "), #d.slots))
 end
 

@@ -399,7 +399,7 @@ end
 M.areg_pos = areg_pos
 
 --- Resolves a wgmma that the 128 threads (base .. base + 127) reached: args
--- of each thread {N, ta, tb, td, mode, na, a (na values), b desc, scale_d, acc...}.
+-- of each thread {N, ta, tb, td, mode, na, a (na values), b desc, scale_d, {acc...}}.
 function M.wgmma(st, base, site)
   local a0 = st.args[base]
   local n, ta, tb, td, mode, na = a0[1], a0[2], a0[3], a0[4], a0[5], a0[6]
@@ -449,7 +449,7 @@ function M.wgmma(st, base, site)
   local sign = neg_a * neg_b
   for t = 0, 127 do
     local x = st.args[base + t]
-    local ci = bi + 2
+    local acc = x[bi + 2]
     local out = {}
     for i = 0, n / 2 - 1 do
       local row, col = acc_pos(t, i)
@@ -460,10 +460,10 @@ function M.wgmma(st, base, site)
       local c = 0
       if scl then
         if f16acc then
-          local reg = x[ci + floor(i / 2)]
+          local reg = acc[floor(i / 2) + 1]
           c = N.F16[i % 2 == 0 and band(reg, 0xffff) or band(rshift(reg, 16), 0xffff)]
         else
-          c = x[ci + i]
+          c = acc[i + 1]
         end
       end
       s = s + c
