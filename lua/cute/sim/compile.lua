@@ -819,10 +819,10 @@ local SREG = {
   ["nctaid.y"] = "B.gy", ["nctaid.z"] = "B.gz", laneid = "T.lane", warpid = "T.warp", nwarpid = "B.nwarps",
   smid = "0", nsmid = "1", lanemask_eq = "T.lm_eq", lanemask_lt = "T.lm_lt", lanemask_le = "T.lm_le",
   lanemask_gt = "T.lm_gt", lanemask_ge = "T.lm_ge", dynamic_smem_size = "B.dsmem", total_smem_size = "B.smem",
-  ["clusterid.x"] = "B.cx", ["clusterid.y"] = "B.cy", ["clusterid.z"] = "B.cz", ["nclusterid.x"] = "B.gx",
-  ["nclusterid.y"] = "B.gy", ["nclusterid.z"] = "B.gz", ["cluster_ctaid.x"] = "0", ["cluster_ctaid.y"] = "0",
-  ["cluster_ctaid.z"] = "0", ["cluster_nctaid.x"] = "1", ["cluster_nctaid.y"] = "1", ["cluster_nctaid.z"] = "1",
-  cluster_ctarank = "0", cluster_nctarank = "1",
+  ["clusterid.x"] = "B.clx", ["clusterid.y"] = "B.cly", ["clusterid.z"] = "B.clz", ["nclusterid.x"] = "B.ncx",
+  ["nclusterid.y"] = "B.ncy", ["nclusterid.z"] = "B.ncz", ["cluster_ctaid.x"] = "B.ccx", ["cluster_ctaid.y"] = "B.ccy",
+  ["cluster_ctaid.z"] = "B.ccz", ["cluster_nctaid.x"] = "B.cnx", ["cluster_nctaid.y"] = "B.cny",
+  ["cluster_nctaid.z"] = "B.cnz", cluster_ctarank = "B.crank", cluster_nctarank = "B.cn",
 }
 OPS.sreg = function(self, v)
   local which = imm_name("G", self:imm(v, 0))
@@ -1147,6 +1147,15 @@ OPS.asm = function(self, v, d)
     self:hop()
     return self:emit(string.format("%s(%s, tonumber(%s), %s, %s, %d)", self:helper("bulk_load"), sh(tonumber(dst)),
       opnd(tonumber(src)), opnd(tonumber(n)), sh(tonumber(bar)), self:site(v, "bulk.load (inline PTX)", 0)))
+  end
+  local mask
+  dst, src, n, bar, mask = t:match("^ ?cp%.async%.bulk%.shared::cluster%.global%.mbarrier::complete_tx::bytes" ..
+    "%.multicast::cluster %[%$(%d+)%], %[%$(%d+)%], %$(%d+), %[%$(%d+)%], %$(%d+); ?$")
+  if dst and not d then
+    self:hop()
+    return self:emit(string.format("%s(%s, tonumber(%s), %s, %s, %d, %s)", self:helper("bulk_load"),
+      sh(tonumber(dst)), opnd(tonumber(src)), opnd(tonumber(n)), sh(tonumber(bar)),
+      self:site(v, "bulk.load.multicast (inline PTX)", 0), opnd(tonumber(mask))))
   end
   local b, cnt = t:match("^ ?mbarrier%.init%.shared::cta%.b64 %[%$(%d+)%], (%d+); ?$")
   if b and not d then

@@ -475,7 +475,9 @@ local function resolve_warps(st, n)
       end
       local lanes, ready = {}, true
       for _, t in ipairs(lanes_of(mask, base, n)) do
-        if st.state[t] == WAITING then
+        if st.state[t] == WAITING and (st.kind[t] == Y.MBWAIT or st.kind[t] == Y.CLWAIT) then
+          ready = false -- blocked on an mbarrier or the cluster barrier: it comes here once released
+        elseif st.state[t] == WAITING then
           if st.site[t] ~= st.site[first] then
             fail("kernel '%s': warp divergence in %s warp %d: lane %d waits at %s and lane %d at %s; a " ..
               "warp-synchronous op needs every lane of its mask at the same op (on the GPU: a hang or undefined " ..
@@ -548,7 +550,7 @@ local function resolve_hopper(st, n, B)
       end
     end
   end
-  if B.cl_arrived > 0 then hopper.cl_check(B) end
+  if B.cl.arrived > 0 and hopper.cl_check(B.cl) then progress = true end
   for t = 0, n - 1 do
     if st.state[t] == WAITING then
       local kind = st.kind[t]
@@ -558,7 +560,7 @@ local function resolve_hopper(st, n, B)
           st.state[t], st.res[t] = READY, { true }
           progress = true
         end
-      elseif kind == Y.CLWAIT and st.args[t][1] < B.cl_gen then
+      elseif kind == Y.CLWAIT and st.args[t][1] < B.cl.gen then
         st.state[t], st.res[t] = READY, {}
         progress = true
       end
@@ -657,7 +659,7 @@ local function thread_records(bdim)
 end
 
 local function run_plain(fn, P, B, T, n)
-  B.ndone, B.nthreads, B.cl_arrived, B.cl_gen = 0, n, 0, 0
+  B.cl = { arrived = 0, gen = 0, ndone = 0, nthreads = n }
   for t = 0, n - 1 do
     S.tid = t
     local th = T[t]
@@ -688,7 +690,7 @@ local function record(st, t, co, ok, kind, site, ...)
   end
   if kind == EXIT or coroutine.status(co) == "dead" then
     st.state[t] = DONE
-    st.B.ndone = st.B.ndone + 1
+    st.B.cl.ndone = st.B.cl.ndone + 1
     return
   end
   st.state[t], st.kind[t], st.site[t] = WAITING, kind, site
@@ -710,38 +712,68 @@ local function record(st, t, co, ok, kind, site, ...)
   st.args[t] = { ... }
 end
 
-local function run_coroutines(fn, P, B, T, n, cos)
-  local st = { state = {}, kind = {}, site = {}, args = {}, res = {}, named = {}, B = B }
-  B.ndone, B.nthreads, B.cl_arrived, B.cl_gen = 0, n, 0, 0
-  for t = 0, n - 1 do
-    T[t].cpq = nil
-    T[t].cl_gen = nil
-    local co = cos[t]
-    if not co then
-      co = coroutine.create(thread_loop(fn))
-      cos[t] = co
+-- Runs the threads of a cluster's CTAs (csize of them, one without
+-- clusters) as coroutines: Bs, Ts, coss per CTA (context i = rank i - 1).
+local function run_cluster(fn, P, Bs, Ts, n, coss, csize)
+  local cl = { arrived = 0, gen = 0, ndone = 0, nthreads = n * csize }
+  local sts = {}
+  for i = 1, csize do
+    local B, T, cos = Bs[i], Ts[i], coss[i]
+    B.cl = cl
+    local st = { state = {}, kind = {}, site = {}, args = {}, res = {}, named = {}, B = B }
+    sts[i] = st
+    machine.switch(i)
+    for t = 0, n - 1 do
+      T[t].cpq = nil
+      T[t].cl_gen = nil
+      local co = cos[t]
+      if not co then
+        co = coroutine.create(thread_loop(fn))
+        cos[t] = co
+      end
+      S.tid = t
+      record(st, t, co, coroutine.resume(co, P, B, T[t]))
     end
-    S.tid = t
-    record(st, t, co, coroutine.resume(co, P, B, T[t]))
   end
   while true do
     local any_ready = false
-    for t = 0, n - 1 do
-      if st.state[t] == READY then
-        any_ready = true
-        S.tid = t
-        local co = cos[t]
-        local res = st.res[t]
-        st.res[t] = nil
-        record(st, t, co, coroutine.resume(co, unpack(res)))
+    for i = 1, csize do
+      local st, cos = sts[i], coss[i]
+      for t = 0, n - 1 do
+        if st.state[t] == READY then
+          if not any_ready or csize > 1 then machine.switch(i) end
+          any_ready = true
+          S.tid = t
+          local co = cos[t]
+          local res = st.res[t]
+          st.res[t] = nil
+          record(st, t, co, coroutine.resume(co, unpack(res)))
+        end
       end
     end
     if not any_ready then
       local alldone = true
-      for t = 0, n - 1 do if st.state[t] ~= DONE then alldone = false break end end
+      for i = 1, csize do
+        local st = sts[i]
+        for t = 0, n - 1 do if st.state[t] ~= DONE then alldone = false break end end
+      end
       if alldone then return end
-      if not resolve_warps(st, n) and not resolve_barriers(st, n) and not resolve_hopper(st, n, B) then
-        deadlock(st, n)
+      local progress = false
+      for i = 1, csize do
+        machine.switch(i)
+        local st = sts[i]
+        if resolve_warps(st, n) or resolve_barriers(st, n) or resolve_hopper(st, n, st.B) then progress = true end
+      end
+      if not progress then
+        for i = 1, csize do
+          local st = sts[i]
+          for t = 0, n - 1 do
+            if st.state[t] == WAITING then
+              machine.switch(i)
+              deadlock(st, n)
+            end
+          end
+        end
       end
     end
   end
@@ -766,31 +798,60 @@ E.checks_default = os.getenv("CUTELUA_SIM_CHECKS") ~= "0"
 
 --- Runs a launch of kernel `name` compiled as `c` (cute.sim.compile) with
 -- parameters P (the generated code's values), grid and block {x, y, z},
--- dynamic shared memory bytes, and the global regions its tensor arguments
--- span ({lo, hi, name}).
-function E.run(c, name, P, grid, block, dyn_smem, regions)
+-- dynamic shared memory bytes, the global regions its tensor arguments
+-- span ({lo, hi, name}) and the cluster {x, y, z} (default {1, 1, 1}): the
+-- CTAs of a cluster run together, each with its shared memory.
+function E.run(c, name, P, grid, block, dyn_smem, regions, cluster)
   S.kernel, S.sites, S.regions, S.checks = name, c.sites, regions, E.checks_default
   S.bdim = block
   machine.reset_regions()
   hopper.reset()
+  cluster = cluster or { 1, 1, 1 }
+  local cx, cy, cz = cluster[1], cluster[2], cluster[3]
+  local csize = cx * cy * cz
+  for d = 1, 3 do
+    if grid[d] % cluster[d] ~= 0 then
+      err.raise("launch of %s: the grid {%d, %d, %d} is not a whole number of clusters {%d, %d, %d}", name, grid[1],
+        grid[2], grid[3], cx, cy, cz)
+    end
+  end
+  S.csize = csize
   local dyn_base = math.ceil(c.smem / c.dyn_align) * c.dyn_align
   local smem = dyn_base + dyn_smem
-  local T, n = thread_records(block)
+  local n = block[1] * block[2] * block[3]
   if n == 0 then return end
-  local B = { nx = block[1], ny = block[2], nz = block[3], gx = grid[1], gy = grid[2], gz = grid[3],
-    nwarps = math.ceil(n / 32), dsmem = dyn_smem, smem = smem, dyn_base = dyn_base }
+  local Bs, Ts, coss = {}, {}, {}
+  for i = 1, csize do
+    Ts[i] = thread_records(block)
+    Bs[i] = { nx = block[1], ny = block[2], nz = block[3], gx = grid[1], gy = grid[2], gz = grid[3],
+      nwarps = math.ceil(n / 32), dsmem = dyn_smem, smem = smem, dyn_base = dyn_base, cnx = cx, cny = cy, cnz = cz,
+      cn = csize, ncx = grid[1] / cx, ncy = grid[2] / cy, ncz = grid[3] / cz }
+    coss[i] = {}
+  end
   local fn = c.fn
-  local runner = c.sync and run_coroutines or run_plain
-  local cos = {} -- the threads' coroutines, for the launch
   local ok, e = pcall(function()
-    for z = 0, grid[3] - 1 do
-      for y = 0, grid[2] - 1 do
-        for x = 0, grid[1] - 1 do
-          S.block[1], S.block[2], S.block[3] = x, y, z
-          B.cx, B.cy, B.cz = x, y, z
-          machine.begin_block(smem)
-          runner(fn, P, B, T, n, cos)
-          machine.end_epoch()
+    for z = 0, grid[3] / cz - 1 do
+      for y = 0, grid[2] / cy - 1 do
+        for x = 0, grid[1] / cx - 1 do
+          for r = 0, csize - 1 do
+            local ccx, ccy, ccz = r % cx, floor(r / cx) % cy, floor(r / (cx * cy))
+            local B = Bs[r + 1]
+            B.cx, B.cy, B.cz = x * cx + ccx, y * cy + ccy, z * cz + ccz
+            B.ccx, B.ccy, B.ccz, B.crank, B.clx, B.cly, B.clz = ccx, ccy, ccz, r, x, y, z
+            machine.begin_block(smem, r + 1, { B.cx, B.cy, B.cz })
+          end
+          if c.sync then
+            run_cluster(fn, P, Bs, Ts, n, coss, csize)
+          else
+            for r = 1, csize do
+              machine.switch(r)
+              run_plain(fn, P, Bs[r], Ts[r], n)
+            end
+          end
+          for r = 1, csize do
+            machine.switch(r)
+            machine.end_epoch()
+          end
         end
       end
     end

@@ -27,20 +27,38 @@ local function where(site)
   return string.format("%s, in %s thread %s", s.where, machine.where_block(), machine.coords(S.tid))
 end
 
--- A barrier's (or any shared operand's) offset in this CTA's shared memory.
-local function soff(space, a, site, what)
-  if space == "shared" then return a end
+-- A shared operand's offset in its CTA's shared memory, and that CTA's
+-- context when it is another CTA of the cluster (nil for this one).
+local function split(space, a, site, what)
+  if space == "shared" then return a, nil end
   if space == "shared_cluster" then
-    local rank = floor(a / CLUSTER_SHIFT)
-    if rank ~= 0 then
-      fail("kernel '%s': %s at %s: a shared_cluster address of CTA rank %d; the simulator runs clusters of one CTA",
-        S.kernel, what, where(site), rank)
+    local rank, o = floor(a / CLUSTER_SHIFT), a % CLUSTER_SHIFT
+    if rank == S.rank then return o, nil end
+    local c = rank < S.csize and machine.ctx(rank + 1)
+    if not c then
+      fail("kernel '%s': %s at %s: a shared_cluster address of CTA rank %d, in a cluster of %d CTA(s)", S.kernel,
+        what, where(site), rank, S.csize)
     end
-    return a % CLUSTER_SHIFT
+    return o, c
   end
   local base = machine.smem_base()
-  if a >= base and a < base + S.smem_bytes then return a - base end
+  if a >= base and a < base + S.smem_bytes then return a - base, nil end
   fail("kernel '%s': %s at %s: address 0x%x is not in the block's shared memory", S.kernel, what, where(site), a)
+end
+-- The offset in this CTA's own shared memory.
+local function soff(space, a, site, what)
+  local o, c = split(space, a, site, what)
+  if c then
+    fail("kernel '%s': %s at %s: the address is in CTA rank %d's shared memory; this instruction takes this CTA's",
+      S.kernel, what, where(site), c.rank)
+  end
+  return o
+end
+
+function machine.cluster_host(a, n, site, write)
+  local o, c = split("shared_cluster", a, site, "a shared_cluster access")
+  if not c then return machine.host_addr("shared", o, n, site, write) end
+  return machine.remote_access(c, o, n, site, write and "write" or "read")
 end
 
 -- ---------------------------------------------------------------------------
@@ -49,15 +67,17 @@ end
 -- still missing), tx (the transaction count), phase (completed phases).
 
 local function bar_state(space, a, site, what)
-  local o = soff(space, a, site, what)
+  local o, c = split(space, a, site, what)
   if o % 8 ~= 0 then
     fail("kernel '%s': %s at %s: the mbarrier at shared offset %d is not 8-byte aligned", S.kernel, what, where(site), o)
   end
-  local b = S.mbar[o]
+  local b = (c and c.mbar or S.mbar)[o]
   if not b then
-    fail("kernel '%s': %s at %s on the mbarrier at shared offset %d, which is not initialised (mbarrier_init first, " ..
-      "then a fence and a barrier before other threads use it)", S.kernel, what, where(site), o)
+    fail("kernel '%s': %s at %s on the mbarrier at shared offset %d%s, which is not initialised (mbarrier_init " ..
+      "first, then a fence and a barrier before other threads use it)", S.kernel, what, where(site), o,
+      c and (" of CTA rank " .. c.rank) or "")
   end
+  b.ctx = c
   return b, o
 end
 
@@ -77,7 +97,7 @@ local function complete_if_done(b)
     b.pending = b.count
     -- a completed phase orders the accesses before its arrivals and copies with those after its waits:
     -- the race check takes it as a barrier of the block
-    machine.end_epoch()
+    if b.ctx then b.ctx.epoch = b.ctx.epoch + 1 else machine.end_epoch() end
   end
 end
 
@@ -126,13 +146,14 @@ function H.mb_arrive_tx(space, a, bytes, site)
   arrive(b, o, 1, site, "mbarrier.arrive.expect_tx")
 end
 
--- A copy delivers `bytes` to the barrier at offset o (complete_tx).
-local function complete_tx(o, bytes, site, what)
-  local b = S.mbar[o]
+-- A copy delivers `bytes` to the barrier at offset o (complete_tx) of this CTA or of context c.
+local function complete_tx(o, bytes, site, what, c)
+  local b = (c and c.mbar or S.mbar)[o]
   if not b then
-    fail("kernel '%s': %s at %s completes its bytes on the mbarrier at shared offset %d, which is not initialised",
-      S.kernel, what, where(site), o)
+    fail("kernel '%s': %s at %s completes its bytes on the mbarrier at shared offset %d%s, which is not initialised",
+      S.kernel, what, where(site), o, c and (" of CTA rank " .. c.rank) or "")
   end
+  b.ctx = c
   if b.pending == 0 and bytes > b.tx then
     fail("kernel '%s': %s at %s delivers %d bytes to %s: more bytes than its expect_tx announced for the phase " ..
       "(transaction count underflow; on the GPU the phase does not complete as intended)", S.kernel, what, where(site),
@@ -158,6 +179,10 @@ end
 -- until then the thread yields to the others (the scheduler wakes it).
 function H.mb_wait(space, a, parity, site)
   local b, o = bar_state(space, a, site, "mbarrier wait")
+  if b.ctx then
+    fail("kernel '%s': mbarrier wait at %s on CTA rank %d's barrier: a thread waits on its own CTA's mbarriers",
+      S.kernel, where(site), b.ctx.rank)
+  end
   if done(b, parity) then return true end
   return coroutine.yield(M.Y_MBWAIT, site, o, parity)
 end
@@ -205,13 +230,29 @@ function H.tma_load(desc, space, dst, bspace, bar, mask, site, ...)
     fail("kernel '%s': %s at %s: the destination (shared offset %d) must be 128-byte aligned", S.kernel, what,
       where(site), d)
   end
-  if mask and band(mask, 0xffff) ~= 1 then
-    fail("kernel '%s': %s at %s: CTA mask 0x%x; the simulator runs clusters of one CTA (mask 0x1)", S.kernel, what,
-      where(site), band(mask, 0xffff))
-  end
   local o = soff(bspace, bar, site, what)
-  tma.load(t, machine.smem_base(), d, coords_of(t, site, what, ...), mark_w(site))
-  complete_tx(o, t.bytes, site, what)
+  local c = coords_of(t, site, what, ...)
+  if not mask then
+    tma.load(t, machine.smem_base(), d, c, mark_w(site))
+    return complete_tx(o, t.bytes, site, what)
+  end
+  -- multicast: the box and its complete_tx at the same offsets in every CTA of the mask
+  mask = band(mask, 0xffff)
+  if mask == 0 or mask >= lshift(1, S.csize) then
+    fail("kernel '%s': %s at %s: CTA mask 0x%x in a cluster of %d CTA(s)", S.kernel, what, where(site), mask, S.csize)
+  end
+  for r = 0, S.csize - 1 do
+    if band(mask, lshift(1, r)) ~= 0 then
+      if r == S.rank then
+        tma.load(t, machine.smem_base(), d, c, mark_w(site))
+        complete_tx(o, t.bytes, site, what)
+      else
+        local cx = machine.ctx(r + 1)
+        tma.load(t, cx.base, d, c, function(so, n) machine.remote_access(cx, so, n, site, "multicast write") end)
+        complete_tx(o, t.bytes, site, what, cx)
+      end
+    end
+  end
 end
 
 function H.tma_store(desc, space, src, op, site, ...)
@@ -227,7 +268,26 @@ end
 
 function H.tma_check(desc, site) desc_at(desc, site, "tma.prefetch") end
 
-function H.bulk_load(space, dst, src, bytes, bspace, bar, site)
+function H.bulk_load(space, dst, src, bytes, bspace, bar, site, mask)
+  if mask then -- multicast: into every CTA of the mask
+    mask = band(mask, 0xffff)
+    if mask == 0 or mask >= lshift(1, S.csize) then
+      fail("kernel '%s': bulk.load.multicast at %s: CTA mask 0x%x in a cluster of %d CTA(s)", S.kernel, where(site),
+        mask, S.csize)
+    end
+    local d, o = soff(space, dst, site, "bulk.load"), soff(bspace, bar, site, "bulk.load")
+    if S.checks then machine.chk_g(src, bytes, site) end
+    for r = 0, S.csize - 1 do
+      if band(mask, lshift(1, r)) ~= 0 then
+        local cx = r ~= S.rank and machine.ctx(r + 1)
+        local h = cx and machine.remote_access(cx, d, bytes, site, "multicast write") or
+          machine.host_addr("shared", d, bytes, site, "mark")
+        ffi.copy(ffi.cast("uint8_t *", h), ffi.cast("uint8_t *", src), bytes)
+        complete_tx(o, bytes, site, "bulk.load.multicast", cx or nil)
+      end
+    end
+    return
+  end
   local d = soff(space, dst, site, "bulk.load")
   if bytes <= 0 or bytes % 16 ~= 0 or d % 16 ~= 0 or src % 16 ~= 0 then
     fail("kernel '%s': bulk.load at %s: %d bytes from 0x%x to shared offset %d: sizes and addresses must be " ..
@@ -251,49 +311,63 @@ function H.bulk_store(dst, space, src, bytes, site)
 end
 
 -- ---------------------------------------------------------------------------
--- Clusters (of one CTA): the cluster barrier, mapa, getctarank
+-- Clusters: the cluster barrier (B.cl, shared by the cluster's CTAs), mapa,
+-- getctarank, shared_cluster loads and stores
 
 function H.cl_arrive(B, T)
-  T.cl_gen = B.cl_gen
-  B.cl_arrived = B.cl_arrived + 1
-  M.cl_check(B)
+  local cl = B.cl
+  T.cl_gen = cl.gen
+  cl.arrived = cl.arrived + 1
+  M.cl_check(cl)
 end
-function M.cl_check(B)
-  if B.cl_arrived > 0 and B.cl_arrived + B.ndone >= B.nthreads then
-    B.cl_gen = B.cl_gen + 1
-    B.cl_arrived = 0
-    machine.end_epoch()
+--- Completes the cluster barrier's phase once every thread of the cluster arrived (or exited).
+function M.cl_check(cl)
+  if cl.arrived > 0 and cl.arrived + cl.ndone >= cl.nthreads then
+    cl.gen = cl.gen + 1
+    cl.arrived = 0
+    for i = 1, S.csize do
+      local c = machine.ctx(i)
+      if c.rank == S.rank then machine.end_epoch() else c.epoch = c.epoch + 1 end
+    end
     return true
   end
   return false
 end
 function H.cl_wait(B, T, site)
-  if T.cl_gen == nil or T.cl_gen >= B.cl_gen then
-    if T.cl_gen == nil then
-      fail("kernel '%s': barrier.cluster.wait at %s without a barrier.cluster.arrive before it (on the GPU: a hang " ..
-        "or undefined behaviour)", S.kernel, where(site))
-    end
-    coroutine.yield(M.Y_CLWAIT, site, T.cl_gen)
+  if T.cl_gen == nil then
+    fail("kernel '%s': barrier.cluster.wait at %s without a barrier.cluster.arrive before it (on the GPU: a hang " ..
+      "or undefined behaviour)", S.kernel, where(site))
   end
+  if T.cl_gen >= B.cl.gen then coroutine.yield(M.Y_CLWAIT, site, T.cl_gen) end
   T.cl_gen = nil
 end
 
 function H.mapa(p, rank, site)
-  if rank ~= 0 then
-    fail("kernel '%s': mapa at %s: CTA rank %d; the simulator runs clusters of one CTA (rank 0)", S.kernel,
-      where(site), rank)
+  if rank < 0 or rank >= S.csize then
+    fail("kernel '%s': mapa at %s: CTA rank %d, in a cluster of %d CTA(s)", S.kernel, where(site), rank, S.csize)
   end
   return p % CLUSTER_SHIFT + rank * CLUSTER_SHIFT
 end
 function H.ctarank(p) return floor(p / CLUSTER_SHIFT) end
-function H.cl_generic(p) return soff("shared_cluster", p, 0, "a shared_cluster address made generic") end
+function H.cl_generic(p)
+  local o, c = split("shared_cluster", p, 0, "a shared_cluster address made generic")
+  if c then return c.base + o - machine.smem_base() end
+  return o
+end
 
--- shared_cluster loads and stores (of this CTA, the only one)
 for name, r in pairs(machine.RAW) do
   local ld, st = machine.H["lds_" .. name], machine.H["sts_" .. name]
-  H["ldc_" .. name] = function(a, site) return ld(soff("shared_cluster", a, site, "ld.shared::cluster"), site) end
-  H["stc_" .. name] = function(a, v, site) st(soff("shared_cluster", a, site, "st.shared::cluster"), v, site) end
-  local _ = r
+  local bytes, rd, wr = r[1], r[2], r[3]
+  H["ldc_" .. name] = function(a, site)
+    local o, c = split("shared_cluster", a, site, "ld.shared::cluster")
+    if not c then return ld(o, site) end
+    return rd(machine.remote_access(c, o, bytes, site, "read"))
+  end
+  H["stc_" .. name] = function(a, v, site)
+    local o, c = split("shared_cluster", a, site, "st.shared::cluster")
+    if not c then return st(o, v, site) end
+    wr(machine.remote_access(c, o, bytes, site, "write"), v)
+  end
 end
 
 -- ---------------------------------------------------------------------------

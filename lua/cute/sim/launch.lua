@@ -58,13 +58,14 @@ function M.launch(k, spec, cfg, ...)
       "is %s; simulate an sm_90a device: cute.set_device(\"sim\", {arch = \"sm_90a\"}) or CUTELUA_SIM_ARCH=sm_90a",
       k.name, require("cute.sim.memory").arch())
   end
-  local cl = cfg.cluster or k.cluster
-  if cl ~= nil then
-    local cd = dims(cl, "cluster")
-    if cd[1] * cd[2] * cd[3] ~= 1 then
-      err.raise("launch of %s on the simulator: cluster {%d, %d, %d}: the simulator runs clusters of one CTA only " ..
-        "(docs/simulator.md)", k.name, cd[1], cd[2], cd[3])
-    end
+  local cd = dims(cfg.cluster or k.cluster, "cluster")
+  if cd[1] * cd[2] * cd[3] > 1 and require("cute.sim.memory").arch() ~= "sm_90a" then
+    err.raise("launch of %s on the simulator: clusters need an sm_90 device, and the simulated one is %s; " ..
+      "cute.set_device(\"sim\", {arch = \"sm_90a\"}) or CUTELUA_SIM_ARCH=sm_90a", k.name,
+      require("cute.sim.memory").arch())
+  end
+  if cd[1] * cd[2] * cd[3] > 16 then
+    err.raise("launch of %s: a cluster of %d CTAs; at most 16 (8 portably)", k.name, cd[1] * cd[2] * cd[3])
   end
   local args = { ... }
   local P, regions = {}, {}
@@ -99,7 +100,7 @@ function M.launch(k, spec, cfg, ...)
     end
   end
   local dyn = math.max(spec.dyn_smem or 0, cfg.smem or 0)
-  exec.run(c, k.name, P, grid, block, dyn, regions)
+  exec.run(c, k.name, P, grid, block, dyn, regions, cd)
 end
 
 --- The Lua source the simulator made of a specialisation (for debugging).
