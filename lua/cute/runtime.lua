@@ -65,7 +65,9 @@ end
 -- @usage cute.set_device(1); cute.set_device("sim", {arch = "sm_90a"})
 function M.set_device(ordinal, opts)
   if ordinal == "sim" and opts ~= nil then
-    if type(opts) ~= "table" then err.raise("cute.set_device(\"sim\", opts): opts must be a table, e.g. {arch = \"sm_90a\"}") end
+    if type(opts) ~= "table" then
+      err.raise("cute.set_device(\"sim\", opts): opts must be a table, e.g. {arch = \"sm_90a\"}")
+    end
     if opts.arch ~= nil then sim().set_arch(opts.arch) end
   end
   -- back from the simulator to device 0 on a machine without a GPU: the state a process starts in
@@ -659,7 +661,8 @@ function M.tma_descriptor(spec)
   local aligned = ffi.cast("uint8_t *", holder) + tonumber((64 - addr % 64) % 64)
   local address = spec.address
   if type(address) == "table" and address.data_ptr then address = address:data_ptr() end
-  local inter, swz = enum_opt(INTERLEAVE, spec.interleave, "interleave", 0), enum_opt(SWIZZLE, spec.swizzle, "swizzle", 0)
+  local inter = enum_opt(INTERLEAVE, spec.interleave, "interleave", 0)
+  local swz = enum_opt(SWIZZLE, spec.swizzle, "swizzle", 0)
   local l2, oob = enum_opt(L2, spec.l2, "l2", 0), enum_opt(OOB, spec.oob, "oob", 0)
   if current == "sim" then
     -- the CPU simulator: the driver's rules checked, then the fields in cutelua's own

@@ -609,7 +609,9 @@ OPS.ptrcast = function(self, v, d)
   if (from == "generic" or from == "global" or from == "param") and (to == "generic" or to == "global") then
     return self:set(v, { a })
   end
-  if from == "shared_cluster" and to == "generic" then return self:def(v, self:helper("cl_generic") .. "(" .. a .. ") + SB") end
+  if from == "shared_cluster" and to == "generic" then
+    return self:def(v, self:helper("cl_generic") .. "(" .. a .. ") + SB")
+  end
   self:unsupported(v, "a ptrcast from " .. from .. " to " .. to)
 end
 
@@ -1008,8 +1010,9 @@ OPS["mbarrier.inval"] = function(self, v)
     self:site(v, "mbarrier.inval", 8)))
 end
 local function nop(self) self:hop() end
-for _, op in ipairs { "fence.mbarrier_init", "fence.proxy.async", "fence.proxy.async.shared", "fence.proxy.async.global",
-  "wgmma.fence", "wgmma.commit", "wgmma.wait", "bulk.commit", "bulk.wait", "bulk.prefetch" } do
+for _, op in ipairs { "fence.mbarrier_init", "fence.proxy.async", "fence.proxy.async.shared",
+  "fence.proxy.async.global", "wgmma.fence", "wgmma.commit", "wgmma.wait", "bulk.commit", "bulk.wait",
+  "bulk.prefetch" } do
   OPS[op] = nop
 end
 -- setmaxnreg: the count rules (24 to 256, a multiple of 8); registers are not modelled
@@ -1057,7 +1060,8 @@ OPS["tma.reduce"] = function(self, v)
 end
 OPS["tma.prefetch"] = function(self, v)
   self:hop()
-  self:emit(string.format("%s(%s, %d)", self:helper("tma_check"), desc_arg(self, v, 0), self:site(v, "tma.prefetch", 0)))
+  self:emit(string.format("%s(%s, %d)", self:helper("tma_check"), desc_arg(self, v, 0),
+    self:site(v, "tma.prefetch", 0)))
 end
 OPS["tma.prefetch_desc"] = OPS["tma.prefetch"]
 OPS["bulk.load"] = function(self, v)
@@ -1126,8 +1130,8 @@ OPS.asm = function(self, v, d)
   if not d and (t:match("^ ?fence%.proxy%.async[%w:%.]*; ?$") or t:match("^ ?fence%.mbarrier_init[%w:%.]*; ?$")) then
     return nop(self)
   end
-  local rank, rest = t:match("^ ?cp%.async%.bulk%.tensor%.(%d)d%.shared::cluster%.global%.mbarrier::complete_tx::bytes" ..
-    " (%[.*)$")
+  local rank, rest = t:match("^ ?cp%.async%.bulk%.tensor%.(%d)d%.shared::cluster%.global%." ..
+    "mbarrier::complete_tx::bytes (%[.*)$")
   if rank and not d then
     local dst, desc, cs, bar = rest:match("^%[%$(%d+)%], %[%$(%d+), {([^}]*)}%], %[%$(%d+)%]; ?$")
     if dst then
@@ -1536,7 +1540,8 @@ compile_as = function(m, kernel_name, helpers, big)
   for name in pairs(mc.helpers) do
     if helpers[name] == nil then err.raise("simulator: no helper '%s' (kernel '%s')", name, kernel_name) end
   end
-  return { fn = chunk(helpers), sync = mc.sync, hopper = mc.hopper, sites = mc.sites, params = mc.params, smem = mc.smem,
+  return { fn = chunk(helpers), sync = mc.sync, hopper = mc.hopper, sites = mc.sites, params = mc.params,
+    smem = mc.smem,
     dyn_align = mc.dyn_align, source = src }
 end
 

@@ -538,8 +538,8 @@ local function resolve_hopper(st, n, B)
             machine.where_block(), t, base, base + 127)
         end
         if st.state[t] == WAITING and st.kind[t] == Y.WGMMA and st.site[t] ~= st.site[first] then
-          fail("kernel '%s': warpgroup divergence in %s: thread %d waits at the wgmma at %s and thread %d at the one " ..
-            "at %s", S.kernel, machine.where_block(), first, site_text(st.site[first]), t, site_text(st.site[t]))
+          fail("kernel '%s': warpgroup divergence in %s: thread %d waits at the wgmma at %s and thread %d at the " ..
+            "one at %s", S.kernel, machine.where_block(), first, site_text(st.site[first]), t, site_text(st.site[t]))
         end
         if st.state[t] ~= WAITING or st.kind[t] ~= Y.WGMMA then ready = false end
       end

@@ -12,7 +12,7 @@ local N = require "cute.sim.num"
 local machine = require "cute.sim.machine"
 local tma = require "cute.sim.tma"
 
-local band, bor, bxor, lshift, rshift, tobit = bit.band, bit.bor, bit.bxor, bit.lshift, bit.rshift, bit.tobit
+local band, bxor, lshift, rshift, tobit = bit.band, bit.bxor, bit.lshift, bit.rshift, bit.tobit
 local floor = math.floor
 local S, fail = machine.S, machine.fail
 
@@ -69,7 +69,8 @@ end
 local function bar_state(space, a, site, what)
   local o, c = split(space, a, site, what)
   if o % 8 ~= 0 then
-    fail("kernel '%s': %s at %s: the mbarrier at shared offset %d is not 8-byte aligned", S.kernel, what, where(site), o)
+    fail("kernel '%s': %s at %s: the mbarrier at shared offset %d is not 8-byte aligned", S.kernel, what, where(site),
+      o)
   end
   local b = (c and c.mbar or S.mbar)[o]
   if not b then
@@ -115,7 +116,9 @@ function H.mb_init(space, a, count, site)
 end
 
 local function arrive(b, o, n, site, what)
-  if n < 1 then fail("kernel '%s': %s at %s: arrival count %d; it must be at least 1", S.kernel, what, where(site), n) end
+  if n < 1 then
+    fail("kernel '%s': %s at %s: arrival count %d; it must be at least 1", S.kernel, what, where(site), n)
+  end
   if n > b.pending then
     fail("kernel '%s': %s at %s: %d arrival(s) on %s: more arrivals than the phase expects (on the GPU the extra " ..
       "arrivals complete the phase early or count toward the next one)", S.kernel, what, where(site), n, describe(b, o))
@@ -260,7 +263,8 @@ function H.tma_store(desc, space, src, op, site, ...)
   local t = desc_at(desc, site, what)
   local s = soff(space, src, site, what)
   if s % 128 ~= 0 then
-    fail("kernel '%s': %s at %s: the source (shared offset %d) must be 128-byte aligned", S.kernel, what, where(site), s)
+    fail("kernel '%s': %s at %s: the source (shared offset %d) must be 128-byte aligned", S.kernel, what, where(site),
+      s)
   end
   local bad = tma.store(t, machine.smem_base(), s, coords_of(t, site, what, ...), op, check_r(site), N)
   if bad then fail("kernel '%s': %s at %s: %s is not defined", S.kernel, what, where(site), bad) end

@@ -133,9 +133,9 @@ end
 function M.remote_access(c, o, n, site, what)
   if o < 0 or o + n > c.bytes then
     local st = site_of(site)
-    fail("kernel '%s': out-of-bounds distributed shared-memory %s of %d bytes at %s, in %s thread %s: byte offset %d " ..
-      "of CTA rank %d's %d bytes of shared memory", S.kernel, what or st.what, n, st.where, where_block(), coords(S.tid),
-      o, c.rank, c.bytes)
+    fail("kernel '%s': out-of-bounds distributed shared-memory %s of %d bytes at %s, in %s thread %s: byte " ..
+      "offset %d of CTA rank %d's %d bytes of shared memory", S.kernel, what or st.what, n, st.where, where_block(),
+      coords(S.tid), o, c.rank, c.bytes)
   end
   if S.checks and what ~= "read" then
     local wt, we = c.shadow[1], c.shadow[2]

@@ -167,7 +167,8 @@ function M.device_info()
   local cc = ARCHS[arch]
   -- as sm_90a it has an H100 SXM's 132 SMs, so that cute.gemm plans the tiles and grid it plans there
   return { ordinal = "sim", name = "cutelua CPU simulator", compute_capability = { cc[1], cc[2] }, arch = arch,
-    sm_count = cc[1] >= 9 and 132 or 1, total_memory = 0, l2_bytes = 0, max_threads_per_block = 1024, max_threads_per_sm = 1024,
+    sm_count = cc[1] >= 9 and 132 or 1, total_memory = 0, l2_bytes = 0, max_threads_per_block = 1024,
+    max_threads_per_sm = 1024,
     warp_size = 32, registers_per_block = 65536, registers_per_sm = 65536, smem_per_block = 49152,
     smem_per_block_optin = 232448, smem_per_sm = 233472, clock_mhz = 0, memory_clock_mhz = 0, memory_bus_bits = 0,
     max_grid = { 2 ^ 31 - 1, 65535, 65535 }, max_block = { 1024, 1024, 64 }, cluster_launch = cc[1] >= 9,

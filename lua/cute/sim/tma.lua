@@ -14,7 +14,6 @@ local ffi = require "ffi"
 local bit = require "bit"
 
 local band, bor, bxor, lshift, rshift = bit.band, bit.bor, bit.bxor, bit.lshift, bit.rshift
-local floor = math.floor
 
 local M = {}
 

@@ -104,8 +104,8 @@ describe("Hopper ops on the simulator", function()
         src:copy_from(host)
         local bw = swz[2] == 0 and 32 or swz[2] / 4 -- the box: bw x 8 f32
         local bytes = bw * 8 * 4
-        local desc = cute.tma_descriptor { dtype = cute.f32, address = src:data_ptr(), dims = { W, H }, strides = { 192 },
-          box = { bw, 8 }, swizzle = swz[1] }
+        local desc = cute.tma_descriptor { dtype = cute.f32, address = src:data_ptr(), dims = { W, H },
+          strides = { 192 }, box = { bw, 8 }, swizzle = swz[1] }
         local out = cute.tensor(cute.f32, 256):fill(-1)
         tma_box { grid = 1, block = 256 }(desc, out, cute.i32(at[1]), cute.i32(at[2]), cute.i32(bytes))
         local got = out:to_host()
@@ -191,7 +191,9 @@ describe("Hopper ops on the simulator", function()
       cute.if_(tid:lt(64), function() out[2 + tid] = s[tid]:to(cute.i32) end)
       cute.sync_threads()
       -- phase 1: two arrivals of count 2 and 1 with no bytes; its token is 1
-      cute.if_(tid:eq(0), function() out[66] = A.mbarrier_arrive(bar, nil, { count = 2, token = true }):to(cute.i32) end)
+      cute.if_(tid:eq(0), function()
+        out[66] = A.mbarrier_arrive(bar, nil, { count = 2, token = true }):to(cute.i32)
+      end)
       cute.if_(tid:eq(5), function() A.mbarrier_arrive(bar) end)
       A.mbarrier_wait(bar, 1)
       cute.if_(tid:eq(0), function() out[67] = A.mbarrier_test_wait(bar, 1):to(cute.i32) end)
@@ -238,8 +240,8 @@ describe("Hopper ops on the simulator", function()
     end)
     local e = launch_error(function() bad { grid = 1, block = 32 }(out) end)
     assert.matches("deadlock in block %(0,0,0%): thread %(%d+,0,0%) waits at .*hopper_ops_spec%.lua:%d+ " ..
-      "%(mbarrier%.wait%) for the phase of parity 0 of the mbarrier at shared offset %d+ %(phase 0, parity 0: 1 of 2 " ..
-      "arrivals pending, transaction count 0 bytes%)", e)
+      "%(mbarrier%.wait%) for the phase of parity 0 of the mbarrier at shared offset %d+ %(phase 0, parity 0: " ..
+      "1 of 2 arrivals pending, transaction count 0 bytes%)", e)
   end)
 
   it("names an arrival beyond the phase's count", function()
@@ -288,9 +290,9 @@ describe("Hopper ops on the simulator", function()
     kernel(256) { grid = 1, block = 64 }(src, out)
     assert.same(src:to_table(), out:to_table())
     local e = launch_error(function() kernel(192) { grid = 1, block = 64 }(src, out) end)
-    assert.matches("bulk%.load at .*hopper_ops_spec%.lua:%d+, in block %(0,0,0%) thread %(0,0,0%) delivers 128 bytes " ..
-      "to the mbarrier at shared offset %d+ %(phase 0, parity 0: 0 of 1 arrivals pending, transaction count 64 " ..
-      "bytes%): more bytes than its expect_tx announced", e)
+    assert.matches("bulk%.load at .*hopper_ops_spec%.lua:%d+, in block %(0,0,0%) thread %(0,0,0%) delivers 128 " ..
+      "bytes to the mbarrier at shared offset %d+ %(phase 0, parity 0: 0 of 1 arrivals pending, transaction count " ..
+      "64 bytes%): more bytes than its expect_tx announced", e)
   end)
 
   it("elect.sync picks the lowest lane of the mask; the leader's lane comes with it", function()
