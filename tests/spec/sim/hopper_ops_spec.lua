@@ -295,6 +295,36 @@ describe("Hopper ops on the simulator", function()
       "64 bytes%): more bytes than its expect_tx announced", e)
   end)
 
+  it("names a wgmma that not all 128 threads of the warpgroup reach, and one with non-uniform descriptors", function()
+    local K = require "tests.spec.hopper.wgmma_kernels"
+    local c = K.case { ab = "bf16", n = 16 }
+    local A = cute.tensor(cute.bf16, { c.m, c.k }):uniform(-1, 1)
+    local B = cute.tensor(cute.bf16, { c.ntile, c.k }):uniform(-1, 1)
+    local C, D = cute.tensor(cute.f32, { c.m, c.ntile }), cute.tensor(cute.f32, { c.m, c.ntile }):fill(0 / 0)
+    K.kernel(c) { grid = 1, block = 128 }(A, B, C, D) -- the good launch: silent, D written
+    for _, v in ipairs(D:to_table()) do assert.is_true(v == v) end
+    local e = launch_error(function() K.kernel(c) { grid = 1, block = 96 }(A, B, C, D) end)
+    assert.matches("wgmma at .*wgmma_kernels%.lua:%d+ %(wgmma%.mma_async%) in block %(0,0,0%): thread 96 of the " ..
+      "warpgroup %(threads 0%-127%) has exited or does not exist", e)
+    local atom = cute.make_mma_atom(wg.MmaF16BF16Op(cute.bf16, cute.f32, { 64, 8, 16 }))
+    -- unswizzled K-major descriptors (LBO 128 B between the two K core matrices, SBO 256 B between 8-row
+    -- groups): A at byte 0, B at byte 2048
+    local desc_a = 16 * 2 ^ 32 + 8 * 65536
+    local desc_b = desc_a + 128
+    local k = cute.kernel(function(out)
+      local s = cute.make_smem_tensor(cute.bf16, cute.make_layout(64 * 16 + 8 * 16), 1024)
+      local tid = cute.thread_idx().x
+      for j = 0, 8 do s[tid + 128 * j] = 1.0 end
+      cute.sync_threads()
+      local db = tid:eq(5):to(cute.i64) + desc_b -- thread 5: a start 16 bytes further
+      local acc = cute.arch.mma_async(atom, { 0.0, 0.0, 0.0, 0.0 }, tid:to(cute.i64) * 0 + desc_a, db, false)
+      out[tid] = acc[1]
+    end, { arch = "sm_90a" })
+    local e2 = select(2, pcall(function() k { grid = 1, block = 128 }(cute.tensor(cute.f32, 128)) end))
+    assert.is_not_nil(e2)
+    assert.matches("thread 5 of the warpgroup gives other descriptors than thread 0", tostring(e2))
+  end)
+
   it("elect.sync picks the lowest lane of the mask; the leader's lane comes with it", function()
     local k = cute.kernel(function(out)
       local tid = cute.thread_idx().x
