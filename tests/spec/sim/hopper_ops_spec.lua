@@ -298,12 +298,12 @@ describe("Hopper ops on the simulator", function()
   it("names a wgmma that not all 128 threads of the warpgroup reach, and one with non-uniform descriptors", function()
     local K = require "tests.spec.hopper.wgmma_kernels"
     local c = K.case { ab = "bf16", n = 16 }
-    local A = cute.tensor(cute.bf16, { c.m, c.k }):uniform(-1, 1)
-    local B = cute.tensor(cute.bf16, { c.ntile, c.k }):uniform(-1, 1)
+    local Am = cute.tensor(cute.bf16, { c.m, c.k }):uniform(-1, 1)
+    local Bm = cute.tensor(cute.bf16, { c.ntile, c.k }):uniform(-1, 1)
     local C, D = cute.tensor(cute.f32, { c.m, c.ntile }), cute.tensor(cute.f32, { c.m, c.ntile }):fill(0 / 0)
-    K.kernel(c) { grid = 1, block = 128 }(A, B, C, D) -- the good launch: silent, D written
+    K.kernel(c) { grid = 1, block = 128 }(Am, Bm, C, D) -- the good launch: silent, D written
     for _, v in ipairs(D:to_table()) do assert.is_true(v == v) end
-    local e = launch_error(function() K.kernel(c) { grid = 1, block = 96 }(A, B, C, D) end)
+    local e = launch_error(function() K.kernel(c) { grid = 1, block = 96 }(Am, Bm, C, D) end)
     assert.matches("wgmma at .*wgmma_kernels%.lua:%d+ %(wgmma%.mma_async%) in block %(0,0,0%): thread 96 of the " ..
       "warpgroup %(threads 0%-127%) has exited or does not exist", e)
     local atom = cute.make_mma_atom(wg.MmaF16BF16Op(cute.bf16, cute.f32, { 64, 8, 16 }))
