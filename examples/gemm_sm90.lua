@@ -16,6 +16,8 @@
 --    K-major: stored N x K, as a linear layer's weights), checked against
 --    float64 on sampled entries with C poisoned first, then timed against
 --    cuBLAS in the same run; then the same with a fused bias and GELU.
+--    Without one: the kernel on the CPU simulator as an sm_90a device (256^3
+--    by default), every entry checked, not timed.
 -- The kernel's code is lua/cute/lib/gemm_sm90.lua: read it alongside
 -- (docs/hopper.md, section 8, walks through it).
 local cute = require "cute"
@@ -23,9 +25,10 @@ local G = require "cute.lib.gemm"
 local S = require "cute.lib.gemm_sm90"
 local wg = cute.nvgpu.warpgroup
 
-local M = tonumber(arg and arg[1]) or 4096
-local N = tonumber(arg and arg[2]) or 4096
-local K = tonumber(arg and arg[3]) or 4096
+local gpu = cute.current_device() ~= "sim" and cute.gpu_available() and cute.device_info().compute_capability[1] == 9
+local M = tonumber(arg and arg[1]) or (gpu and 4096 or 256) -- the CPU simulator: small sizes
+local N = tonumber(arg and arg[2]) or (gpu and 4096 or 256)
+local K = tonumber(arg and arg[3]) or (gpu and 4096 or 256)
 local dir = arg and arg[4]
 
 -- 1. The pieces
@@ -57,7 +60,6 @@ end
 
 -- 2. The plan
 print("== 2. the plan")
-local gpu = cute.gpu_available() and cute.device_info().compute_capability[1] == 9
 local A_f = cute.fake_tensor(cute.bf16, { M, K }, "row")
 local B_f = cute.fake_tensor(cute.bf16, { K, N }, "col") -- K contiguous
 local C_f = cute.fake_tensor(cute.bf16, { M, N }, "row")
@@ -95,8 +97,19 @@ else
 end
 
 if not gpu then
-  print("gemm_sm90: no sm_90 GPU: compiled only")
-  os.exit(77, true) -- closing the Lua state first: everything compiled is freed
+  -- 4'. Without one: the same kernel on the CPU simulator as an sm_90a device, checked on every entry, not timed
+  print("== 4. on the CPU simulator (no sm_90 GPU): sm_90a, checked, not timed")
+  cute.set_device("sim", { arch = "sm_90a" })
+  local A = cute.tensor(cute.bf16, { M, K }, "row"):uniform(-1, 1, 1)
+  local B = cute.tensor(cute.bf16, { K, N }, "col"):uniform(-1, 1, 2)
+  local C = cute.tensor(cute.bf16, { M, N }, "row"):fill(0 / 0)
+  local t0 = os.clock()
+  cute.gemm(A, B, C)
+  local secs = os.clock() - t0
+  local r = cute.testing.check_gemm(A, B, C, { rtol = 2 ^ -8, what = "C" })
+  print(string.format("%dx%dx%d bf16 on the simulator in %.2f s: all %d entries within 2^-8 of float64", M, N, K,
+    secs, r.checked))
+  os.exit(0, true) -- closing the Lua state first: everything compiled is freed
 end
 
 -- 4. On the GPU

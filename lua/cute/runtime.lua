@@ -58,10 +58,18 @@ local function sim()
 end
 
 --- Makes device `ordinal` (0-based) current: new memory, modules and launches go there;
--- "sim" makes the CPU simulator current (docs/simulator.md).
+-- "sim" makes the CPU simulator current (docs/simulator.md); with "sim",
+-- opts.arch = "sm_80" (default) or "sm_90a" chooses the simulated architecture.
 -- @param ordinal the device, 0-based, or "sim"
--- @usage cute.set_device(1)
-function M.set_device(ordinal)
+-- @param opts optional, with "sim": {arch = "sm_80" | "sm_90a"}
+-- @usage cute.set_device(1); cute.set_device("sim", {arch = "sm_90a"})
+function M.set_device(ordinal, opts)
+  if ordinal == "sim" and opts ~= nil then
+    if type(opts) ~= "table" then
+      err.raise("cute.set_device(\"sim\", opts): opts must be a table, e.g. {arch = \"sm_90a\"}")
+    end
+    if opts.arch ~= nil then sim().set_arch(opts.arch) end
+  end
   -- back from the simulator to device 0 on a machine without a GPU: the state a process starts in
   if ordinal ~= "sim" and not (ordinal == 0 and current == "sim" and rt.available() ~= 1) then
     check(rt.set_device(ordinal), "set_device")
@@ -653,9 +661,16 @@ function M.tma_descriptor(spec)
   local aligned = ffi.cast("uint8_t *", holder) + tonumber((64 - addr % 64) % 64)
   local address = spec.address
   if type(address) == "table" and address.data_ptr then address = address:data_ptr() end
-  check(rt.tensormap_tiled(aligned, dt.tma, rank, address, dims_, strides_, box, es,
-    enum_opt(INTERLEAVE, spec.interleave, "interleave", 0), enum_opt(SWIZZLE, spec.swizzle, "swizzle", 0),
-    enum_opt(L2, spec.l2, "l2", 0), enum_opt(OOB, spec.oob, "oob", 0)))
+  local inter = enum_opt(INTERLEAVE, spec.interleave, "interleave", 0)
+  local swz = enum_opt(SWIZZLE, spec.swizzle, "swizzle", 0)
+  local l2, oob = enum_opt(L2, spec.l2, "l2", 0), enum_opt(OOB, spec.oob, "oob", 0)
+  if current == "sim" then
+    -- the CPU simulator: the driver's rules checked, then the fields in cutelua's own
+    -- 128-byte form (cute.sim.tma reads them; docs/simulator.md)
+    check(rt.tensormap_tiled(nil, dt.tma, rank, address, dims_, strides_, box, es, inter, swz, l2, oob))
+    return require("cute.sim.tma").encode(dt, rank, address, dims_, strides_, box, es, inter, swz, l2, oob)
+  end
+  check(rt.tensormap_tiled(aligned, dt.tma, rank, address, dims_, strides_, box, es, inter, swz, l2, oob))
   local desc = ffi.new("CuteTmaDesc")
   ffi.copy(desc, aligned, 128)
   return desc

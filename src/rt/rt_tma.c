@@ -1,7 +1,8 @@
 /* rt_tma: TMA descriptors (cuTensorMapEncodeTiled) with their rules checked
  * first, so a mistake gets a message that names the rule rather than the
  * driver's bare CUDA_ERROR_INVALID_VALUE. The rules are those the CUDA driver
- * API documents for cuTensorMapEncodeTiled. */
+ * API documents for cuTensorMapEncodeTiled. With out == NULL only the rules
+ * are checked (no driver is needed): the CPU simulator's path. */
 #include <string.h>
 
 #include "rt.h"
@@ -42,7 +43,7 @@ int rt_tensormap_tiled(void *out, int32_t dtype, int32_t rank, uint64_t addr, co
   const char *w = "TMA descriptor";
   int eb = elem_bytes(dtype);
   if (!eb) return rt_fail("%s: unsupported element type code %d", w, dtype);
-  if (((uintptr_t)out) % 64) return rt_fail("%s: the 128-byte output must be 64-byte aligned", w);
+  if (out && ((uintptr_t)out) % 64) return rt_fail("%s: the 128-byte output must be 64-byte aligned", w);
   int inter = interleave != CU_TENSOR_MAP_INTERLEAVE_NONE;
   if (interleave < CU_TENSOR_MAP_INTERLEAVE_NONE || interleave > CU_TENSOR_MAP_INTERLEAVE_32B)
     return rt_fail("%s: bad interleave mode %d", w, interleave);
@@ -80,6 +81,7 @@ int rt_tensormap_tiled(void *out, int32_t dtype, int32_t rank, uint64_t addr, co
     return rt_fail("%s: bad out-of-bounds fill mode %d", w, oob_fill);
   if (oob_fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA && eb != 2 && eb != 4)
     return rt_fail("%s: NaN out-of-bounds fill needs a floating-point element type", w);
+  if (!out) return RT_OK; /* the rules only (the CPU simulator encodes its own descriptor) */
 
   int32_t dev = rt_current_device();
   const RtDriver *d = rt_enter(dev);

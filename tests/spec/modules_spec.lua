@@ -10,9 +10,9 @@ local LAYERS = {
   { "_err", "_c", "arith" },
   { "pre.lex" }, { "pre.parse" }, { "pre.print", "pre.rewrite" }, -- the preprocessor's syntax (cute.pre)
   { "int_tuple" }, { "swizzle" }, { "layout" }, { "layout_algebra" }, { "layout_tile" }, { "layout_print" },
-  { "dtype" }, { "compiler", "ir" }, { "sim.num", "sim.memory" }, { "runtime" },
+  { "dtype" }, { "compiler", "ir" }, { "sim.num", "sim.memory", "sim.tma" }, { "runtime" },
   { "tensor", "cublas", "bench", "testing", "dlpack" }, { "npy" },
-  { "sim.machine" }, { "sim.compile" }, { "sim.exec" },
+  { "sim.machine" }, { "sim.hopper" }, { "sim.compile" }, { "sim.exec" },
   { "trace.core" }, { "trace.ops" }, { "random" }, { "trace.control" },
   { "pre.rt" }, { "pre.source" }, -- the preprocessor's run-time helpers and its entry (cute.pre)
   { "trace.check" }, { "trace.sync" }, { "trace.tensor" },

@@ -32,7 +32,8 @@ local function imm_name(letter, v)
 end
 
 -- Yield kinds (the scheduler's protocol, cute.sim.exec)
-C.Y = { BAR = 1, NAMED = 2, SYNCWARP = 3, SHFL = 4, VOTE = 5, REDUX = 6, LDMATRIX = 7, MMA = 8, STMATRIX = 9 }
+C.Y = { BAR = 1, NAMED = 2, SYNCWARP = 3, SHFL = 4, VOTE = 5, REDUX = 6, LDMATRIX = 7, MMA = 8, STMATRIX = 9,
+  ELECT = 10, WGMMA = 11, MBWAIT = 12, CLWAIT = 13 }
 local Y = C.Y
 
 -- ---------------------------------------------------------------------------
@@ -605,7 +606,12 @@ OPS.ptrcast = function(self, v, d)
   if from == to then return self:set(v, { a }) end
   if from == "shared" and to == "generic" then return self:def(v, a .. " + SB") end
   if from == "generic" and to == "shared" then return self:def(v, a .. " - SB") end
-  if (from == "generic" or from == "global") and (to == "generic" or to == "global") then return self:set(v, { a }) end
+  if (from == "generic" or from == "global" or from == "param") and (to == "generic" or to == "global") then
+    return self:set(v, { a })
+  end
+  if from == "shared_cluster" and to == "generic" then
+    return self:def(v, self:helper("cl_generic") .. "(" .. a .. ") + SB")
+  end
   self:unsupported(v, "a ptrcast from " .. from .. " to " .. to)
 end
 
@@ -672,7 +678,8 @@ OPS.gep = function(self, v)
   return self:def(v, p .. " + " .. i .. " * " .. pd.esize)
 end
 
-local SPACE_CH = { global = "g", shared = "s", generic = "x", local_ = "x", const = "g", param = "g" }
+local SPACE_CH = { global = "g", shared = "s", generic = "x", local_ = "x", const = "g", param = "g",
+  shared_cluster = "c" }
 local function space_ch(space) return SPACE_CH[space] or "x" end
 
 OPS.load = function(self, v, d)
@@ -814,10 +821,10 @@ local SREG = {
   ["nctaid.y"] = "B.gy", ["nctaid.z"] = "B.gz", laneid = "T.lane", warpid = "T.warp", nwarpid = "B.nwarps",
   smid = "0", nsmid = "1", lanemask_eq = "T.lm_eq", lanemask_lt = "T.lm_lt", lanemask_le = "T.lm_le",
   lanemask_gt = "T.lm_gt", lanemask_ge = "T.lm_ge", dynamic_smem_size = "B.dsmem", total_smem_size = "B.smem",
-  ["clusterid.x"] = "B.cx", ["clusterid.y"] = "B.cy", ["clusterid.z"] = "B.cz", ["nclusterid.x"] = "B.gx",
-  ["nclusterid.y"] = "B.gy", ["nclusterid.z"] = "B.gz", ["cluster_ctaid.x"] = "0", ["cluster_ctaid.y"] = "0",
-  ["cluster_ctaid.z"] = "0", ["cluster_nctaid.x"] = "1", ["cluster_nctaid.y"] = "1", ["cluster_nctaid.z"] = "1",
-  cluster_ctarank = "0", cluster_nctarank = "1",
+  ["clusterid.x"] = "B.clx", ["clusterid.y"] = "B.cly", ["clusterid.z"] = "B.clz", ["nclusterid.x"] = "B.ncx",
+  ["nclusterid.y"] = "B.ncy", ["nclusterid.z"] = "B.ncz", ["cluster_ctaid.x"] = "B.ccx", ["cluster_ctaid.y"] = "B.ccy",
+  ["cluster_ctaid.z"] = "B.ccz", ["cluster_nctaid.x"] = "B.cnx", ["cluster_nctaid.y"] = "B.cny",
+  ["cluster_nctaid.z"] = "B.cnz", cluster_ctarank = "B.crank", cluster_nctarank = "B.cn",
 }
 OPS.sreg = function(self, v)
   local which = imm_name("G", self:imm(v, 0))
@@ -957,6 +964,228 @@ end
 OPS["wgmma.fence_operand"] = function(self, v) self:set(v, self:v(self:arg(v, 0))) end
 
 -- ---------------------------------------------------------------------------
+-- Hopper (sm_90a): cute.sim.hopper's helpers; the waits and warpgroup
+-- collectives yield to the scheduler
+
+function Fn:hop() self.mc.hopper = true end
+local function sp(self, v, i) return string.format("%q", self:vty(self:arg(v, i)).space) end
+
+OPS["mbarrier.init"] = function(self, v)
+  self:hop()
+  self:emit(string.format("%s(%s, %s, %s, %d)", self:helper("mb_init"), sp(self, v, 0), self:a(v, 0), self:a(v, 1),
+    self:site(v, "mbarrier.init", 8)))
+end
+OPS["mbarrier.arrive"] = function(self, v, d)
+  self:hop()
+  local n = self:nargs(v) > 1 and self:a(v, 1) or "1"
+  local e = string.format("%s(%s, %s, %s, %d)", self:helper("mb_arrive"), sp(self, v, 0), self:a(v, 0), n,
+    self:site(v, "mbarrier.arrive", 8))
+  if d then self:def(v, e) else self:emit(e) end
+end
+OPS["mbarrier.arrive.expect_tx"] = function(self, v)
+  self:hop()
+  self:emit(string.format("%s(%s, %s, %s, %d)", self:helper("mb_arrive_tx"), sp(self, v, 0), self:a(v, 0),
+    self:a(v, 1), self:site(v, "mbarrier.arrive.expect_tx", 8)))
+end
+OPS["mbarrier.expect_tx"] = function(self, v)
+  self:hop()
+  self:emit(string.format("%s(%s, %s, %s, %d)", self:helper("mb_expect_tx"), sp(self, v, 0), self:a(v, 0),
+    self:a(v, 1), self:site(v, "mbarrier.expect_tx", 8)))
+end
+local function mb_wait(what)
+  return function(self, v, d)
+    self:hop()
+    self.mc.sync = true
+    local e = string.format("%s(%s, %s, %s, %d)", self:helper("mb_wait"), sp(self, v, 0), self:a(v, 0), self:a(v, 1),
+      self:site(v, what, 8))
+    if d then self:def(v, e) else self:emit(e) end
+  end
+end
+OPS["mbarrier.try_wait"] = mb_wait("mbarrier.try_wait")
+OPS["mbarrier.test_wait"] = mb_wait("mbarrier.test_wait")
+OPS["mbarrier.wait"] = mb_wait("mbarrier.wait")
+OPS["mbarrier.inval"] = function(self, v)
+  self:hop()
+  self:emit(string.format("%s(%s, %s, %d)", self:helper("mb_inval"), sp(self, v, 0), self:a(v, 0),
+    self:site(v, "mbarrier.inval", 8)))
+end
+local function nop(self) self:hop() end
+for _, op in ipairs { "fence.mbarrier_init", "fence.proxy.async", "fence.proxy.async.shared",
+  "fence.proxy.async.global", "wgmma.fence", "wgmma.commit", "wgmma.wait", "bulk.commit", "bulk.wait",
+  "bulk.prefetch" } do
+  OPS[op] = nop
+end
+-- setmaxnreg: the count rules (24 to 256, a multiple of 8); registers are not modelled
+local function setmaxnreg(self, v)
+  self:hop()
+  local n = tonumber(self:imm(v, 0))
+  if n < 24 or n > 256 or n % 8 ~= 0 then
+    err.raise("setmaxnreg %d at %s (kernel '%s'): the count must be 24 to 256, a multiple of 8", n, self:where(v),
+      self.mc.kernel)
+  end
+end
+OPS["setmaxnreg.inc"], OPS["setmaxnreg.dec"] = setmaxnreg, setmaxnreg
+
+local function desc_arg(self, v, i) return "tonumber(" .. self:a(v, i) .. ")" end
+local function coords(self, v, first, rank)
+  local c = {}
+  for i = 0, rank - 1 do c[#c + 1] = self:a(v, first + i) end
+  return table.concat(c, ", ")
+end
+OPS["tma.load"] = function(self, v)
+  self:hop()
+  local rank = tonumber(self:imm(v, 0))
+  self:emit(string.format("%s(%s, %s, %s, %s, %s, nil, %d, %s)", self:helper("tma_load"), desc_arg(self, v, 1),
+    sp(self, v, 0), self:a(v, 0), sp(self, v, 2), self:a(v, 2), self:site(v, "tma.load", 0), coords(self, v, 3, rank)))
+end
+OPS["tma.load.multicast"] = function(self, v)
+  self:hop()
+  local rank = tonumber(self:imm(v, 0))
+  self:emit(string.format("%s(%s, %s, %s, %s, %s, %s, %d, %s)", self:helper("tma_load"), desc_arg(self, v, 1),
+    sp(self, v, 0), self:a(v, 0), sp(self, v, 2), self:a(v, 2), self:a(v, 3 + rank),
+    self:site(v, "tma.load.multicast", 0), coords(self, v, 3, rank)))
+end
+OPS["tma.store"] = function(self, v)
+  self:hop()
+  local rank = tonumber(self:imm(v, 0))
+  self:emit(string.format("%s(%s, %s, %s, nil, %d, %s)", self:helper("tma_store"), desc_arg(self, v, 0),
+    sp(self, v, 1), self:a(v, 1), self:site(v, "tma.store", 0), coords(self, v, 2, rank)))
+end
+OPS["tma.reduce"] = function(self, v)
+  self:hop()
+  local rank = tonumber(self:imm(v, 0))
+  local opn = imm_name("A", self:imm(v, 1))
+  self:emit(string.format("%s(%s, %s, %s, %q, %d, %s)", self:helper("tma_store"), desc_arg(self, v, 0),
+    sp(self, v, 1), self:a(v, 1), opn, self:site(v, "tma.reduce." .. opn, 0), coords(self, v, 2, rank)))
+end
+OPS["tma.prefetch"] = function(self, v)
+  self:hop()
+  self:emit(string.format("%s(%s, %d)", self:helper("tma_check"), desc_arg(self, v, 0),
+    self:site(v, "tma.prefetch", 0)))
+end
+OPS["tma.prefetch_desc"] = OPS["tma.prefetch"]
+OPS["bulk.load"] = function(self, v)
+  self:hop()
+  self:emit(string.format("%s(%s, %s, %s, %s, %s, %s, %d)", self:helper("bulk_load"), sp(self, v, 0), self:a(v, 0),
+    self:a(v, 1), self:a(v, 2), sp(self, v, 3), self:a(v, 3), self:site(v, "bulk.load", 0)))
+end
+OPS["bulk.store"] = function(self, v)
+  self:hop()
+  self:emit(string.format("%s(%s, %s, %s, %s, %d)", self:helper("bulk_store"), self:a(v, 0), sp(self, v, 1),
+    self:a(v, 1), self:a(v, 2), self:site(v, "bulk.store", 0)))
+end
+
+OPS["elect.sync"] = function(self, v, d)
+  self:hop()
+  self:set(v, self:yield(Y.ELECT, self:site(v, "elect.sync", 0), self:a(v, 0) .. ", " .. #d.slots, #d.slots))
+end
+OPS["barrier.cluster.arrive"] = function(self)
+  self:hop()
+  self.mc.sync = true
+  self:emit(self:helper("cl_arrive") .. "(B, T)")
+end
+OPS["barrier.cluster.arrive.relaxed"] = OPS["barrier.cluster.arrive"]
+OPS["barrier.cluster.wait"] = function(self, v)
+  self:hop()
+  self.mc.sync = true
+  self:emit(string.format("%s(B, T, %d)", self:helper("cl_wait"), self:site(v, "barrier.cluster.wait", 0)))
+end
+OPS.mapa = function(self, v)
+  self:hop()
+  self:def(v, string.format("%s(%s, %s, %d)", self:helper("mapa"), self:a(v, 0), self:a(v, 1), self:site(v, "mapa", 0)))
+end
+OPS.getctarank = function(self, v)
+  self:hop()
+  self:def(v, string.format("%s(%s)", self:helper("ctarank"), self:a(v, 0)))
+end
+
+OPS["wgmma.mma_async"] = function(self, v, d)
+  self:hop()
+  local n = tonumber(self:imm(v, 0))
+  local ta, tb, td = imm_name("E", self:imm(v, 1)), imm_name("E", self:imm(v, 2)), imm_name("E", self:imm(v, 3))
+  local mode = tonumber(self:imm(v, 4))
+  local a = self:v(self:arg(v, 0))
+  local args = { tostring(n), string.format("%q", ta), string.format("%q", tb), string.format("%q", td), tostring(mode),
+    tostring(#a) }
+  for _, x in ipairs(a) do args[#args + 1] = x end
+  args[#args + 1] = self:a(v, 1)
+  args[#args + 1] = self:a(v, 3)
+  -- the accumulator as one table (up to 128 values: too many for a call's registers)
+  args[#args + 1] = "{" .. table.concat(self:v(self:arg(v, 2)), ", ") .. "}"
+  self:set(v, self:yield(Y.WGMMA, self:site(v, "wgmma.mma_async", 0), table.concat(args, ", "), #d.slots))
+end
+
+-- Inline PTX: the few forms cutelua's own kernels and specs write by hand
+-- (fences, a TMA load, mbarrier init / arrive.expect_tx / try_wait, a bulk
+-- load); anything else is refused.
+OPS.asm = function(self, v, d)
+  local text = ffi.string(ir.str_get(self.m, tonumber(self:imm(v, 0))))
+  local t = text:gsub("%s+", " ")
+  if d and #d.slots == 0 then d = nil end
+  local function opnd(k) -- operand $k (inputs follow the outputs)
+    local nout = d and #d.slots or 0
+    return self:a(v, k - nout)
+  end
+  local function sh(k) return string.format("%q, %s", "shared", opnd(k)) end
+  if not d and (t:match("^ ?fence%.proxy%.async[%w:%.]*; ?$") or t:match("^ ?fence%.mbarrier_init[%w:%.]*; ?$")) then
+    return nop(self)
+  end
+  local rank, rest = t:match("^ ?cp%.async%.bulk%.tensor%.(%d)d%.shared::cluster%.global%." ..
+    "mbarrier::complete_tx::bytes (%[.*)$")
+  if rank and not d then
+    local dst, desc, cs, bar = rest:match("^%[%$(%d+)%], %[%$(%d+), {([^}]*)}%], %[%$(%d+)%]; ?$")
+    if dst then
+      local c = {}
+      for k in cs:gmatch("%$(%d+)") do c[#c + 1] = opnd(tonumber(k)) end
+      if #c == tonumber(rank) then
+        self:hop()
+        return self:emit(string.format("%s(tonumber(%s), %s, %s, nil, %d, %s)", self:helper("tma_load"),
+          opnd(tonumber(desc)), sh(tonumber(dst)), sh(tonumber(bar)), self:site(v, "tma.load (inline PTX)", 0),
+          table.concat(c, ", ")))
+      end
+    end
+  end
+  local dst, src, n, bar = t:match("^ ?cp%.async%.bulk%.shared::cluster%.global%.mbarrier::complete_tx::bytes " ..
+    "%[%$(%d+)%], %[%$(%d+)%], %$(%d+), %[%$(%d+)%]; ?$")
+  if dst and not d then
+    self:hop()
+    return self:emit(string.format("%s(%s, tonumber(%s), %s, %s, %d)", self:helper("bulk_load"), sh(tonumber(dst)),
+      opnd(tonumber(src)), opnd(tonumber(n)), sh(tonumber(bar)), self:site(v, "bulk.load (inline PTX)", 0)))
+  end
+  local mask
+  dst, src, n, bar, mask = t:match("^ ?cp%.async%.bulk%.shared::cluster%.global%.mbarrier::complete_tx::bytes" ..
+    "%.multicast::cluster %[%$(%d+)%], %[%$(%d+)%], %$(%d+), %[%$(%d+)%], %$(%d+); ?$")
+  if dst and not d then
+    self:hop()
+    return self:emit(string.format("%s(%s, tonumber(%s), %s, %s, %d, %s)", self:helper("bulk_load"),
+      sh(tonumber(dst)), opnd(tonumber(src)), opnd(tonumber(n)), sh(tonumber(bar)),
+      self:site(v, "bulk.load.multicast (inline PTX)", 0), opnd(tonumber(mask))))
+  end
+  local b, cnt = t:match("^ ?mbarrier%.init%.shared::cta%.b64 %[%$(%d+)%], (%d+); ?$")
+  if b and not d then
+    self:hop()
+    return self:emit(string.format("%s(%s, %s, %d)", self:helper("mb_init"), sh(tonumber(b)), cnt,
+      self:site(v, "mbarrier.init (inline PTX)", 8)))
+  end
+  b, cnt = t:match("^ ?mbarrier%.arrive%.expect_tx%.shared::cta%.b64 _, %[%$(%d+)%], (%d+); ?$")
+  if b and not d then
+    self:hop()
+    return self:emit(string.format("%s(%s, %s, %d)", self:helper("mb_arrive_tx"), sh(tonumber(b)), cnt,
+      self:site(v, "mbarrier.arrive.expect_tx (inline PTX)", 8)))
+  end
+  local par
+  b, par = t:match("mbarrier%.try_wait%.parity%.shared::cta%.b64 %w+, %[%$(%d+)%], (%d+);")
+  if b and d and #d.slots == 1 and (t:match("selp%.[bsu]32 %$0, 1, 0, %w+;") or t:match("selp%.[bsu]32 %$0, 1, 0")) then
+    self:hop()
+    self.mc.sync = true
+    local r = string.format("%s(%s, %s, %d)", self:helper("mb_wait"), sh(tonumber(b)), par,
+      self:site(v, "mbarrier.try_wait (inline PTX)", 8))
+    return self:def(v, d.slots[1] == "i1" and r or ("(" .. r .. " and 1 or 0)"))
+  end
+  self:unsupported(v, "inline PTX ('" .. text:sub(1, 80) .. "')")
+end
+
+-- ---------------------------------------------------------------------------
 -- The walk: prologue, then the body in program order with its regions
 
 local HOIST = { const = true, undef = true, param = true, smem = true, ["smem.dyn"] = true }
@@ -1050,8 +1279,13 @@ function Fn:prologue()
         self:set(v, z)
       elseif op == "param" then
         local idx = tonumber(self:imm(v, 0))
-        if tonumber(self:imm(v, 1)) ~= 0 then self:unsupported(v, "a by-value blob parameter (a TMA descriptor)") end
-        if self.kernel then
+        if tonumber(self:imm(v, 1)) ~= 0 and not self.kernel then
+          self:unsupported(v, "a by-value blob parameter of a device function")
+        end
+        if tonumber(self:imm(v, 1)) ~= 0 then -- a TMA descriptor: the host address of its 128 bytes
+          self:def(v, "P[" .. (idx + 1) .. "]")
+          mc.params[idx + 1] = { slots = { "ptr" }, blob = true }
+        elseif self.kernel then
           self:def(v, "P[" .. (idx + 1) .. "]")
           mc.params[idx + 1] = d
         else
@@ -1306,7 +1540,8 @@ compile_as = function(m, kernel_name, helpers, big)
   for name in pairs(mc.helpers) do
     if helpers[name] == nil then err.raise("simulator: no helper '%s' (kernel '%s')", name, kernel_name) end
   end
-  return { fn = chunk(helpers), sync = mc.sync, sites = mc.sites, params = mc.params, smem = mc.smem,
+  return { fn = chunk(helpers), sync = mc.sync, hopper = mc.hopper, sites = mc.sites, params = mc.params,
+    smem = mc.smem,
     dyn_align = mc.dyn_align, source = src }
 end
 

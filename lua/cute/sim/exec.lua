@@ -15,6 +15,8 @@ local tobit, band, bor, bxor, lshift, rshift = bit.tobit, bit.band, bit.bor, bit
 local floor = math.floor
 local S, fail = machine.S, machine.fail
 local Y = compile.Y
+local hopper = require "cute.sim.hopper"
+hopper.Y_MBWAIT, hopper.Y_CLWAIT = Y.MBWAIT, Y.CLWAIT
 
 local E = {}
 
@@ -53,6 +55,7 @@ H.m_exp2, H.m_log2, H.m_tanh, H.m_erf = N.exp2, N.log2, N.tanh, N.erf
 function H.m_rsqrt(x) return 1 / math.sqrt(x) end
 function H.m_rcp(x) return 1 / x end
 H.smem_base = machine.smem_base
+for k, f in pairs(hopper.H) do H[k] = f end
 H.yield = coroutine.yield
 
 local scratch = ffi.new("uint8_t[4096]") -- bitcasts go through it (a value of up to 4 KiB)
@@ -437,8 +440,17 @@ local function mma(st, lanes, base)
   end
 end
 
+-- elect.sync: the lowest lane of the mask's lanes is the leader
+local function elect(st, lanes, base)
+  local leader = lanes[1]
+  for _, t in ipairs(lanes) do
+    local nres = st.args[t][2]
+    if nres == 2 then st.res[t] = { leader - base, t == leader } else st.res[t] = { t == leader } end
+  end
+end
+
 local COLLECTIVE = { [Y.SYNCWARP] = "syncwarp", [Y.SHFL] = "shfl", [Y.VOTE] = "vote", [Y.REDUX] = "redux",
-  [Y.LDMATRIX] = "ldmatrix", [Y.MMA] = "mma.sync", [Y.STMATRIX] = "stmatrix" }
+  [Y.LDMATRIX] = "ldmatrix", [Y.MMA] = "mma.sync", [Y.STMATRIX] = "stmatrix", [Y.ELECT] = "elect.sync" }
 
 local function site_text(id)
   local s = machine.site_of(id)
@@ -463,7 +475,9 @@ local function resolve_warps(st, n)
       end
       local lanes, ready = {}, true
       for _, t in ipairs(lanes_of(mask, base, n)) do
-        if st.state[t] == WAITING then
+        if st.state[t] == WAITING and (st.kind[t] == Y.MBWAIT or st.kind[t] == Y.CLWAIT) then
+          ready = false -- blocked on an mbarrier or the cluster barrier: it comes here once released
+        elseif st.state[t] == WAITING then
           if st.site[t] ~= st.site[first] then
             fail("kernel '%s': warp divergence in %s warp %d: lane %d waits at %s and lane %d at %s; a " ..
               "warp-synchronous op needs every lane of its mask at the same op (on the GPU: a hang or undefined " ..
@@ -490,10 +504,64 @@ local function resolve_warps(st, n)
           ldmatrix(st, lanes, base)
         elseif kind == Y.STMATRIX then
           stmatrix(st, lanes, base)
+        elseif kind == Y.ELECT then
+          elect(st, lanes, base)
         else
           mma(st, lanes, base)
         end
         for _, t in ipairs(lanes) do st.state[t] = READY end
+        progress = true
+      end
+    end
+  end
+  return progress
+end
+
+-- Resolves the wgmma that all 128 threads of a warpgroup reached, the
+-- mbarrier waits whose phase completed and the cluster barrier's waits.
+local function resolve_hopper(st, n, B)
+  local progress = false
+  for base = 0, n - 1, 128 do
+    local first
+    for t = base, math.min(base + 127, n - 1) do
+      if st.state[t] == WAITING and st.kind[t] == Y.WGMMA then
+        first = t
+        break
+      end
+    end
+    if first then
+      local ready = true
+      for t = base, base + 127 do
+        if t >= n or st.state[t] == DONE then
+          fail("kernel '%s': wgmma at %s in %s: thread %d of the warpgroup (threads %d-%d) has exited or does not " ..
+            "exist; all 128 threads of a warpgroup execute a wgmma", S.kernel, site_text(st.site[first]),
+            machine.where_block(), t, base, base + 127)
+        end
+        if st.state[t] == WAITING and st.kind[t] == Y.WGMMA and st.site[t] ~= st.site[first] then
+          fail("kernel '%s': warpgroup divergence in %s: thread %d waits at the wgmma at %s and thread %d at the " ..
+            "one at %s", S.kernel, machine.where_block(), first, site_text(st.site[first]), t, site_text(st.site[t]))
+        end
+        if st.state[t] ~= WAITING or st.kind[t] ~= Y.WGMMA then ready = false end
+      end
+      if ready then
+        hopper.wgmma(st, base, st.site[first])
+        for t = base, base + 127 do st.state[t] = READY end
+        progress = true
+      end
+    end
+  end
+  if B.cl.arrived > 0 and hopper.cl_check(B.cl) then progress = true end
+  for t = 0, n - 1 do
+    if st.state[t] == WAITING then
+      local kind = st.kind[t]
+      if kind == Y.MBWAIT then
+        local a = st.args[t]
+        if hopper.mb_done(a[1], a[2]) then
+          st.state[t], st.res[t] = READY, { true }
+          progress = true
+        end
+      elseif kind == Y.CLWAIT and st.args[t][1] < B.cl.gen then
+        st.state[t], st.res[t] = READY, {}
         progress = true
       end
     end
@@ -546,6 +614,14 @@ local function resolve_barriers(st, n)
 end
 
 local function deadlock(st, n)
+  for t = 0, n - 1 do
+    if st.state[t] == WAITING and st.kind[t] == Y.MBWAIT then
+      local a = st.args[t]
+      fail("kernel '%s': deadlock in %s: thread %s waits at %s for the phase of parity %d of %s, and no running " ..
+        "thread or copy in flight can complete it (on the GPU: a hang)", S.kernel, machine.where_block(),
+        machine.coords(t), site_text(st.site[t]), a[2], hopper.describe(a[1]))
+    end
+  end
   local at, other
   for t = 0, n - 1 do
     if st.state[t] == WAITING then
@@ -583,6 +659,7 @@ local function thread_records(bdim)
 end
 
 local function run_plain(fn, P, B, T, n)
+  B.cl = { arrived = 0, gen = 0, ndone = 0, nthreads = n }
   for t = 0, n - 1 do
     S.tid = t
     local th = T[t]
@@ -613,6 +690,7 @@ local function record(st, t, co, ok, kind, site, ...)
   end
   if kind == EXIT or coroutine.status(co) == "dead" then
     st.state[t] = DONE
+    st.B.cl.ndone = st.B.cl.ndone + 1
     return
   end
   st.state[t], st.kind[t], st.site[t] = WAITING, kind, site
@@ -634,35 +712,69 @@ local function record(st, t, co, ok, kind, site, ...)
   st.args[t] = { ... }
 end
 
-local function run_coroutines(fn, P, B, T, n, cos)
-  local st = { state = {}, kind = {}, site = {}, args = {}, res = {}, named = {} }
-  for t = 0, n - 1 do
-    T[t].cpq = nil
-    local co = cos[t]
-    if not co then
-      co = coroutine.create(thread_loop(fn))
-      cos[t] = co
+-- Runs the threads of a cluster's CTAs (csize of them, one without
+-- clusters) as coroutines: Bs, Ts, coss per CTA (context i = rank i - 1).
+local function run_cluster(fn, P, Bs, Ts, n, coss, csize)
+  local cl = { arrived = 0, gen = 0, ndone = 0, nthreads = n * csize }
+  local sts = {}
+  for i = 1, csize do
+    local B, T, cos = Bs[i], Ts[i], coss[i]
+    B.cl = cl
+    local st = { state = {}, kind = {}, site = {}, args = {}, res = {}, named = {}, B = B }
+    sts[i] = st
+    machine.switch(i)
+    for t = 0, n - 1 do
+      T[t].cpq = nil
+      T[t].cl_gen = nil
+      local co = cos[t]
+      if not co then
+        co = coroutine.create(thread_loop(fn))
+        cos[t] = co
+      end
+      S.tid = t
+      record(st, t, co, coroutine.resume(co, P, B, T[t]))
     end
-    S.tid = t
-    record(st, t, co, coroutine.resume(co, P, B, T[t]))
   end
   while true do
     local any_ready = false
-    for t = 0, n - 1 do
-      if st.state[t] == READY then
-        any_ready = true
-        S.tid = t
-        local co = cos[t]
-        local res = st.res[t]
-        st.res[t] = nil
-        record(st, t, co, coroutine.resume(co, unpack(res)))
+    for i = 1, csize do
+      local st, cos = sts[i], coss[i]
+      for t = 0, n - 1 do
+        if st.state[t] == READY then
+          if not any_ready or csize > 1 then machine.switch(i) end
+          any_ready = true
+          S.tid = t
+          local co = cos[t]
+          local res = st.res[t]
+          st.res[t] = nil
+          record(st, t, co, coroutine.resume(co, unpack(res)))
+        end
       end
     end
     if not any_ready then
       local alldone = true
-      for t = 0, n - 1 do if st.state[t] ~= DONE then alldone = false break end end
+      for i = 1, csize do
+        local st = sts[i]
+        for t = 0, n - 1 do if st.state[t] ~= DONE then alldone = false break end end
+      end
       if alldone then return end
-      if not resolve_warps(st, n) and not resolve_barriers(st, n) then deadlock(st, n) end
+      local progress = false
+      for i = 1, csize do
+        machine.switch(i)
+        local st = sts[i]
+        if resolve_warps(st, n) or resolve_barriers(st, n) or resolve_hopper(st, n, st.B) then progress = true end
+      end
+      if not progress then
+        for i = 1, csize do
+          local st = sts[i]
+          for t = 0, n - 1 do
+            if st.state[t] == WAITING then
+              machine.switch(i)
+              deadlock(st, n)
+            end
+          end
+        end
+      end
     end
   end
 end
@@ -686,30 +798,60 @@ E.checks_default = os.getenv("CUTELUA_SIM_CHECKS") ~= "0"
 
 --- Runs a launch of kernel `name` compiled as `c` (cute.sim.compile) with
 -- parameters P (the generated code's values), grid and block {x, y, z},
--- dynamic shared memory bytes, and the global regions its tensor arguments
--- span ({lo, hi, name}).
-function E.run(c, name, P, grid, block, dyn_smem, regions)
+-- dynamic shared memory bytes, the global regions its tensor arguments
+-- span ({lo, hi, name}) and the cluster {x, y, z} (default {1, 1, 1}): the
+-- CTAs of a cluster run together, each with its shared memory.
+function E.run(c, name, P, grid, block, dyn_smem, regions, cluster)
   S.kernel, S.sites, S.regions, S.checks = name, c.sites, regions, E.checks_default
   S.bdim = block
   machine.reset_regions()
+  hopper.reset()
+  cluster = cluster or { 1, 1, 1 }
+  local cx, cy, cz = cluster[1], cluster[2], cluster[3]
+  local csize = cx * cy * cz
+  for d = 1, 3 do
+    if grid[d] % cluster[d] ~= 0 then
+      err.raise("launch of %s: the grid {%d, %d, %d} is not a whole number of clusters {%d, %d, %d}", name, grid[1],
+        grid[2], grid[3], cx, cy, cz)
+    end
+  end
+  S.csize = csize
   local dyn_base = math.ceil(c.smem / c.dyn_align) * c.dyn_align
   local smem = dyn_base + dyn_smem
-  local T, n = thread_records(block)
+  local n = block[1] * block[2] * block[3]
   if n == 0 then return end
-  local B = { nx = block[1], ny = block[2], nz = block[3], gx = grid[1], gy = grid[2], gz = grid[3],
-    nwarps = math.ceil(n / 32), dsmem = dyn_smem, smem = smem, dyn_base = dyn_base }
+  local Bs, Ts, coss = {}, {}, {}
+  for i = 1, csize do
+    Ts[i] = thread_records(block)
+    Bs[i] = { nx = block[1], ny = block[2], nz = block[3], gx = grid[1], gy = grid[2], gz = grid[3],
+      nwarps = math.ceil(n / 32), dsmem = dyn_smem, smem = smem, dyn_base = dyn_base, cnx = cx, cny = cy, cnz = cz,
+      cn = csize, ncx = grid[1] / cx, ncy = grid[2] / cy, ncz = grid[3] / cz }
+    coss[i] = {}
+  end
   local fn = c.fn
-  local runner = c.sync and run_coroutines or run_plain
-  local cos = {} -- the threads' coroutines, for the launch
   local ok, e = pcall(function()
-    for z = 0, grid[3] - 1 do
-      for y = 0, grid[2] - 1 do
-        for x = 0, grid[1] - 1 do
-          S.block[1], S.block[2], S.block[3] = x, y, z
-          B.cx, B.cy, B.cz = x, y, z
-          machine.begin_block(smem)
-          runner(fn, P, B, T, n, cos)
-          machine.end_epoch()
+    for z = 0, grid[3] / cz - 1 do
+      for y = 0, grid[2] / cy - 1 do
+        for x = 0, grid[1] / cx - 1 do
+          for r = 0, csize - 1 do
+            local ccx, ccy, ccz = r % cx, floor(r / cx) % cy, floor(r / (cx * cy))
+            local B = Bs[r + 1]
+            B.cx, B.cy, B.cz = x * cx + ccx, y * cy + ccy, z * cz + ccz
+            B.ccx, B.ccy, B.ccz, B.crank, B.clx, B.cly, B.clz = ccx, ccy, ccz, r, x, y, z
+            machine.begin_block(smem, r + 1, { B.cx, B.cy, B.cz })
+          end
+          if c.sync then
+            run_cluster(fn, P, Bs, Ts, n, coss, csize)
+          else
+            for r = 1, csize do
+              machine.switch(r)
+              run_plain(fn, P, Bs[r], Ts[r], n)
+            end
+          end
+          for r = 1, csize do
+            machine.switch(r)
+            machine.end_epoch()
+          end
         end
       end
     end

@@ -10,6 +10,8 @@ local err = require "cute._err"
 local L = require "cute.layout"
 local compile = require "cute.sim.compile"
 local exec = require "cute.sim.exec"
+local tma = require "cute.sim.tma"
+local ffi = require "ffi"
 
 local M = {}
 
@@ -51,12 +53,40 @@ function M.launch(k, spec, cfg, ...)
     err.raise("launch of %s: a block has at most 1024 threads, got %d (%d x %d x %d)", k.name, nthreads, block[1],
       block[2], block[3])
   end
+  if c.hopper and require("cute.sim.memory").arch() ~= "sm_90a" then
+    err.raise("launch of %s on the simulator: the kernel uses Hopper (sm_90a) instructions and the simulated device " ..
+      "is %s; simulate an sm_90a device: cute.set_device(\"sim\", {arch = \"sm_90a\"}) or CUTELUA_SIM_ARCH=sm_90a",
+      k.name, require("cute.sim.memory").arch())
+  end
+  local cd = dims(cfg.cluster or k.cluster, "cluster")
+  if cd[1] * cd[2] * cd[3] > 1 and require("cute.sim.memory").arch() ~= "sm_90a" then
+    err.raise("launch of %s on the simulator: clusters need an sm_90 device, and the simulated one is %s; " ..
+      "cute.set_device(\"sim\", {arch = \"sm_90a\"}) or CUTELUA_SIM_ARCH=sm_90a", k.name,
+      require("cute.sim.memory").arch())
+  end
+  if cd[1] * cd[2] * cd[3] > 16 then
+    err.raise("launch of %s: a cluster of %d CTAs; at most 16 (8 portably)", k.name, cd[1] * cd[2] * cd[3])
+  end
   local args = { ... }
   local P, regions = {}, {}
   local storage = spec.storage
   for j, p in ipairs(spec.params) do
     local d = c.params[j]
-    if d then P[j] = exec.param_value(d, storage["p" .. j]) end
+    if d and d.blob then
+      -- a TMA descriptor: the host address of its bytes (cute.sim.tma's form), and the global memory it spans
+      local a = tonumber(ffi.cast("uintptr_t", spec.argv[j - 1]))
+      P[j] = a
+      local t, why = tma.decode(a)
+      if not t then
+        err.raise("launch of %s on the simulator: argument '%s' (#%d): %s", k.name, k.names[p.arg] or "?", p.arg, why)
+      end
+      regions[#regions + 1] = { lo = a, hi = a + 128, name = string.format("the TMA descriptor '%s' (argument #%d)",
+        k.names[p.arg] or "?", p.arg) }
+      regions[#regions + 1] = { lo = t.address, hi = t.address + t.span,
+        name = string.format("the tensor of TMA descriptor '%s' (argument #%d)", k.names[p.arg] or "?", p.arg) }
+    elseif d then
+      P[j] = exec.param_value(d, storage["p" .. j])
+    end
     if p.what == "ptr" then
       local t = args[p.arg]
       if getmetatable(t) == StaticMark then t = t.tensor end
@@ -67,12 +97,10 @@ function M.launch(k, spec, cfg, ...)
       local lo = tonumber(t._ptr)
       regions[#regions + 1] = { lo = lo, hi = lo + tensor_bytes(t),
         name = string.format("tensor '%s' (argument #%d)", k.names[p.arg] or "?", p.arg) }
-    elseif p.what == "tma" or p.what == "tma_atom" then
-      err.raise("launch of %s on the simulator: TMA descriptors are not simulated yet", k.name)
     end
   end
   local dyn = math.max(spec.dyn_smem or 0, cfg.smem or 0)
-  exec.run(c, k.name, P, grid, block, dyn, regions)
+  exec.run(c, k.name, P, grid, block, dyn, regions, cd)
 end
 
 --- The Lua source the simulator made of a specialisation (for debugging).

@@ -35,7 +35,6 @@ M.S = S
 
 local SBASE = 0   -- host address of the current block's shared memory
 local SSIZE = 0
-local smem_buf    -- its bytes (kept between blocks; grown when needed)
 local shadow      -- int32 arrays: wt we ww ws rt re rw rs (writer, epochs, site; reader ...)
 local GLO, GHI = 0, 0 -- the region of the last global access that passed
 
@@ -59,29 +58,90 @@ M.where_block = where_block
 local function site_of(id) return S.sites[id] or { what = "access", where = "?", bytes = 0 } end
 M.site_of = site_of
 
---- Prepares a block: its shared memory (bytes), fresh shadow state.
-function M.begin_block(bytes)
-  if bytes > SSIZE or not smem_buf then
-    -- in C's heap (kernels write it through raw pointers), 1024-byte aligned
-    local n = math.max(bytes, 16)
-    smem_buf = ffi.gc(ffi.C.malloc(n + 1024), ffi.C.free)
-    local base = tonumber(ffi.cast("uintptr_t", smem_buf))
-    SBASE = base + (1024 - base % 1024) % 1024
-    SSIZE = n
-    shadow = {}
-    for i = 1, 8 do shadow[i] = ffi.gc(ffi.cast("int32_t *", ffi.C.malloc(4 * n)), ffi.C.free) end
+-- A CTA's shared memory and its shadow live in a context; a launch with
+-- clusters of several CTAs has one per CTA of the cluster and switches
+-- between them as it runs their threads (M.switch). Context 1 serves
+-- launches without clusters.
+local ctxs = {}
+local cur -- the current context
+
+local function new_ctx(bytes)
+  -- in C's heap (kernels write it through raw pointers), 1024-byte aligned
+  local n = math.max(bytes, 16)
+  local c = { size = n }
+  c.buf = ffi.gc(ffi.C.malloc(n + 1024), ffi.C.free)
+  local base = tonumber(ffi.cast("uintptr_t", c.buf))
+  c.base = base + (1024 - base % 1024) % 1024
+  c.shadow = {}
+  for i = 1, 8 do c.shadow[i] = ffi.gc(ffi.cast("int32_t *", ffi.C.malloc(4 * n)), ffi.C.free) end
+  return c
+end
+
+local function load_ctx(c)
+  cur = c
+  SBASE, SSIZE, shadow = c.base, c.size, c.shadow
+  S.smem_bytes, S.epoch, S.uninit, S.wepoch, S.mbar, S.block = c.bytes, c.epoch, c.uninit, c.wepoch, c.mbar, c.block
+  S.rank = c.rank
+end
+
+local function save_ctx()
+  if cur then cur.epoch, cur.uninit = S.epoch, S.uninit end
+end
+
+--- Makes context i (CTA rank i - 1 of the cluster) current.
+function M.switch(i)
+  local c = ctxs[i]
+  if c == cur then return end
+  save_ctx()
+  load_ctx(c)
+end
+
+--- Context i (nil if none): its fields base, bytes, mbar, epoch (when not current), rank.
+function M.ctx(i)
+  local c = ctxs[i]
+  if c == cur then save_ctx() end
+  return c
+end
+
+--- Prepares context i (default 1) for a block: its shared memory (bytes),
+-- fresh shadow state, block coordinates {x, y, z}; makes it current.
+function M.begin_block(bytes, i, block)
+  i = i or 1
+  save_ctx()
+  local c = ctxs[i]
+  if not c or bytes > c.size then
+    c = new_ctx(bytes)
+    ctxs[i] = c
   end
-  S.smem_bytes = bytes
-  if S.checks then for i = 1, 8 do ffi.fill(shadow[i], 4 * SSIZE) end end
-  S.epoch = 1
-  S.uninit = nil
-  for w = 0, 31 do S.wepoch[w] = 1 end
+  c.bytes, c.epoch, c.uninit, c.mbar, c.rank = bytes, 1, nil, {}, i - 1
+  c.block = block or c.block or { 0, 0, 0 }
+  c.wepoch = c.wepoch or {}
+  for w = 0, 31 do c.wepoch[w] = 1 end
+  if S.checks then for k = 1, 8 do ffi.fill(c.shadow[k], 4 * c.size) end end
+  load_ctx(c)
 end
 
 --- At a barrier and at the end of a block: raises the uninitialised read found since the last one.
 function M.end_epoch()
   if S.uninit then fail("%s", S.uninit) end
   S.epoch = S.epoch + 1
+end
+
+--- Marks [o, o + n) of context c's shared memory written by another CTA of
+-- the cluster (a DSMEM store, a multicast copy): initialised, in no epoch
+-- (not race-checked). Raises for an access outside it.
+function M.remote_access(c, o, n, site, what)
+  if o < 0 or o + n > c.bytes then
+    local st = site_of(site)
+    fail("kernel '%s': out-of-bounds distributed shared-memory %s of %d bytes at %s, in %s thread %s: byte " ..
+      "offset %d of CTA rank %d's %d bytes of shared memory", S.kernel, what or st.what, n, st.where, where_block(),
+      coords(S.tid), o, c.rank, c.bytes)
+  end
+  if S.checks and what ~= "read" then
+    local wt, we = c.shadow[1], c.shadow[2]
+    for b = o, o + n - 1 do wt[b], we[b] = -2, 0 end
+  end
+  return c.base + o
 end
 
 function M.smem_base() return SBASE end
@@ -293,6 +353,7 @@ end
 
 --- The host address of a pointer of an address space (for atomics, copies).
 function M.host_addr(space, a, n, site, write)
+  if space == "shared_cluster" then return M.cluster_host(a, n, site, write) end
   if space == "shared" then
     if S.checks then
       if write == "mark" then mark_s(a, n, site) else chk_s(a, n, site, write) end

@@ -135,13 +135,43 @@ Event.__tostring = function() return "cute.Event(simulator)" end
 
 function M.event() return setmetatable({ sim = true, t = now() }, Event) end
 
+-- The architecture the simulator presents: "sm_80" (default) or "sm_90a"
+-- (CUTELUA_SIM_ARCH, or cute.set_device("sim", {arch = ...})). On sm_90a it
+-- reports compute capability 9.0, so cute.gemm plans its Hopper kernel, and
+-- it runs the Hopper instructions (wgmma, TMA, mbarriers, clusters).
+local ARCHS = { sm_80 = { 8, 0 }, sm_90a = { 9, 0 } }
+local arch = os.getenv("CUTELUA_SIM_ARCH")
+if arch == nil or arch == "" then arch = "sm_80" end
+if arch == "sm_90" then arch = "sm_90a" end
+if not ARCHS[arch] then
+  io.stderr:write(string.format("cutelua: CUTELUA_SIM_ARCH=%s is not a simulated architecture (sm_80, sm_90a); " ..
+    "using sm_80\n", arch))
+  arch = "sm_80"
+end
+
+--- Sets the simulated architecture: "sm_80" or "sm_90a" ("sm_90" is taken as "sm_90a").
+function M.set_arch(a)
+  if a == "sm_90" then a = "sm_90a" end
+  if not ARCHS[a] then
+    require("cute._err").raise("cute.set_device(\"sim\", {arch = %s}): the simulator is \"sm_80\" or \"sm_90a\"",
+      tostring(a))
+  end
+  arch = a
+end
+
+--- The simulated architecture ("sm_80" or "sm_90a").
+function M.arch() return arch end
+
 --- What cute.device_info says on the simulator.
 function M.device_info()
-  return { ordinal = "sim", name = "cutelua CPU simulator", compute_capability = { 8, 0 }, arch = "sm_80",
-    sm_count = 1, total_memory = 0, l2_bytes = 0, max_threads_per_block = 1024, max_threads_per_sm = 1024,
+  local cc = ARCHS[arch]
+  -- as sm_90a it has an H100 SXM's 132 SMs, so that cute.gemm plans the tiles and grid it plans there
+  return { ordinal = "sim", name = "cutelua CPU simulator", compute_capability = { cc[1], cc[2] }, arch = arch,
+    sm_count = cc[1] >= 9 and 132 or 1, total_memory = 0, l2_bytes = 0, max_threads_per_block = 1024,
+    max_threads_per_sm = 1024,
     warp_size = 32, registers_per_block = 65536, registers_per_sm = 65536, smem_per_block = 49152,
     smem_per_block_optin = 232448, smem_per_sm = 233472, clock_mhz = 0, memory_clock_mhz = 0, memory_bus_bits = 0,
-    max_grid = { 2 ^ 31 - 1, 65535, 65535 }, max_block = { 1024, 1024, 64 }, cluster_launch = false,
+    max_grid = { 2 ^ 31 - 1, 65535, 65535 }, max_block = { 1024, 1024, 64 }, cluster_launch = cc[1] >= 9,
     driver_version = "sim", cuda_version = "sim", simulator = true }
 end
 

@@ -1,0 +1,111 @@
+-- cute.gemm's Hopper kernel (cute.lib.gemm_sm90: TMA, an mbarrier ring,
+-- warp-specialised wgmma warpgroups, setmaxnreg, a persistent grid) on the
+-- CPU simulator as an sm_90a device, at small shapes, against float64
+-- (cute.testing): every input dtype it takes, all four majors of the 16-bit
+-- ones, ragged edges, alpha and beta, fused epilogues, grouped GEMMs; the
+-- simulator's checks stay silent on all of them. Outputs are poisoned first.
+local cute = require "cute"
+local G = require "cute.lib.gemm"
+
+describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
+  local old
+  setup(function()
+    old = cute.current_device()
+    cute.set_device("sim", { arch = "sm_90a" })
+  end)
+  teardown(function()
+    cute.set_device("sim", { arch = "sm_80" })
+    cute.set_device(old)
+  end)
+
+  -- A (M x K) and B (K x N) in the given layouts ("row" or "col"), random; C poisoned.
+  local function operands(dt, m, n, k, cdt, al, bl)
+    local lo = dt.name == "u8" and 0 or -1
+    local A = cute.tensor(dt, { m, k }, al or "row"):uniform(lo, 1)
+    local B = cute.tensor(dt, { k, n }, bl or "col"):uniform(lo, 1)
+    cdt = cdt or cute.f32
+    local C = cute.tensor(cdt, { m, n }, "row"):fill(cdt.is_float and 0 / 0 or -12345678) -- poisoned
+    return A, B, C
+  end
+
+  local function hopper_plan(A, B, C, opts)
+    local p = G.plan(A, B, C, opts)
+    assert.matches("^gemm_sm90_", p.kernel.name, p.why)
+    return p
+  end
+
+  local cases = {
+    { cute.bf16, 128, 256, 64 }, { cute.bf16, 200, 136, 88 }, { cute.f16, 130, 70, 40 }, { cute.e4m3, 96, 80, 128 },
+    { cute.e5m2, 64, 64, 160 }, { cute.i8, 100, 48, 96 }, { cute.u8, 64, 112, 64 }, { cute.tf32, 72, 40, 36 },
+  }
+  for _, c in ipairs(cases) do
+    local dt, m, n, k = c[1], c[2], c[3], c[4]
+    it(string.format("%s %d x %d x %d (ragged edges, f32 or i32 out)", dt.name, m, n, k), function()
+      local cdt = (dt.name == "i8" or dt.name == "u8") and cute.i32 or cute.f32
+      local A, B, C = operands(dt, m, n, k, cdt)
+      hopper_plan(A, B, C)
+      cute.gemm(A, B, C)
+      local tol = (dt.name == "i8" or dt.name == "u8") and 0 or 1e-5
+      local r = cute.testing.check_gemm(A, B, C, { rtol = tol, what = dt.name })
+      assert.equal(m * n, r.checked)
+    end)
+  end
+
+  for _, majors in ipairs { { "row", "col" }, { "col", "col" }, { "row", "row" }, { "col", "row" } } do
+    it(string.format("bf16 with A %s-major and B %s-major storage, 16-bit output", majors[1], majors[2]), function()
+      local A, B, C = operands(cute.bf16, 136, 72, 80, cute.bf16, majors[1], majors[2])
+      hopper_plan(A, B, C)
+      cute.gemm(A, B, C)
+      cute.testing.check_gemm(A, B, C, { rtol = 2 ^ -8, what = majors[1] .. "/" .. majors[2] })
+    end)
+  end
+
+  it("alpha and beta (C read back), f16 output", function()
+    local A, B, C = operands(cute.f16, 96, 64, 64, cute.f16)
+    C:uniform(-1, 1)
+    local c0 = C:to_host()
+    hopper_plan(A, B, C, { alpha = 0.5, beta = -2 })
+    cute.gemm(A, B, C, { alpha = 0.5, beta = -2 })
+    cute.testing.check_gemm(A, B, C, { alpha = 0.5, beta = -2, c0 = c0, rtol = 2 ^ -8, atol = 2 ^ -9 })
+  end)
+
+  it("a fused epilogue: a bias by column and gelu_tanh, against float64", function()
+    local m, n, k = 100, 72, 64
+    local A, B, C = operands(cute.bf16, m, n, k)
+    local bias = cute.tensor(cute.f32, { n }):uniform(-1, 1)
+    hopper_plan(A, B, C, { bias = bias, activation = "gelu_tanh" })
+    cute.gemm(A, B, C, { bias = bias, activation = "gelu_tanh" })
+    local a, b, c, bv = A:to_table(), B:to_table(), C:to_table(), bias:to_table()
+    -- (to_table lists a matrix's elements column by column, whatever its storage)
+    local function at_a(i, kk) return a[i + m * kk + 1] end
+    local function at_b(kk, j) return b[kk + k * j + 1] end
+    local worst = 0
+    for i = 0, m - 1 do
+      for j = 0, n - 1 do
+        local s, mag = 0, 0
+        for kk = 0, k - 1 do
+          local p = at_a(i, kk) * at_b(kk, j)
+          s, mag = s + p, mag + math.abs(p)
+        end
+        local x = s + bv[j + 1]
+        local want = 0.5 * x * (1 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+        local got = c[i + m * j + 1]
+        local e = math.abs(got - want) / (mag + math.abs(bv[j + 1]) + 1e-30)
+        assert.is_true(got == got and e < 1e-5, string.format("C(%d,%d) = %s, expected %s", i, j, got, want))
+        if e > worst then worst = e end
+      end
+    end
+  end)
+
+  it("a grouped (MoE) GEMM: uneven and empty problems, ragged rows, a bias", function()
+    local T, K, N, off = 200, 64, 72, { 0, 0, 37, 120, 200 }
+    local E = #off - 1
+    local A = cute.tensor(cute.bf16, { T, K }, "row"):uniform(-1, 1)
+    local B = cute.tensor(cute.bf16, { K, N, E }, cute.make_layout({ K, N, E }, { 1, K, K * N })):uniform(-1, 1)
+    local C = cute.tensor(cute.f32, { T, N }, "row"):fill(0 / 0)
+    local bias = cute.tensor(cute.f32, { N }):uniform(-1, 1)
+    G.grouped(A, B, C, off, { bias = bias })
+    local r = cute.testing.check_grouped_gemm(A, B, C, off, { bias = bias, rtol = 1e-5, what = "grouped" })
+    assert.equal(T * N, r.checked)
+  end)
+end)
