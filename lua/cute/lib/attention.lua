@@ -283,9 +283,10 @@ local function build(cfg, trace_key)
       local function load_v(kb)
         cute.copy(ldV, lv:partition_S(cute.local_tile(sVs, { D, 16 }, { 0, kb })), lv:retile(tOrV[{ cute._, cute._, kb }]))
       end
-      load_v(0)
+      if cfg.v_double then load_v(0) end
       for kb = 0, NK - 1 do
-        if kb + 1 < NK then load_v(kb + 1) end
+        if not cfg.v_double then load_v(kb)
+        elseif kb + 1 < NK then load_v(kb + 1) end
         cute.gemm(mma_o, tOrO, tOrP[{ cute._, cute._, kb }], tOrV[{ cute._, cute._, kb }], tOrO)
       end
       cute.sync_threads() -- every warp is done with this stage before the next copies into it
@@ -323,7 +324,8 @@ M._build = build
 
 --- The sm_80 kernel for a configuration: cfg = {dtype ("bf16", "f16"), d, bm, bn,
 -- warps, stages (2), q_vec, k_vec, v_vec (elements a global -> shared copy), q_regs
--- (the Q tile held in registers), varlen, causal, has_left, has_right (window
+-- (the Q tile held in registers), v_double (V's fragments of the next k-block loaded while this one
+-- multiplies: more registers), varlen, causal, has_left, has_right (window
 -- sides bounded), even_k (Sk a multiple of bn: no key mask needed)}. The key of the
 -- configuration is the kernel's trace_key (docs/compiler.md).
 -- @param cfg the configuration (above)
@@ -331,7 +333,7 @@ M._build = build
 -- @usage local k = cute.lib.attention.kernel(cute.lib.attention.plan(Q, K, V, O).config)
 function M.kernel(cfg)
   local key = {}
-  for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "varlen",
+  for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "v_double", "varlen",
     "causal", "has_left", "has_right", "even_k" } do
     key[#key + 1] = tostring(cfg[k])
   end
@@ -555,12 +557,15 @@ local function vec_of(t, strides, rank)
   return v
 end
 
--- The sm_80 tiles (FlashAttention-2's choices for A100-class GPUs): BM query
--- rows a CTA (4 warps), BN keys a step, two stages of K and V.
+-- The sm_80 tiles: BM query rows a CTA (16 a warp), BN keys a step, two
+-- stages of K and V. Picked from ptxas's register counts (sm_80 and sm_90a,
+-- causal and not; no GPU measurement yet): every row of the table compiles
+-- without spilling except head dim 256, whose 128 f32 accumulators a thread
+-- and V's fragments spill 120 bytes on sm_80 (8 on sm_90a).
 local SM80_CONFIGS = {
-  [64] = { bm = 128, bn = 64, warps = 4, stages = 2, q_regs = true },
-  [128] = { bm = 128, bn = 64, warps = 4, stages = 2, q_regs = false },
-  [256] = { bm = 64, bn = 32, warps = 4, stages = 2, q_regs = false },
+  [64] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },   -- 150-153 registers
+  [128] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },  -- 232-234 registers
+  [256] = { bm = 64, bn = 32, warps = 4, stages = 2, q_regs = false },  -- 255 registers, spills
 }
 M.SM80_CONFIGS = SM80_CONFIGS
 
