@@ -75,7 +75,8 @@ local function tiled_g2s(dt, threads, rows, cols, major, vec)
   end
   if major == "k" then
     local tc = math.min(cols / vec, threads)
-    return cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / tc, tc }, { tc, 1 }), cute.make_layout({ 1, vec }))
+    return cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / tc, tc }, { tc, 1 }),
+      cute.make_layout({ 1, vec }))
   end
   local tr = math.min(rows / vec, threads)
   return cute.make_tiled_copy_tv(catom, cute.make_layout({ tr, threads / tr }), cute.make_layout({ vec, 1 }))
@@ -194,7 +195,8 @@ local function build(cfg, trace_key)
     row_sum:fill(0.0)
 
     local function load_q(kb)
-      cute.copy(ldQ, lq:partition_S(cute.local_tile(sQ, { BM, 16 }, { 0, kb })), lq:retile(tSrQ[{ cute._, cute._, kb }]))
+      cute.copy(ldQ, lq:partition_S(cute.local_tile(sQ, { BM, 16 }, { 0, kb })),
+        lq:retile(tSrQ[{ cute._, cute._, kb }]))
     end
     if cfg.q_regs then -- the whole Q tile in registers, once
       cute.arch.cp_async_wait_group(1)
@@ -216,7 +218,8 @@ local function build(cfg, trace_key)
       local sKs = sK(stage)
       local function load_s(kb)
         if not cfg.q_regs then load_q(kb) end
-        cute.copy(ldK, lk:partition_S(cute.local_tile(sKs, { BN, 16 }, { 0, kb })), lk:retile(tSrK[{ cute._, cute._, kb }]))
+        cute.copy(ldK, lk:partition_S(cute.local_tile(sKs, { BN, 16 }, { 0, kb })),
+          lk:retile(tSrK[{ cute._, cute._, kb }]))
       end
       load_s(0)
       for kb = 0, DK - 1 do
@@ -281,7 +284,8 @@ local function build(cfg, trace_key)
       -- O += P V_j
       local sVs = sV(stage)
       local function load_v(kb)
-        cute.copy(ldV, lv:partition_S(cute.local_tile(sVs, { D, 16 }, { 0, kb })), lv:retile(tOrV[{ cute._, cute._, kb }]))
+        cute.copy(ldV, lv:partition_S(cute.local_tile(sVs, { D, 16 }, { 0, kb })),
+          lv:retile(tOrV[{ cute._, cute._, kb }]))
       end
       if cfg.v_double then load_v(0) end
       for kb = 0, NK - 1 do
@@ -333,7 +337,8 @@ M._build = build
 -- @usage local k = cute.lib.attention.kernel(cute.lib.attention.plan(Q, K, V, O).config)
 function M.kernel(cfg)
   local key = {}
-  for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "v_double", "varlen",
+  for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "v_double",
+    "varlen",
     "causal", "has_left", "has_right", "even_k" } do
     key[#key + 1] = tostring(cfg[k])
   end
@@ -379,7 +384,9 @@ local function offsets(x, what, total, fake)
   elseif tensor.is_device_tensor(x) then
     if x.dtype ~= cute.i32 then fail("opts.%s must hold i32 offsets, got %s", what, x.dtype.name) end
     local s = L.shape(x.layout)
-    if type(s) ~= "number" then fail("opts.%s must be a 1-D tensor of B + 1 offsets, got %s", what, tostring(x.layout)) end
+    if type(s) ~= "number" then
+      fail("opts.%s must be a 1-D tensor of B + 1 offsets, got %s", what, tostring(x.layout))
+    end
     dev = x
     if not x.fake then list = x:to_host():to_table() end
   else
@@ -500,7 +507,9 @@ function M.problem(Q, K, V, O, opts)
   local left, right = -1, -1
   if opts.window ~= nil then
     local w = opts.window
-    if type(w) ~= "table" or #w ~= 2 then fail("opts.window must be {left, right} (-1: unbounded), got %s", tostring(w)) end
+    if type(w) ~= "table" or #w ~= 2 then
+      fail("opts.window must be {left, right} (-1: unbounded), got %s", tostring(w))
+    end
     for i = 1, 2 do
       if type(w[i]) ~= "number" or w[i] % 1 ~= 0 or w[i] < -1 then
         fail("opts.window[%d] must be an integer >= -1 (-1: unbounded), got %s", i, tostring(w[i]))

@@ -28,7 +28,7 @@ function M.run(c)
   local hq, hkv, d = c.hq or 1, c.hkv or c.hq or 1, c.d or 64
   local opts = {}
   for k, v in pairs(c.opts or {}) do opts[k] = v end
-  local Q, K, V, O, lse
+  local Q, K, V, O
   if c.varlen then
     local cq, ck = c.varlen[1], c.varlen[2]
     Q = rand(cute.tensor(dt, { cq[#cq], hq, d }, "row"))

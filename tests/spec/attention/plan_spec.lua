@@ -61,7 +61,7 @@ describe("cute.lib.attention.plan", function()
     local saved = package.loaded["cute.lib.attention_sm90"]
     local seen
     package.loaded["cute.lib.attention_sm90"] = {
-      plan = function(problem, opts)
+      plan = function(problem)
         seen = problem
         if problem.d == 256 then return nil, "head dim 256 is not tiled yet" end
         return { kernel = "k90", args = {}, grid = { 1, 1, 1 }, block = 384, why = "Hopper", config = {} }
@@ -95,7 +95,8 @@ describe("cute.lib.attention.plan", function()
     local cases = {
       { function() A.plan(fake(cute.f32, { 1, 64, 4, 64 }), K, K) end, "Q is f32; attention takes bf16 or f16" },
       { function() A.plan(Q, fake(cute.f16, { 1, 80, 2, 64 }), K) end, "Q is bf16 and K is f16" },
-      { function() A.plan(Q, K, fake(cute.bf16, { 1, 81, 2, 64 })) end, "K is %(1, 80, 2, 64%) and V is %(1, 81, 2, 64%)" },
+      { function() A.plan(Q, K, fake(cute.bf16, { 1, 81, 2, 64 })) end,
+        "K is %(1, 80, 2, 64%) and V is %(1, 81, 2, 64%)" },
       { function() A.plan(Q, fake(cute.bf16, { 1, 80, 3, 64 }), fake(cute.bf16, { 1, 80, 3, 64 })) end,
         "Q has 4 heads and K 3" },
       { function() A.plan(Q, fake(cute.bf16, { 1, 80, 2, 128 }), fake(cute.bf16, { 1, 80, 2, 128 })) end,
@@ -103,7 +104,8 @@ describe("cute.lib.attention.plan", function()
       { function() A.plan(fake(cute.bf16, { 1, 64, 4, 64 }, "col"), K, K) end,
         "Q's head dimension D must be contiguous %(stride 1%)" },
       { function() A.plan(fake(cute.bf16, { 64, 4, 64 }), K, K) end, "Q must have 4 modes %(B, Sq, Hq, D%)" },
-      { function() A.plan(Q, K, K, nil, { casual = true }) end, "unknown option 'casual' %(did you mean 'causal'%?%)" },
+      { function() A.plan(Q, K, K, nil, { casual = true }) end,
+        "unknown option 'casual' %(did you mean 'causal'%?%)" },
       { function() A.plan(Q, K, K, nil, { window = { 5 } }) end, "opts.window must be {left, right}" },
       { function() A.plan(Q, K, K, nil, { window = { -2, 0 } }) end, "opts.window%[1%] must be an integer >= %-1" },
       { function() A.plan(Q, K, K, nil, { causal = 1 }) end, "opts.causal must be a boolean" },
@@ -111,7 +113,8 @@ describe("cute.lib.attention.plan", function()
       { function() A.plan(Q, K, K, nil, { lse = fake(cute.f32, { 1, 4, 63 }) }) end,
         "opts.lse is %(1, 4, 63%); this problem's LSE is %(1, 4, 64%)" },
       { function() A.plan(Q, K, K, nil, { lse = fake(cute.f16, { 1, 4, 64 }) }) end, "opts.lse must be f32" },
-      { function() A.plan(Q, K, K, nil, { cu_seqlens_q = { 0, 4 } }) end, "varlen attention needs both opts.cu_seqlens_q and" },
+      { function() A.plan(Q, K, K, nil, { cu_seqlens_q = { 0, 4 } }) end,
+        "varlen attention needs both opts.cu_seqlens_q and" },
       { function()
         local q = fake(cute.bf16, { 10, 4, 64 })
         A.plan(q, q, q, nil, { cu_seqlens_q = { 0, 5, 11 }, cu_seqlens_k = { 0, 5, 10 } })

@@ -120,7 +120,8 @@ end
 
 describe("cute.testing.check_attention", function()
   for _, o in ipairs { {}, { causal = true }, { window = { 3, 1 } }, { causal = true, scale = 0.7 } } do
-    it("agrees with naive attention " .. (o.causal and "(causal) " or "") .. (o.window and "(window) " or ""), function()
+    local name = "agrees with naive attention " .. (o.causal and "(causal) " or "") .. (o.window and "(window)" or "")
+    it(name, function()
       local Q, K, V, O, LSE = setup(2, 7, 11, 4, 2, 8, o)
       local r = T.check_attention(Q, K, V, O(), LSE(), o)
       assert.equal(2 * 7 * 4, r.rows)
@@ -188,7 +189,8 @@ describe("cute.testing.check_attention", function()
     -- the same output read as one sequence fails
     raises(function() T.check_attention(Q, K, V, O, LSE, { cu_seqlens_q = { 0, 7 }, cu_seqlens_k = { 0, 10 },
       causal = true }) end)
-    assert.matches("shapes do not match", raises(function() T.check_attention(Q, K, V, K, nil, { cu_seqlens_q = { 0, 7 },
-      cu_seqlens_k = { 0, 10 }, causal = true }) end))
+    assert.matches("shapes do not match", raises(function()
+      T.check_attention(Q, K, V, K, nil, { cu_seqlens_q = { 0, 7 }, cu_seqlens_k = { 0, 10 }, causal = true })
+    end))
   end)
 end)
