@@ -305,15 +305,16 @@ local function attn_shape(t, what, r, names)
 end
 
 -- Offsets (a Lua list or a tensor of B + 1 i32) as a Lua list.
-local function offset_list(x, what)
+local function offset_list(x, what, min)
   if is_table(x) and x.layout then
     local get, n = values(x, what)
     local t = {}
     for i = 0, n - 1 do t[i + 1] = get(i) end
     return t
   end
-  if not is_table(x) or #x < 2 then
-    err.raise("cute.testing.check_attention: %s must be B + 1 offsets (a list or a tensor)", what)
+  if not is_table(x) or #x < (min or 2) then
+    err.raise("cute.testing.check_attention: %s must be %s (a list or a tensor)", what,
+      min and "B lengths" or "B + 1 offsets")
   end
   return x
 end
@@ -330,21 +331,24 @@ end
 -- Hkv, D), LSE (B, Hq, Sq); varlen (cu_seqlens_q/k): Q (total_q, Hq, D), K, V
 -- (total_k, Hkv, D), LSE (Hq, total_q). LSE may be nil (not checked). Options:
 -- scale (1/sqrt(D)), causal, window {left, right}, cu_seqlens_q, cu_seqlens_k,
--- rtol, atol, lse_tol, samples (rows checked, spread over all; default all),
--- what (a name for messages).
+-- cache_seqlens (decode: B lengths, sequence b's keys the first of its cache),
+-- block_table (paged caches K, V (pages, page_size, Hkv, D): a (B, max_pages)
+-- tensor or a list of lists of page numbers; needs cache_seqlens), rtol, atol,
+-- lse_tol, samples (rows checked, spread over all; default all), what (a name
+-- for messages).
 -- @param Q the queries (device or host tensor)
 -- @param K the keys
 -- @param V the values
 -- @param O the output to check
 -- @param LSE the log-sum-exp to check, or nil
--- @param opts optional: {scale =, causal =, window =, cu_seqlens_q =, cu_seqlens_k =, rtol =, atol =, lse_tol =,
--- samples =, what =}
+-- @param opts optional: {scale =, causal =, window =, cu_seqlens_q =, cu_seqlens_k =, cache_seqlens =,
+-- block_table =, rtol =, atol =, lse_tol =, samples =, what =}
 -- @return {max_rel =, rows =, masked_rows =} when every checked row passes
 -- @usage cute.testing.check_attention(Q, K, V, O, lse, { causal = true })
 function M.check_attention(Q, K, V, O, LSE, opts)
   opts = check_opts(opts, "check_attention", { scale = "scalar", causal = "boolean", window = true,
-    cu_seqlens_q = true, cu_seqlens_k = true, rtol = "number", atol = "number", lse_tol = "number",
-    samples = "number", what = "string" })
+    cu_seqlens_q = true, cu_seqlens_k = true, cache_seqlens = true, block_table = true, rtol = "number",
+    atol = "number", lse_tol = "number", samples = "number", what = "string" })
   local varlen = opts.cu_seqlens_q ~= nil
   if varlen ~= (opts.cu_seqlens_k ~= nil) then
     err.raise("cute.testing.check_attention: give both cu_seqlens_q and cu_seqlens_k, or neither")
@@ -356,8 +360,13 @@ function M.check_attention(Q, K, V, O, LSE, opts)
   local ks = attn_shape(K, "K", r, kn)
   local vs = attn_shape(V, "V", r, kn)
   local os_ = attn_shape(O, "O", r, qn)
+  local paged = opts.block_table ~= nil
+  if paged and (varlen or opts.cache_seqlens == nil) then
+    err.raise("cute.testing.check_attention: block_table (paged caches) needs cache_seqlens, and no cu_seqlens")
+  end
   for i = 1, r do
-    if ks[i] ~= vs[i] or qs[i] ~= os_[i] or (i ~= r - 1 and i ~= (varlen and 1 or 2) and qs[i] ~= ks[i]) then
+    if ks[i] ~= vs[i] or qs[i] ~= os_[i] or (i ~= r - 1 and i ~= (varlen and 1 or 2) and not (paged and i == 1)
+        and qs[i] ~= ks[i]) then
       err.raise("cute.testing.check_attention: shapes do not match: Q %s, K %s, V %s, O %s (expected %s, %s)",
         int_tuple.pretty_str(qs), int_tuple.pretty_str(ks), int_tuple.pretty_str(vs), int_tuple.pretty_str(os_), qn,
         kn)
@@ -375,6 +384,25 @@ function M.check_attention(Q, K, V, O, LSE, opts)
     nb = #cq - 1
   else
     nb = qs[1]
+  end
+  local lens, bt = nil, nil
+  if opts.cache_seqlens ~= nil then
+    lens = offset_list(opts.cache_seqlens, "cache_seqlens", 1)
+    if #lens ~= nb or varlen then
+      err.raise("cute.testing.check_attention: cache_seqlens must be %d lengths (and no cu_seqlens)", nb)
+    end
+  end
+  if paged then
+    bt = opts.block_table
+    if is_table(bt) and bt.layout then -- a (B, max_pages) tensor
+      local get, _, shape = values(bt, "block_table")
+      local rows_ = {}
+      for b = 0, nb - 1 do
+        rows_[b + 1] = {}
+        for j = 0, shape[2] - 1 do rows_[b + 1][j + 1] = get(b + shape[1] * j) end
+      end
+      bt = rows_
+    end
   end
   local lse_shape = varlen and { hq, qs[1] } or { nb, hq, qs[2] }
   if LSE ~= nil then attn_shape(LSE, "LSE", #lse_shape, varlen and "(Hq, total_q)" or "(B, Hq, Sq)") end
@@ -406,13 +434,20 @@ function M.check_attention(Q, K, V, O, LSE, opts)
     local sq0, sk0 = qs[2], ks[2]
     qi = function(b, row, h, e) return b + nb * (row + sq0 * (h + hq * e)) end
     ki = function(b, row, h, e) return b + nb * (row + sk0 * (h + hkv * e)) end
+    if paged then -- K (pages, page_size, Hkv, D): token t of sequence b in page bt[b][t // page_size]
+      local np, ps = ks[1], ks[2]
+      ki = function(b, row, h, e)
+        local pg = bt[b + 1][math.floor(row / ps) + 1]
+        return pg + np * (row % ps + ps * (h + hkv * e))
+      end
+    end
     li = function(b, row, h) return b + nb * (h + hq * row) end
   end
   -- the rows: (b, i, h) with i a row of sequence b (its global row for varlen)
   local rows = {}
   for b = 0, nb - 1 do
     local q0, q1 = varlen and cq[b + 1] or 0, varlen and cq[b + 2] or qs[2]
-    local k0, k1 = varlen and ck[b + 1] or 0, varlen and ck[b + 2] or ks[2]
+    local k0, k1 = varlen and ck[b + 1] or 0, varlen and ck[b + 2] or (lens and lens[b + 1]) or ks[2]
     for h = 0, hq - 1 do
       for i = q0, q1 - 1 do rows[#rows + 1] = { b, i, h, q0, q1, k0, k1 } end
     end

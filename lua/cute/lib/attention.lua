@@ -103,10 +103,16 @@ local function build(cfg, trace_key)
   local cpV = tiled_g2s(dt, threads, D, BN, "mn", cfg.v_vec)
   local DK, NK = D / 16, BN / 16 -- k-blocks of the two products
   local varlen, has_left, has_right = cfg.varlen, cfg.has_left, cfg.has_right
-  local masked = cfg.causal or has_left or has_right or not cfg.even_k
+  local split, paged, seqlens = cfg.split, cfg.paged, cfg.seqlens -- (decode)
+  local masked = cfg.causal or has_left or has_right or not cfg.even_k or seqlens
 
-  local name = string.format("flash_fwd_%s_d%d_%dx%d", dt.name, D, BM, BN)
-  return cute.kernel(name, function(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right)
+  local name = string.format("flash_%s_%s_d%d_%dx%d", split and "split" or "fwd", dt.name, D, BM, BN)
+  -- Decode: cache_lens (B) i32 lengths of the caches (or false); block_table (B,
+  -- max pages) i32 and the page size P (paged caches K, V (pages, P, Hkv, D), or
+  -- false); splits: the key range cut into that many parts, one a CTA, each writing
+  -- its O (normalised) and LSE into O (splits, B, Sq, Hq, D) and LSE (splits, B, Hq, Sq).
+  return cute.kernel(name, function(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, cache_lens,
+                                    block_table, page, splits)
     cute.launch_bounds(threads, 1)
     local tid = cute.thread_idx().x
     local m_block = cute.block_idx().x
@@ -116,6 +122,7 @@ local function build(cfg, trace_key)
 
     -- this (batch, head)'s rows: q (sq, D), k (sk, D), vt (D, sk), o, lse (sq)
     local q, k, vt, o, lse, sq, sk
+    local splits_at = 0
     if varlen then
       local q0, k0 = cuq[b], cuk[b]
       sq, sk = cuq[b + 1] - q0, cuk[b + 1] - k0
@@ -128,11 +135,31 @@ local function build(cfg, trace_key)
       local Lh = LSE[{ h, cute._ }]
       lse = cute.make_tensor(Lh:ptr_at(q0), cute.make_layout({ sq }, { Lh.layout.stride[1] }))
     else
-      q, k, o = Q[{ b, cute._, h, cute._ }], K[{ b, cute._, hk, cute._ }], O[{ b, cute._, h, cute._ }]
-      local Vh = V[{ b, cute._, hk, cute._ }]
-      sq, sk = q.layout.shape[1], k.layout.shape[1]
-      vt = cute.make_tensor(Vh:ptr_at(0), cute.make_layout({ D, sk }, { 1, Vh.layout.stride[1] }))
-      lse = LSE[{ b, h, cute._ }]
+      local Ob, Lb = O, LSE
+      q = Q[{ b, cute._, h, cute._ }]
+      sq = q.layout.shape[1]
+      local split_idx = 0
+      if split then -- block x: split_idx * m_blocks + m_block
+        local m_blocks = (sq + (BM - 1)) / BM
+        split_idx = m_block / m_blocks
+        m_block = m_block % m_blocks
+        Ob, Lb = O[{ split_idx, cute._, cute._, cute._, cute._ }], LSE[{ split_idx, cute._, cute._, cute._ }]
+      end
+      o = Ob[{ b, cute._, h, cute._ }]
+      lse = Lb[{ b, h, cute._ }]
+      if paged then
+        sk = cache_lens[b]
+      else
+        k = K[{ b, cute._, hk, cute._ }]
+        local Vh = V[{ b, cute._, hk, cute._ }]
+        sk = k.layout.shape[1]
+        if seqlens then
+          sk = cache_lens[b]
+          k = cute.make_tensor(k:ptr_at(0), cute.make_layout({ sk, D }, { k.layout.stride[1], 1 }))
+        end
+        vt = cute.make_tensor(Vh:ptr_at(0), cute.make_layout({ D, sk }, { 1, Vh.layout.stride[1] }))
+      end
+      splits_at = split_idx
     end
     if m_block * BM >= sq then return end
 
@@ -145,6 +172,11 @@ local function build(cfg, trace_key)
     end
     local n_lo = 0
     if has_left then n_lo = cute.max(0, m_block * BM + shift - left) / BN end
+    if split then -- this CTA's part of the key tiles
+      local per = ((sk + (BN - 1)) / BN + splits - 1) / splits
+      n_lo = cute.max(n_lo, splits_at * per)
+      n_hi = cute.min(n_hi, (splits_at + 1) * per)
+    end
 
     -- shared memory: Q, then STAGES stages of K and V
     local smem = cute.smem_allocator()
@@ -165,12 +197,25 @@ local function build(cfg, trace_key)
     cute.copy(cpQ, tq:partition_S(cute.local_tile(q, { BM, D }, { m_block, 0 })), tq:partition_D(sQ),
       function(r) return cQ[r * nq][1] < res_q end)
     cute.arch.cp_async_commit_group()
+    -- key tile j of K (BN, D) and of V seen as (D, BN); paged: in page
+    -- block_table[b, j BN / P] (P a multiple of BN), from its row j BN % P
+    local function kv_tiles(j)
+      if paged then
+        local pg = block_table[{ b, (j * BN) / page }]
+        local r0 = (j * BN) % page
+        local kt = cute.make_tensor(K:ptr_at({ pg, r0, hk, 0 }),
+          cute.make_layout({ BN, D }, { K.layout.stride[2], 1 }))
+        local vtt = cute.make_tensor(V:ptr_at({ pg, r0, hk, 0 }),
+          cute.make_layout({ D, BN }, { 1, V.layout.stride[2] }))
+        return kt, vtt
+      end
+      return cute.local_tile(k, { BN, D }, { j, 0 }), cute.local_tile(vt, { D, BN }, { 0, j })
+    end
     local function issue_kv(j, s)
       local res_k = sk - j * BN
-      cute.copy(cpK, tk:partition_S(cute.local_tile(k, { BN, D }, { j, 0 })), tk:partition_D(sK(s)),
-        function(r) return cK[r * nk][1] < res_k end)
-      cute.copy(cpV, tv:partition_S(cute.local_tile(vt, { D, BN }, { 0, j })), tv:partition_D(sV(s)),
-        function(r) return cV[r * nv][2] < res_k end)
+      local kt, vtt = kv_tiles(j)
+      cute.copy(cpK, tk:partition_S(kt), tk:partition_D(sK(s)), function(r) return cK[r * nk][1] < res_k end)
+      cute.copy(cpV, tv:partition_S(vtt), tv:partition_D(sV(s)), function(r) return cV[r * nv][2] < res_k end)
     end
     if n_lo < n_hi then issue_kv(n_lo, 0) end
     cute.arch.cp_async_commit_group()
@@ -315,7 +360,7 @@ local function build(cfg, trace_key)
         for ni = 0, NO - 1 do
           for v = 0, 1 do
             local i = 2 * half + v + 4 * (mi + MM * ni)
-            tOgO[i] = (tOrO[i] * inv):to(dt)
+            tOgO[i] = (tOrO[i] * inv):to(o.dtype)
           end
         end
         if lane == 0 then lse[m_block * BM + row] = lse_r end
@@ -330,7 +375,9 @@ M._build = build
 -- warps, stages (2), q_vec, k_vec, v_vec (elements a global -> shared copy), q_regs
 -- (the Q tile held in registers), v_double (V's fragments of the next k-block loaded while this one
 -- multiplies: more registers), varlen, causal, has_left, has_right (window
--- sides bounded), even_k (Sk a multiple of bn: no key mask needed)}. The key of the
+-- sides bounded), even_k (Sk a multiple of bn: no key mask needed), and for decode: split (each CTA a
+-- part of the keys, writing f32 partial results), paged (caches in pages, a block table), seqlens
+-- (per-batch cache lengths)}. The key of the
 -- configuration is the kernel's trace_key (docs/compiler.md).
 -- @param cfg the configuration (above)
 -- @return a cute.kernel
@@ -339,7 +386,7 @@ function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "v_double",
     "varlen",
-    "causal", "has_left", "has_right", "even_k" } do
+    "causal", "has_left", "has_right", "even_k", "split", "paged", "seqlens" } do
     key[#key + 1] = tostring(cfg[k])
   end
   key = table.concat(key, ",")
@@ -602,7 +649,7 @@ local function sm80_plan(p, opts, why)
   if opts.arch then kern = kern:with { arch = opts.arch } end
   local args = { p.q, p.k, p.v, p.o, p.lse, p.varlen and p.cu_seqlens_q or false,
     p.varlen and p.cu_seqlens_k or false, cute.f32(p.scale * LOG2E), cute.i32(p.hq / p.hkv),
-    cute.i32(p.window[1]), cute.i32(p.window[2]) }
+    cute.i32(p.window[1]), cute.i32(p.window[2]), false, false, false, false }
   return {
     kernel = kern, args = args, grid = { math.max(1, math.ceil(p.sq / cfg.bm)), p.hq, p.batch },
     block = cfg.warps * 32, smem = smem, config = cfg, problem = p, kernel_name = "sm80",
@@ -679,6 +726,214 @@ function M.forward(Q, K, V, O, opts)
   if opts and opts.stream then cfg.stream = opts.stream end
   if plan.cluster then cfg.cluster = plan.cluster end
   plan.kernel(cfg)(unpack(plan.args))
+  return p.o, p.lse
+end
+
+-- ---------------------------------------------------------------------------
+-- Decode: a few query tokens against a long KV cache
+
+-- The combine step of split-KV: O[b, i, h, :] = sum_s exp(LSE_s - LSE) O_s, LSE = log sum_s exp(LSE_s).
+local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, splits)
+  local row = cute.block_idx().x
+  local d = cute.thread_idx().x
+  local hq, sq = O.layout.shape[3], O.layout.shape[2]
+  local h = row % hq
+  local i = (row / hq) % sq
+  local b = row / (hq * sq)
+  local mx = NEG_INF
+  for s in cute.range(splits) do mx = cute.max(mx, Lp[{ s, b, h, i }]) end
+  local base = cute.where(mx == NEG_INF, 0.0, mx)
+  local sum = 0.0
+  for s in cute.range(splits) do sum = sum + cute.exp2((Lp[{ s, b, h, i }] - base) * LOG2E) end
+  local empty = sum == 0.0
+  local lse = cute.where(empty, NEG_INF, base + cute.log(cute.where(empty, 1.0, sum)))
+  local acc = 0.0
+  for s in cute.range(splits) do
+    local w = cute.where(empty, 0.0, cute.exp2((Lp[{ s, b, h, i }] - lse) * LOG2E))
+    acc = acc + w * Op[{ s, b, i, h, d }]
+  end
+  O[{ b, i, h, d }] = acc:to(O.dtype)
+  if d == 0 then LSE[{ b, h, i }] = lse end
+end, { preprocess = true, trace_key = "cute.lib.attention:combine v1" })
+
+local DECODE_OPTIONS = { scale = true, causal = true, window = true, lse = true, cache_seqlens = true,
+  block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true }
+
+-- A list of B lengths (Lua list or i32 tensor) as a device tensor (and the list when known).
+local function lengths(x, b, limit, fake)
+  if tensor.is_device_tensor(x) then
+    if x.dtype ~= cute.i32 or L.size(x.layout) ~= b then
+      fail("opts.cache_seqlens must be %d i32 lengths (one a sequence), got %s", b, tostring(x))
+    end
+    return (not x.fake) and x:to_host():to_table() or nil, x
+  end
+  if type(x) ~= "table" or #x ~= b then
+    fail("opts.cache_seqlens must be a list (or i32 tensor) of %d lengths, one a sequence", b)
+  end
+  for i = 1, b do
+    if type(x[i]) ~= "number" or x[i] % 1 ~= 0 or x[i] < 0 or x[i] > limit then
+      fail("opts.cache_seqlens[%d] is %s: a length from 0 to %d (the cache's capacity)", i, tostring(x[i]), limit)
+    end
+  end
+  local dev = fake and tensor.fake_tensor(cute.i32, { b }) or cute.tensor(cute.i32, b)
+  if not fake then dev:copy_from(x) end
+  return x, dev
+end
+
+--- What decode would launch: the split kernel's plan (kernel, args, grid, block,
+-- config, problem, why) and, when the keys are split, combine = {kernel, args,
+-- grid, block} and the workspace (partial O and LSE, f32). Same arguments as decode.
+-- @param Q the new queries (B, Sq, Hq, D), Sq small
+-- @param Kc the key cache: (B, S_cache, Hkv, D), or paged (pages, page_size, Hkv, D)
+-- @param Vc the value cache, Kc's shape
+-- @param O the output, Q's shape (nil: made)
+-- @param opts optional: decode's options
+-- @return the plan
+-- @usage local p = cute.lib.attention.decode_plan(q, kc, vc, nil, { cache_seqlens = lens, num_splits = 8 })
+function M.decode_plan(Q, Kc, Vc, O, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then fail("opts must be a table, got %s", type(opts)) end
+  local names = {}
+  for n in pairs(DECODE_OPTIONS) do names[#names + 1] = n end
+  table.sort(names)
+  for key in pairs(opts) do
+    if not DECODE_OPTIONS[key] then
+      fail("unknown decode option '%s'%s (the options are: %s)", tostring(key), err.did_you_mean(tostring(key), names),
+        table.concat(names, ", "))
+    end
+  end
+  local qs = dims(Q, "Q", 4, "(B, Sq, Hq, D)")
+  local paged = opts.block_table ~= nil
+  local ks = dims(Kc, "Kcache", 4, paged and "(pages, page_size, Hkv, D)" or "(B, S_cache, Hkv, D)")
+  local B = qs[1]
+  local page, bt, capacity = nil, nil, ks[2]
+  if paged then
+    bt = opts.block_table
+    local bs = dims(bt, "opts.block_table", 2, "(B, max_pages)")
+    if bt.dtype ~= cute.i32 then fail("opts.block_table must be i32, got %s", bt.dtype.name) end
+    if bs[1] ~= B then fail("opts.block_table has %d rows and Q a batch of %d", bs[1], B) end
+    page = ks[2]
+    if opts.page_size ~= nil and opts.page_size ~= page then
+      fail("opts.page_size is %s but the caches' pages hold %d tokens (their second mode)", tostring(opts.page_size),
+        page)
+    end
+    capacity = bs[2] * page
+  elseif opts.page_size ~= nil then
+    fail("opts.page_size needs opts.block_table (paged caches)")
+  elseif ks[1] ~= B then
+    fail("Q has batch %d and the caches %d", B, ks[1])
+  end
+  if opts.cache_seqlens == nil and paged then
+    fail("paged caches need opts.cache_seqlens (the length of each sequence)")
+  end
+  -- the problem as forward sees it, with the caches as K and V (shapes checked there)
+  local fopts = { scale = opts.scale, causal = opts.causal, window = opts.window, lse = opts.lse, arch = opts.arch,
+    config = opts.config, kernel = "sm80" }
+  local Kv, Vv = Kc, Vc
+  if paged then -- (a batch-shaped view for forward's checks: the caches as (1, pages x page, Hkv, D))
+    dims(Vc, "Vcache", 4, "(pages, page_size, Hkv, D)")
+    local vs = L.shape(Vc.layout)
+    for i = 1, 4 do
+      if vs[i] ~= ks[i] then fail("Kcache and Vcache must have the same shape") end
+    end
+    for _, x in ipairs { { Kc, "Kcache" }, { Vc, "Vcache" } } do
+      if L.stride(x[1].layout)[4] ~= 1 then fail("%s's head dimension D must be contiguous (stride 1)", x[2]) end
+    end
+    local shape = { B, page, ks[3], ks[4] }
+    Kv, Vv = tensor.fake_tensor(Kc.dtype, shape, "row"), tensor.fake_tensor(Vc.dtype, shape, "row")
+  end
+  local p = M.problem(Q, Kv, Vv, O, fopts)
+  p.k, p.v = Kc, Vc
+  p.paged, p.page_size, p.block_table = paged, page, bt
+  local list, dev
+  if opts.cache_seqlens ~= nil then
+    list, dev = lengths(opts.cache_seqlens, B, capacity, Q.fake)
+  end
+  p.cache_seqlens, p.seqlens_k = dev, list
+  p.sk = capacity
+  if list then
+    local m = 0
+    for i = 1, #list do m = math.max(m, list[i]) end
+    p.sk = m
+  end
+  local plan = sm80_plan(p, fopts, "decode")
+  local cfg = plan.config
+  -- a few query rows: 64-row tiles of 4 warps (the parallelism is in the splits)
+  if not (opts.config and (opts.config.bm or opts.config.warps)) then cfg.bm, cfg.warps = 64, 4 end
+  plan.block = cfg.warps * 32
+  if paged then
+    cfg.bn = math.min(cfg.bn, page)
+    if page % 16 ~= 0 or page % cfg.bn ~= 0 then
+      fail("page size %d: the sm_80 kernel takes pages of a multiple of 16 tokens", page)
+    end
+  end
+  cfg.paged, cfg.seqlens = paged, dev ~= nil
+  cfg.even_k = false
+  -- splits: enough CTAs to fill the GPU twice over, each at least two key tiles
+  local m_blocks = math.ceil(p.sq / cfg.bm)
+  local ctas = m_blocks * p.hq * B
+  local tiles = math.max(1, math.ceil(p.sk / cfg.bn))
+  local splits = opts.num_splits
+  if splits == nil then
+    local ok, info = pcall(cute.device_info)
+    local sms = ok and info.sm_count or 108
+    splits = math.max(1, math.min(math.ceil(2 * sms / ctas), math.floor(tiles / 2), 64))
+  elseif type(splits) ~= "number" or splits % 1 ~= 0 or splits < 1 then
+    fail("opts.num_splits must be a whole number >= 1, got %s", tostring(splits))
+  end
+  cfg.split = splits > 1
+  local kern = M.kernel(cfg)
+  if opts.arch then kern = kern:with { arch = opts.arch } end
+  local mk = Q.fake and tensor.fake_tensor or cute.tensor
+  local Ow, Lw = p.o, p.lse
+  if cfg.split then
+    Ow = mk(cute.f32, { splits, B, p.sq, p.hq, p.d }, "row")
+    Lw = mk(cute.f32, { splits, B, p.hq, p.sq }, "row")
+  end
+  plan.kernel = kern
+  plan.args = { p.q, Kc, Vc, Ow, Lw, false, false, plan.args[8], plan.args[9], plan.args[10], plan.args[11],
+    dev or false, bt or false, page and cute.i32(page) or false, cute.i32(splits) }
+  plan.grid = { splits * m_blocks, p.hq, B }
+  plan.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
+  plan.why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles", splits,
+    splits > 1 and "s" or "", paged and (" from pages of " .. page) or "", cfg.bm, cfg.bn)
+  if cfg.split then
+    local ck = combine_kernel
+    if opts.arch then ck = ck:with { arch = opts.arch } end
+    plan.combine = { kernel = ck, args = { Ow, Lw, p.o, p.lse, cute.i32(splits) }, grid = B * p.sq * p.hq,
+      block = p.d }
+  end
+  return plan
+end
+
+--- Attention of a few new query tokens against a long KV cache (decoding):
+-- split-KV (several CTAs over the cache, each writing a partial O and LSE,
+-- then a combine kernel), caches of per-sequence lengths, paged caches. Q, O
+-- (B, Sq, Hq, D) with Sq small (1 to a few; causal aligns them with the
+-- cache's end), Kcache, Vcache (B, S_cache, Hkv, D), or paged (pages,
+-- page_size, Hkv, D) with opts.block_table ((B, max_pages) i32 device tensor:
+-- sequence b's token t is in page block_table[b, t // page_size]). opts: cache_seqlens
+-- (B lengths, a Lua list or i32 device tensor; default the cache's capacity;
+-- paged caches need it), num_splits (default: enough CTAs to fill the GPU),
+-- page_size (checked against the caches), scale, causal, window, lse ((B, Hq,
+-- Sq) f32), arch, config, stream. Returns O and LSE.
+-- @param Q the new queries (B, Sq, Hq, D)
+-- @param Kcache the key cache
+-- @param Vcache the value cache
+-- @param O the output, Q's shape (nil: made)
+-- @param opts optional: the options above
+-- @return O and LSE
+-- @usage local o = cute.lib.attention.decode(q, kc, vc, nil, { cache_seqlens = lens })
+function M.decode(Q, Kcache, Vcache, O, opts)
+  local plan = M.decode_plan(Q, Kcache, Vcache, O, opts)
+  local p = plan.problem
+  if p.q.fake then fail("decode needs real tensors; decode_plan() takes fake ones") end
+  local stream = opts and opts.stream
+  plan.kernel { grid = plan.grid, block = plan.block, stream = stream } (unpack(plan.args))
+  if plan.combine then
+    local c = plan.combine
+    c.kernel { grid = c.grid, block = c.block, stream = stream } (unpack(c.args))
+  end
   return p.o, p.lse
 end
 
