@@ -107,12 +107,11 @@ local function build(cfg, trace_key)
   local masked = cfg.causal or has_left or has_right or not cfg.even_k or seqlens
 
   local name = string.format("flash_%s_%s_d%d_%dx%d", split and "split" or "fwd", dt.name, D, BM, BN)
-  -- Decode: cache_lens (B) i32 lengths of the caches (or false); block_table (B,
+  -- Decode: lens (B) i32 lengths of the caches (or false); bt, the block table (B,
   -- max pages) i32 and the page size P (paged caches K, V (pages, P, Hkv, D), or
   -- false); splits: the key range cut into that many parts, one a CTA, each writing
   -- its O (normalised) and LSE into O (splits, B, Sq, Hq, D) and LSE (splits, B, Hq, Sq).
-  return cute.kernel(name, function(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, cache_lens,
-                                    block_table, page, splits)
+  return cute.kernel(name, function(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, lens, bt, page, splits)
     cute.launch_bounds(threads, 1)
     local tid = cute.thread_idx().x
     local m_block = cute.block_idx().x
@@ -148,13 +147,13 @@ local function build(cfg, trace_key)
       o = Ob[{ b, cute._, h, cute._ }]
       lse = Lb[{ b, h, cute._ }]
       if paged then
-        sk = cache_lens[b]
+        sk = lens[b]
       else
         k = K[{ b, cute._, hk, cute._ }]
         local Vh = V[{ b, cute._, hk, cute._ }]
         sk = k.layout.shape[1]
         if seqlens then
-          sk = cache_lens[b]
+          sk = lens[b]
           k = cute.make_tensor(k:ptr_at(0), cute.make_layout({ sk, D }, { k.layout.stride[1], 1 }))
         end
         vt = cute.make_tensor(Vh:ptr_at(0), cute.make_layout({ D, sk }, { 1, Vh.layout.stride[1] }))
@@ -201,7 +200,7 @@ local function build(cfg, trace_key)
     -- block_table[b, j BN / P] (P a multiple of BN), from its row j BN % P
     local function kv_tiles(j)
       if paged then
-        local pg = block_table[{ b, (j * BN) / page }]
+        local pg = bt[{ b, (j * BN) / page }]
         local r0 = (j * BN) % page
         local kt = cute.make_tensor(K:ptr_at({ pg, r0, hk, 0 }),
           cute.make_layout({ BN, D }, { K.layout.stride[2], 1 }))
@@ -272,19 +271,24 @@ local function build(cfg, trace_key)
         cute.gemm(mma_s, tSrS, tSrQ[{ cute._, cute._, kb }], tSrK[{ cute._, cute._, kb }], tSrS)
       end
 
-      -- scale (log2 domain) and mask
+      -- scale (log2 domain) and mask; only the tiles that cross an edge (the
+      -- last key tile, the diagonal bands of causal and window masks) pay for it
       local n = cute.size(tSrS)
-      for i = 0, n - 1 do
-        local s = tSrS[i] * scale_log2
-        if masked then
-          local c = cS[i]
-          local row, col = m_block * BM + c[1], j * BN + c[2]
-          local ok = col < sk
-          if has_right then ok = ok and col <= row + shift + right end
-          if has_left then ok = ok and col + left >= row + shift end
-          s = cute.where(ok, s, NEG_INF)
+      for i = 0, n - 1 do tSrS[i] = tSrS[i] * scale_log2 end
+      if masked then
+        local need = (j + 1) * BN > sk
+        if has_right then need = need or (j + 1) * BN - 1 > m_block * BM + shift + right end
+        if has_left then need = need or j * BN < cute.min((m_block + 1) * BM, sq) - 1 + shift - left end
+        if need then
+          for i = 0, n - 1 do
+            local c = cS[i]
+            local row, col = m_block * BM + c[1], j * BN + c[2]
+            local ok = col < sk
+            if has_right then ok = ok and col <= row + shift + right end
+            if has_left then ok = ok and col + left >= row + shift end
+            tSrS[i] = cute.where(ok, tSrS[i], NEG_INF)
+          end
         end
-        tSrS[i] = s
       end
 
       -- online softmax, row by row (a row's values are in the quad of lanes 4g .. 4g + 3)
