@@ -351,6 +351,8 @@ local function build(cfg, trace_key)
     local gO = cute.local_tile(o, { BM, D }, { m_block, 0 })
     local tOgO = to:partition_C(gO)
     local lane = tid % 4
+    local full = res_q >= BM -- a whole tile: O's two neighbouring columns a store
+    local out = cute.make_fragment_like(tOrO, o.dtype)
     for r = 0, 2 * MM - 1 do
       local half, mi = r % 2, (r - r % 2) / 2
       local l = row_sum[r]
@@ -360,16 +362,25 @@ local function build(cfg, trace_key)
       local inv = cute.where(empty, 0.0, 1.0 / cute.where(empty, 1.0, l))
       local lse_r = cute.where(empty, NEG_INF, (row_max[r] + cute.log2(cute.where(empty, 1.0, l))) * LN2)
       local row = cO[2 * half + 4 * mi][1]
+      for ni = 0, NO - 1 do
+        for v = 0, 1 do
+          local i = 2 * half + v + 4 * (mi + MM * ni)
+          out[i] = (tOrO[i] * inv):to(o.dtype)
+        end
+      end
       if row < res_q then
-        for ni = 0, NO - 1 do
-          for v = 0, 1 do
-            local i = 2 * half + v + 4 * (mi + MM * ni)
-            tOgO[i] = (tOrO[i] * inv):to(o.dtype)
+        if not full then
+          for ni = 0, NO - 1 do
+            for v = 0, 1 do
+              local i = 2 * half + v + 4 * (mi + MM * ni)
+              tOgO[i] = out[i]
+            end
           end
         end
         if lane == 0 then lse[m_block * BM + row] = lse_r end
       end
     end
+    if full then cute.copy(out, tOgO) end
   end, { trace_key = trace_key, preprocess = true })
 end
 
