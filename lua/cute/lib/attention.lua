@@ -634,8 +634,8 @@ end
 -- without spilling except head dim 256, whose 128 f32 accumulators a thread
 -- and V's fragments spill 120 bytes on sm_80 (8 on sm_90a).
 local SM80_CONFIGS = {
-  [64] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },   -- 150-153 registers
-  [128] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },  -- 232-234 registers
+  [64] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },   -- 151-165 registers
+  [128] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },  -- 233-248 registers
   [256] = { bm = 64, bn = 32, warps = 4, stages = 2, q_regs = false },  -- 255 registers, spills
 }
 M.SM80_CONFIGS = SM80_CONFIGS
