@@ -871,8 +871,31 @@ function M.decode_plan(Q, Kc, Vc, O, opts)
     for i = 1, #list do m = math.max(m, list[i]) end
     p.sk = m
   end
-  local plan = sm80_plan(p, fopts, "decode")
+  -- One new token and grouped-query heads: the G = Hq / Hkv query heads that
+  -- share a KV head become G rows of one query tile (the same position, so a
+  -- causal mask or a right window changes nothing), and each KV head's cache
+  -- is read once instead of G times. Q and O seen as (B, G, Hkv, D), LSE as
+  -- (B, Hkv, G): views of the same memory.
+  local kp = p -- the problem the kernel sees
+  local G = p.hq / p.hkv
+  if p.sq == 1 and G > 1 and p.window[1] < 0 and not (opts.config and opts.config.pack == false) then
+    local function view(t, shape, stride)
+      local lay = L.make_layout(shape, stride)
+      if t.fake then return tensor.fake_tensor(t.dtype, shape, lay, { align = t:alignment() }) end
+      return tensor.from_ptr(t:data_ptr(), t.dtype, lay)
+    end
+    local qd, od, ld = L.stride(p.q.layout), L.stride(p.o.layout), L.stride(p.lse.layout)
+    kp = {}
+    for key, v in pairs(p) do kp[key] = v end
+    kp.q = view(p.q, { B, G, p.hkv, p.d }, { qd[1], qd[3], G * qd[3], 1 })
+    kp.o = view(p.o, { B, G, p.hkv, p.d }, { od[1], od[3], G * od[3], 1 })
+    kp.lse = view(p.lse, { B, p.hkv, G }, { ld[1], G * ld[2], ld[2] })
+    kp.sq, kp.hq, kp.causal, kp.window = G, p.hkv, false, { -1, -1 }
+  end
+  local plan = sm80_plan(kp, fopts, "decode")
+  plan.problem = p
   local cfg = plan.config
+  cfg.causal, cfg.has_right = kp.causal, kp.window[2] >= 0
   -- a few query rows: 64-row tiles of 4 warps (the parallelism is in the splits)
   if not (opts.config and (opts.config.bm or opts.config.warps)) then cfg.bm, cfg.warps = 64, 4 end
   plan.block = cfg.warps * 32
@@ -885,8 +908,8 @@ function M.decode_plan(Q, Kc, Vc, O, opts)
   cfg.paged, cfg.seqlens = paged, dev ~= nil
   cfg.even_k = false
   -- splits: enough CTAs to fill the GPU twice over, each at least two key tiles
-  local m_blocks = math.ceil(p.sq / cfg.bm)
-  local ctas = m_blocks * p.hq * B
+  local m_blocks = math.ceil(kp.sq / cfg.bm)
+  local ctas = m_blocks * kp.hq * B
   local tiles = math.max(1, math.ceil(p.sk / cfg.bn))
   local splits = opts.num_splits
   if splits == nil then
@@ -900,22 +923,23 @@ function M.decode_plan(Q, Kc, Vc, O, opts)
   local kern = M.kernel(cfg)
   if opts.arch then kern = kern:with { arch = opts.arch } end
   local mk = Q.fake and tensor.fake_tensor or cute.tensor
-  local Ow, Lw = p.o, p.lse
+  local Ow, Lw = kp.o, kp.lse
   if cfg.split then
-    Ow = mk(cute.f32, { splits, B, p.sq, p.hq, p.d }, "row")
-    Lw = mk(cute.f32, { splits, B, p.hq, p.sq }, "row")
+    Ow = mk(cute.f32, { splits, B, kp.sq, kp.hq, p.d }, "row")
+    Lw = mk(cute.f32, { splits, B, kp.hq, kp.sq }, "row")
   end
   plan.kernel = kern
-  plan.args = { p.q, Kc, Vc, Ow, Lw, false, false, plan.args[8], plan.args[9], plan.args[10], plan.args[11],
+  plan.args = { kp.q, Kc, Vc, Ow, Lw, false, false, plan.args[8], plan.args[9], plan.args[10], plan.args[11],
     dev or false, bt or false, page and cute.i32(page) or false, cute.i32(splits) }
-  plan.grid = { splits * m_blocks, p.hq, B }
+  plan.grid = { splits * m_blocks, kp.hq, B }
   plan.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
-  plan.why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles", splits,
-    splits > 1 and "s" or "", paged and (" from pages of " .. page) or "", cfg.bm, cfg.bn)
+  plan.why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles%s", splits,
+    splits > 1 and "s" or "", paged and (" from pages of " .. page) or "", cfg.bm, cfg.bn,
+    kp ~= p and string.format(", the %d query heads of a KV head in one tile", G) or "")
   if cfg.split then
     local ck = combine_kernel
     if opts.arch then ck = ck:with { arch = opts.arch } end
-    plan.combine = { kernel = ck, args = { Ow, Lw, p.o, p.lse, cute.i32(splits) }, grid = B * p.sq * p.hq,
+    plan.combine = { kernel = ck, args = { Ow, Lw, kp.o, kp.lse, cute.i32(splits) }, grid = B * kp.sq * kp.hq,
       block = p.d }
   end
   return plan

@@ -42,6 +42,8 @@ local function run(c)
     Kc = rand(cute.tensor(dt, { B, c.cache, hkv, d }, "row"))
     Vc = rand(cute.tensor(dt, { B, c.cache, hkv, d }, "row"))
   end
+  local why = A.decode_plan(Q, Kc, Vc, O, opts).why
+  assert((why:find("query heads of a KV head in one tile", 1, true) ~= nil) == (c.packed == true), why)
   local O2, lse2 = A.decode(Q, Kc, Vc, O, opts)
   assert(O2 == O and lse2 == lse)
   cute.synchronize()
@@ -60,16 +62,20 @@ local small = {
     lens = { 90, 17 }, page = 16, splits = 3, causal = true },
   { name = "paged (pages of 64), head dim 256, no split", d = 256, cache = 128, lens = { 100 }, page = 64,
     splits = 1 },
+  { name = "one token, GQA 8:2 (a KV head's 4 query heads one tile), causal, split in 2", hq = 8, hkv = 2,
+    cache = 200, lens = { 190, 77 }, splits = 2, causal = true, packed = true },
+  { name = "one token, GQA 4:1, paged (pages of 32), f16, no split", dtype = "f16", hq = 4, hkv = 1, cache = 128,
+    lens = { 128, 33 }, page = 32, splits = 1, packed = true },
 }
 
 local large = {
-  { name = "batch 16, 1 token, 32 heads (GQA 32:8), cache 8192, splits chosen", b = 16, hq = 32, hkv = 8, d = 128,
+  { name = "batch 16, 1 token, 32 heads (GQA 32:8), cache 8192, splits chosen", hq = 32, hkv = 8, d = 128,
     cache = 8192, lens = { 8192, 4000, 1, 8191, 5000, 6000, 7000, 300, 8192, 8192, 2048, 4096, 100, 5555, 3333, 8000 },
-    samples = 200 },
-  { name = "batch 4, 4 tokens causal, paged 256-token pages, cache 32768", sq = 4, hq = 16, hkv = 16, d = 128,
+    samples = 200, packed = true },
+  { name = "batch 4, 4 tokens causal, paged 256-token pages, cache 32768", sq = 4, hq = 16, hkv = 4, d = 128,
     cache = 32768, lens = { 32768, 20000, 12345, 777 }, page = 256, causal = true, samples = 200 },
   { name = "batch 2, 1 token, paged 16-token pages, head dim 64, cache 4096", hq = 8, hkv = 2, d = 64, cache = 4096,
-    lens = { 4096, 3000 }, page = 16, samples = 100 },
+    lens = { 4096, 3000 }, page = 16, samples = 100, packed = true },
 }
 
 describe("cute.lib.attention.decode on the simulator", function()
