@@ -31,6 +31,10 @@
 --   q, k, v, o   the user's tensors (device or fake)
 --   lse          the f32 LSE tensor: (B, Hq, Sq), varlen (Hq, total_q)
 --   arch         the target: "sm_80", "sm_90a", ... (opts.arch, else the device's)
+--
+-- A planner returns {kernel, args, grid, block[, cluster], config, why, ...};
+-- forward launches kernel{grid =, block =, cluster =, stream =}(unpack(args)),
+-- or calls plan.launch(stream) when the plan has one (several launches).
 local cute = require "cute"
 local err = require "cute._err"
 local tensor = require "cute.tensor"
@@ -737,6 +741,10 @@ function M.forward(Q, K, V, O, opts)
   local plan = M.plan(Q, K, V, O, opts)
   local p = plan.problem
   if p.q.fake then fail("forward needs real tensors; plan() takes fake ones") end
+  if plan.launch then -- (a plan that is more than one launch: the Hopper module's)
+    plan.launch(opts and opts.stream)
+    return p.o, p.lse
+  end
   local cfg = { grid = plan.grid, block = plan.block }
   if opts and opts.stream then cfg.stream = opts.stream end
   if plan.cluster then cfg.cluster = plan.cluster end

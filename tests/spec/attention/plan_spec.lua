@@ -84,6 +84,18 @@ describe("cute.lib.attention.plan", function()
       assert.equal("sm80", A.plan(Q, Q, Q, Q, { arch = "sm_90a", kernel = "sm80" }).kernel_name)
       assert.matches("opts.kernel = \"sm90\"", raises(function() A.plan(Q2, Q2, Q2, Q2, { arch = "sm_90a",
         kernel = "sm90" }) end))
+      -- a plan with launch(stream): forward calls it (tensors on the simulator: real memory)
+      local launched
+      package.loaded["cute.lib.attention_sm90"] = { plan = function(problem)
+        return { launch = function(stream) launched = { problem = problem, stream = stream } end }
+      end }
+      local old = cute.current_device()
+      cute.set_device("sim")
+      local q = cute.tensor(cute.bf16, { 1, 16, 2, 64 }, "row")
+      local o, lse = A.forward(q, q, q, nil, { arch = "sm_90a" })
+      cute.set_device(old)
+      assert.equal(o, launched.problem.o)
+      assert.equal(lse, launched.problem.lse)
     end)
     package.loaded["cute.lib.attention_sm90"] = saved
     assert(ok, e)
