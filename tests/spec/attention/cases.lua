@@ -22,12 +22,14 @@ end
 
 --- Runs one case: c = {dtype, b, sq, sk, hq, hkv, d, opts (forward's), varlen =
 -- {cu_q, cu_k} (Lua lists), device_offsets (upload them), transposed, given_lse,
--- samples}. Returns check_attention's figures.
-function M.run(c)
+-- samples}; kernel: opts.kernel ("sm80" forces the sm_80 kernel on a Hopper GPU).
+-- Returns check_attention's figures.
+function M.run(c, kernel)
   local dt = cute.dtype.get(c.dtype or "bf16")
   local hq, hkv, d = c.hq or 1, c.hkv or c.hq or 1, c.d or 64
   local opts = {}
   for k, v in pairs(c.opts or {}) do opts[k] = v end
+  opts.kernel = kernel
   local Q, K, V, O
   if c.varlen then
     local cq, ck = c.varlen[1], c.varlen[2]

@@ -33,11 +33,14 @@ describe("cute.lib.attention.forward on the simulator", function()
 end)
 
 describe("cute.lib.attention.forward on the GPU", function()
+  -- each case with the kernel the plan picks (on an H100 the Hopper module's,
+  -- where it takes the problem) and with the sm_80 kernel forced
   for _, c in ipairs(C.large) do
     it(c.name .. " #gpu", function()
       local r = C.run(c)
       assert.is_true(r.rows > 0)
     end)
+    it(c.name .. ", the sm_80 kernel #gpu", function() C.run(c, "sm80") end)
   end
   for _, c in ipairs(C.small) do
     it("small: " .. c.name .. " #gpu", function() C.run(c) end)
