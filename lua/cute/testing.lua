@@ -8,6 +8,7 @@
 --   T.assert_close(out, ref, { rtol = 1e-3, atol = 1e-5, what = "softmax" })
 --   T.check_gemm(A, B, C)                           -- C = A @ B, in float64
 --   T.check_gemm(A, B, C, { alpha = 2, beta = 1, c0 = C_before })
+--   T.check_attention(Q, K, V, O, LSE, { causal = true })  -- attention, in float64
 --
 -- Tensors are compared in coordinate order (CuTe's colexicographic order of
 -- the tensor's shape, the order of `t:to_table()`), whatever their strides.
@@ -283,6 +284,239 @@ function M.check_grouped_gemm(A, B, C, offsets, opts)
     if mag > 0 and d / mag > max_rel then max_rel = d / mag end
   end
   return { max_rel = max_rel, checked = count }
+end
+
+-- The rank-r shape of an attention operand, integer modes.
+local function attn_shape(t, what, r, names)
+  if not (is_table(t) and t.layout) then
+    err.raise("cute.testing.check_attention: %s is %s, expected a tensor %s", what, type(t), names)
+  end
+  local s = t.layout.shape
+  if type(s) ~= "table" or #s ~= r then
+    err.raise("cute.testing.check_attention: %s has shape %s: expected %s", what, int_tuple.pretty_str(s), names)
+  end
+  for i = 1, r do
+    if type(s[i]) ~= "number" then
+      err.raise("cute.testing.check_attention: %s has shape %s: expected integer modes %s", what,
+        int_tuple.pretty_str(s), names)
+    end
+  end
+  return s
+end
+
+-- Offsets (a Lua list or a tensor of B + 1 i32) as a Lua list.
+local function offset_list(x, what, min)
+  if is_table(x) and x.layout then
+    local get, n = values(x, what)
+    local t = {}
+    for i = 0, n - 1 do t[i + 1] = get(i) end
+    return t
+  end
+  if not is_table(x) or #x < (min or 2) then
+    err.raise("cute.testing.check_attention: %s must be %s (a list or a tensor)", what,
+      min and "B lengths" or "B + 1 offsets")
+  end
+  return x
+end
+
+--- Checks an attention forward against float64: for each checked query row,
+-- the scores scale * q . k over the keys the mask allows (causal and window
+-- bottom-right aligned: key j is seen by query i when i + sk - sq - left <= j
+-- <= i + sk - sq + right, causal meaning right = 0), their softmax, and O's row
+-- sum_j p_j v_j. An element of O passes when |O - ref| <= rtol * (sum_j p_j
+-- |v_j| + |ref|) + atol (the error of P and O stored in 16 bits: rtol 2^-7 for
+-- bf16, 2^-9 for f16 by default; atol 2^-12); LSE (natural log) when |LSE - ref| <=
+-- lse_tol * max(1, |ref|) (1e-3). A row that sees no key must have O = 0 and LSE =
+-- -inf. Shapes as cute.lib.attention.forward's: Q, O (B, Sq, Hq, D), K, V (B, Sk,
+-- Hkv, D), LSE (B, Hq, Sq); varlen (cu_seqlens_q/k): Q (total_q, Hq, D), K, V
+-- (total_k, Hkv, D), LSE (Hq, total_q). LSE may be nil (not checked). Options:
+-- scale (1/sqrt(D)), causal, window {left, right}, cu_seqlens_q, cu_seqlens_k,
+-- cache_seqlens (decode: B lengths, sequence b's keys the first of its cache),
+-- block_table (paged caches K, V (pages, page_size, Hkv, D): a (B, max_pages)
+-- tensor or a list of lists of page numbers; needs cache_seqlens), rtol, atol,
+-- lse_tol, samples (rows checked, spread over all; default all), what (a name
+-- for messages).
+-- @param Q the queries (device or host tensor)
+-- @param K the keys
+-- @param V the values
+-- @param O the output to check
+-- @param LSE the log-sum-exp to check, or nil
+-- @param opts optional: {scale =, causal =, window =, cu_seqlens_q =, cu_seqlens_k =, cache_seqlens =,
+-- block_table =, rtol =, atol =, lse_tol =, samples =, what =}
+-- @return {max_rel =, rows =, masked_rows =} when every checked row passes
+-- @usage cute.testing.check_attention(Q, K, V, O, lse, { causal = true })
+function M.check_attention(Q, K, V, O, LSE, opts)
+  opts = check_opts(opts, "check_attention", { scale = "scalar", causal = "boolean", window = true,
+    cu_seqlens_q = true, cu_seqlens_k = true, cache_seqlens = true, block_table = true, rtol = "number",
+    atol = "number", lse_tol = "number", samples = "number", what = "string" })
+  local varlen = opts.cu_seqlens_q ~= nil
+  if varlen ~= (opts.cu_seqlens_k ~= nil) then
+    err.raise("cute.testing.check_attention: give both cu_seqlens_q and cu_seqlens_k, or neither")
+  end
+  local r = varlen and 3 or 4
+  local qn = varlen and "(total_q, Hq, D)" or "(B, Sq, Hq, D)"
+  local kn = varlen and "(total_k, Hkv, D)" or "(B, Sk, Hkv, D)"
+  local qs = attn_shape(Q, "Q", r, qn)
+  local ks = attn_shape(K, "K", r, kn)
+  local vs = attn_shape(V, "V", r, kn)
+  local os_ = attn_shape(O, "O", r, qn)
+  local paged = opts.block_table ~= nil
+  if paged and (varlen or opts.cache_seqlens == nil) then
+    err.raise("cute.testing.check_attention: block_table (paged caches) needs cache_seqlens, and no cu_seqlens")
+  end
+  for i = 1, r do
+    if ks[i] ~= vs[i] or qs[i] ~= os_[i] or (i ~= r - 1 and i ~= (varlen and 1 or 2) and not (paged and i == 1)
+        and qs[i] ~= ks[i]) then
+      err.raise("cute.testing.check_attention: shapes do not match: Q %s, K %s, V %s, O %s (expected %s, %s)",
+        int_tuple.pretty_str(qs), int_tuple.pretty_str(ks), int_tuple.pretty_str(vs), int_tuple.pretty_str(os_), qn,
+        kn)
+    end
+  end
+  local d, hq, hkv = qs[r], qs[r - 1], ks[r - 1]
+  if hq % hkv ~= 0 then
+    err.raise("cute.testing.check_attention: Q has %d heads, K %d: not a multiple", hq, hkv)
+  end
+  local cq, ck
+  local nb
+  if varlen then
+    cq, ck = offset_list(opts.cu_seqlens_q, "cu_seqlens_q"), offset_list(opts.cu_seqlens_k, "cu_seqlens_k")
+    if #cq ~= #ck then err.raise("cute.testing.check_attention: cu_seqlens_q and cu_seqlens_k differ in length") end
+    nb = #cq - 1
+  else
+    nb = qs[1]
+  end
+  local lens, bt = nil, nil
+  if opts.cache_seqlens ~= nil then
+    lens = offset_list(opts.cache_seqlens, "cache_seqlens", 1)
+    if #lens ~= nb or varlen then
+      err.raise("cute.testing.check_attention: cache_seqlens must be %d lengths (and no cu_seqlens)", nb)
+    end
+  end
+  if paged then
+    bt = opts.block_table
+    if is_table(bt) and bt.layout then -- a (B, max_pages) tensor
+      local get, _, shape = values(bt, "block_table")
+      local rows_ = {}
+      for b = 0, nb - 1 do
+        rows_[b + 1] = {}
+        for j = 0, shape[2] - 1 do rows_[b + 1][j + 1] = get(b + shape[1] * j) end
+      end
+      bt = rows_
+    end
+  end
+  local lse_shape = varlen and { hq, qs[1] } or { nb, hq, qs[2] }
+  if LSE ~= nil then attn_shape(LSE, "LSE", #lse_shape, varlen and "(Hq, total_q)" or "(B, Hq, Sq)") end
+  local q, _, _, qdt = values(Q, "Q")
+  local k, v, o = values(K, "K"), values(V, "V"), values(O, "O")
+  local lse = LSE ~= nil and values(LSE, "LSE") or nil
+  local scale = opts.scale or 1 / math.sqrt(d)
+  local left, right = -1, -1
+  if opts.window ~= nil then
+    if not is_table(opts.window) or #opts.window ~= 2 then
+      err.raise("cute.testing.check_attention: window must be {left, right}")
+    end
+    left, right = opts.window[1], opts.window[2]
+  end
+  if opts.causal then right = 0 end
+  local dname = qdt and qdt.name
+  local rtol = opts.rtol or (dname == "f16" and 2 ^ -9 or dname == "bf16" and 2 ^ -7 or 1e-6)
+  local atol = opts.atol or 2 ^ -12
+  local lse_tol = opts.lse_tol or 1e-3
+  local what = opts.what or "O"
+  -- flat (colexicographic) indices of Q/O, K/V and LSE elements
+  local qi, ki, li
+  if varlen then
+    local tq, tk = qs[1], ks[1]
+    qi = function(_, row, h, e) return row + tq * (h + hq * e) end
+    ki = function(_, row, h, e) return row + tk * (h + hkv * e) end
+    li = function(_, row, h) return h + hq * row end
+  else
+    local sq0, sk0 = qs[2], ks[2]
+    qi = function(b, row, h, e) return b + nb * (row + sq0 * (h + hq * e)) end
+    ki = function(b, row, h, e) return b + nb * (row + sk0 * (h + hkv * e)) end
+    if paged then -- K (pages, page_size, Hkv, D): token t of sequence b in page bt[b][t // page_size]
+      local np, ps = ks[1], ks[2]
+      ki = function(b, row, h, e)
+        local pg = bt[b + 1][math.floor(row / ps) + 1]
+        return pg + np * (row % ps + ps * (h + hkv * e))
+      end
+    end
+    li = function(b, row, h) return b + nb * (h + hq * row) end
+  end
+  -- the rows: (b, i, h) with i a row of sequence b (its global row for varlen)
+  local rows = {}
+  for b = 0, nb - 1 do
+    local q0, q1 = varlen and cq[b + 1] or 0, varlen and cq[b + 2] or qs[2]
+    local k0, k1 = varlen and ck[b + 1] or 0, varlen and ck[b + 2] or (lens and lens[b + 1]) or ks[2]
+    for h = 0, hq - 1 do
+      for i = q0, q1 - 1 do rows[#rows + 1] = { b, i, h, q0, q1, k0, k1 } end
+    end
+  end
+  local total = #rows
+  local count = opts.samples and math.min(math.floor(opts.samples), total) or total
+  local max_rel, masked = 0, 0
+  local s, p = {}, {}
+  for t = 0, count - 1 do
+    local row = rows[(count == total and t or (t * 7919) % total) + 1]
+    local b, i, h, q0, q1, k0, k1 = row[1], row[2], row[3], row[4], row[5], row[6], row[7]
+    local hk = math.floor(h / (hq / hkv))
+    local sq, sk, ii = q1 - q0, k1 - k0, i - q0
+    local lo, hi = 0, sk - 1
+    if left >= 0 then lo = math.max(lo, ii + sk - sq - left) end
+    if right >= 0 then hi = math.min(hi, ii + sk - sq + right) end
+    local mx = -math.huge
+    for j = lo, hi do
+      local acc = 0
+      for e = 0, d - 1 do acc = acc + q(qi(b, i, h, e)) * k(ki(b, k0 + j, hk, e)) end
+      s[j] = acc * scale
+      if s[j] > mx then mx = s[j] end
+    end
+    local where = varlen and string.format("(%d, %d, :)", i, h) or string.format("(%d, %d, %d, :)", b, i, h)
+    if hi < lo then
+      masked = masked + 1
+      for e = 0, d - 1 do
+        local got = o(qi(b, i, h, e))
+        if got ~= 0 then
+          err.raise("cute.testing.check_attention: %s%s sees no key (masked out), so O must be 0; element %d is %s",
+            what, where, e, fmt(got))
+        end
+      end
+      if lse and lse(li(b, i, h)) ~= -math.huge then
+        err.raise("cute.testing.check_attention: LSE of the masked row %s is %s, expected -inf", where,
+          fmt(lse(li(b, i, h))))
+      end
+    else
+      local sum = 0
+      for j = lo, hi do
+        p[j] = math.exp(s[j] - mx)
+        sum = sum + p[j]
+      end
+      for e = 0, d - 1 do
+        local ref, mag = 0, 0
+        for j = lo, hi do
+          local x = p[j] * v(ki(b, k0 + j, hk, e))
+          ref, mag = ref + x, mag + math.abs(x)
+        end
+        ref, mag = ref / sum, mag / sum
+        local got = o(qi(b, i, h, e))
+        local lim = rtol * (mag + math.abs(ref)) + atol
+        local diff = math.abs(got - ref)
+        if got ~= got or diff > lim then
+          err.raise("cute.testing.check_attention: %s%s element %d = %s, expected %s (|difference| %s, allowed %s)",
+            what, where, e, fmt(got), fmt(ref), got ~= got and "NaN" or fmt(diff), fmt(lim))
+        end
+        if mag > 0 and diff / mag > max_rel then max_rel = diff / mag end
+      end
+      if lse then
+        local want, got = mx + math.log(sum), lse(li(b, i, h))
+        if got ~= got or math.abs(got - want) > lse_tol * math.max(1, math.abs(want)) then
+          err.raise("cute.testing.check_attention: LSE%s = %s, expected %s (tolerance %g relative)",
+            where:gsub(", :%)", ")"), fmt(got), fmt(want), lse_tol)
+        end
+      end
+    end
+  end
+  return { max_rel = max_rel, rows = count, masked_rows = masked }
 end
 
 return M

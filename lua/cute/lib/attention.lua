@@ -1,0 +1,987 @@
+--- cute.lib.attention: fused scaled-dot-product attention (a FlashAttention-2
+-- forward for sm_80 and later, which also runs on the CPU simulator).
+--
+--   O, LSE = cute.lib.attention.forward(Q, K, V, O[, opts])
+--   O[b, i, h, :] = sum_j softmax_j(scale * Q[b, i, h, :] . K[b, j, hk, :]) V[b, j, hk, :]
+--   LSE[b, h, i]  = log sum_j exp(scale * Q[b, i, h, :] . K[b, j, hk, :])   (natural log)
+--
+-- with hk = h / (Hq / Hkv) (grouped-query attention) and j over the keys the
+-- mask allows. Tensors in FlashAttention's layout: Q and O (B, Sq, Hq, D), K
+-- and V (B, Sk, Hkv, D), any strides with D contiguous; varlen (packed
+-- sequences, opts.cu_seqlens_q/k): Q and O (total_q, Hq, D), K and V
+-- (total_k, Hkv, D), LSE (Hq, total_q). docs/attention.md has the API.
+--
+-- The problem table. plan() normalises the call into one table, which the
+-- kernels' planners take (this module's sm_80 plan, and a Hopper module's
+-- `plan(problem, opts)` where one is installed as cute.lib.attention_sm90):
+--
+--   dtype        cute.bf16 or cute.f16 (Q, K, V and O share it)
+--   batch        B (varlen: the number of sequences)
+--   hq, hkv      query and key/value heads (hq a multiple of hkv)
+--   sq, sk       query and key lengths (varlen: the longest sequence of each)
+--   d            the head dimension (64, 128, 256)
+--   scale        the softmax scale (default 1/sqrt(d))
+--   causal       boolean: bottom-right aligned (query i sees key j when
+--                j <= i + sk - sq), as FlashAttention 2.1 and later
+--   window       {left, right}: query i sees keys i + sk - sq - left ..
+--                i + sk - sq + right (-1: unbounded); causal makes right 0
+--   varlen       boolean: packed sequences
+--   cu_seqlens_q, cu_seqlens_k   varlen only: (B + 1) i32 device tensors of offsets
+--   seqlens_q, seqlens_k         varlen only: the offsets as Lua lists, when known on the host
+--   q, k, v, o   the user's tensors (device or fake)
+--   lse          the f32 LSE tensor: (B, Hq, Sq), varlen (Hq, total_q)
+--   arch         the target: "sm_80", "sm_90a", ... (opts.arch, else the device's)
+--
+-- A planner returns {kernel, args, grid, block[, cluster], config, why, ...};
+-- forward launches kernel{grid =, block =, cluster =, stream =}(unpack(args)),
+-- or calls plan.launch(stream) when the plan has one (several launches).
+local cute = require "cute"
+local err = require "cute._err"
+local tensor = require "cute.tensor"
+local L = require "cute.layout"
+
+local M = {}
+
+local LOG2E = 1.4426950408889634
+local LN2 = 0.6931471805599453
+local NEG_INF = -math.huge
+
+-- ---------------------------------------------------------------------------
+-- The sm_80 kernel (FlashAttention-2's forward)
+--
+-- One CTA a BM-row tile of queries of one (batch, head), W warps, each warp
+-- 16-row slices of it (rows w*16 + 16*W*m), so that a row's softmax stays in
+-- the quad of lanes that hold it:
+--
+--   Q tile (BM x D)   cp.async -> shared (swizzled) -> registers (ldmatrix)
+--   for each key tile j (BN keys) the mask allows:
+--     K_j, V_j        cp.async -> shared, two stages: j + 1's copies in flight while j computes
+--     S  = Q K_j^T    mma.sync m16n8k16, f32 accumulators (registers)
+--     mask            keys past Sk, causal / window: -inf
+--     online softmax  m_new = max(m, rowmax(S * scale log2 e)); P = exp2(S' - m_new);
+--                     l = l exp2(m - m_new) + rowsum(P); O *= exp2(m - m_new)
+--     O += P V_j      P converted to 16 bits in registers: the accumulator layout of
+--                     two n8 tiles is the A layout of one k16 block, so no shared memory
+--   O /= l, LSE = (m + log2 l) ln 2; rows with nothing to attend to: O = 0, LSE = -inf
+
+local kernels = {}
+
+-- Global -> shared copies of a rows x cols tile: `major` "k" (cols contiguous)
+-- or "mn" (rows contiguous), `vec` elements a copy.
+local function tiled_g2s(dt, threads, rows, cols, major, vec)
+  local bits = vec * dt.bits
+  local catom
+  if bits >= 32 then
+    catom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(bits == 128 and "global" or "always"), dt,
+      { num_bits_per_copy = bits })
+  else
+    catom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, { num_bits_per_copy = bits })
+  end
+  if major == "k" then
+    local tc = math.min(cols / vec, threads)
+    return cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / tc, tc }, { tc, 1 }),
+      cute.make_layout({ 1, vec }))
+  end
+  local tr = math.min(rows / vec, threads)
+  return cute.make_tiled_copy_tv(catom, cute.make_layout({ tr, threads / tr }), cute.make_layout({ vec, 1 }))
+end
+
+local function build(cfg, trace_key)
+  local gemm = require "cute.lib.gemm"
+  local D, BM, BN, W, STAGES = cfg.d, cfg.bm, cfg.bn, cfg.warps, cfg.stages
+  local dt = cute.dtype.get(cfg.dtype)
+  local threads = W * 32
+  local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(dt, cute.f32, { 16, 8, 16 }))
+  local mma_s = cute.make_tiled_mma(atom, { W, 1, 1 }, { BM, BN, 16 }) -- S = Q K^T: (BM, BN, D)
+  local mma_o = cute.make_tiled_mma(atom, { W, 1, 1 }, { BM, D, 16 })  -- O = P V:   (BM, D, BN)
+  local function ldsm(trans, which, mma)
+    local a = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(trans, 4), dt)
+    return which == "A" and cute.make_tiled_copy_A(a, mma) or cute.make_tiled_copy_B(a, mma)
+  end
+  local ldQ, ldK, ldV = ldsm(false, "A", mma_s), ldsm(false, "B", mma_s), ldsm(true, "B", mma_o)
+  local layQ = gemm.smem_layout(BM, D, "k", dt.bytes)
+  local layK = gemm.smem_layout(BN, D, "k", dt.bytes)
+  local layV = gemm.smem_layout(D, BN, "mn", dt.bytes) -- V_j seen as (D, BN): B of P V, N-major
+  local cpQ = tiled_g2s(dt, threads, BM, D, "k", cfg.q_vec)
+  local cpK = tiled_g2s(dt, threads, BN, D, "k", cfg.k_vec)
+  local cpV = tiled_g2s(dt, threads, D, BN, "mn", cfg.v_vec)
+  local DK, NK = D / 16, BN / 16 -- k-blocks of the two products
+  local varlen, has_left, has_right = cfg.varlen, cfg.has_left, cfg.has_right
+  local split, paged, seqlens = cfg.split, cfg.paged, cfg.seqlens -- (decode)
+  local masked = cfg.causal or has_left or has_right or not cfg.even_k or seqlens
+
+  local name = string.format("flash_%s_%s_d%d_%dx%d", split and "split" or "fwd", dt.name, D, BM, BN)
+  -- Decode: lens (B) i32 lengths of the caches (or false); bt, the block table (B,
+  -- max pages) i32 and the page size P (paged caches K, V (pages, P, Hkv, D), or
+  -- false); splits: the key range cut into that many parts, one a CTA, each writing
+  -- its O (normalised) and LSE into O (splits, B, Sq, Hq, D) and LSE (splits, B, Hq, Sq).
+  return cute.kernel(name, function(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, lens, bt, page, splits)
+    cute.launch_bounds(threads, 1)
+    local tid = cute.thread_idx().x
+    local m_block = cute.block_idx().x
+    local h = cute.block_idx().y
+    local b = cute.block_idx().z
+    local hk = h / hratio
+
+    -- this (batch, head)'s rows: q (sq, D), k (sk, D), vt (D, sk), o, lse (sq)
+    local q, k, vt, o, lse, sq, sk
+    local splits_at = 0
+    if varlen then
+      local q0, k0 = cuq[b], cuk[b]
+      sq, sk = cuq[b + 1] - q0, cuk[b + 1] - k0
+      local Qh, Kh, Vh, Oh = Q[{ cute._, h, cute._ }], K[{ cute._, hk, cute._ }], V[{ cute._, hk, cute._ }],
+        O[{ cute._, h, cute._ }]
+      q = cute.make_tensor(Qh:ptr_at({ q0, 0 }), cute.make_layout({ sq, D }, { Qh.layout.stride[1], 1 }))
+      k = cute.make_tensor(Kh:ptr_at({ k0, 0 }), cute.make_layout({ sk, D }, { Kh.layout.stride[1], 1 }))
+      vt = cute.make_tensor(Vh:ptr_at({ k0, 0 }), cute.make_layout({ D, sk }, { 1, Vh.layout.stride[1] }))
+      o = cute.make_tensor(Oh:ptr_at({ q0, 0 }), cute.make_layout({ sq, D }, { Oh.layout.stride[1], 1 }))
+      local Lh = LSE[{ h, cute._ }]
+      lse = cute.make_tensor(Lh:ptr_at(q0), cute.make_layout({ sq }, { Lh.layout.stride[1] }))
+    else
+      local Ob, Lb = O, LSE
+      q = Q[{ b, cute._, h, cute._ }]
+      sq = q.layout.shape[1]
+      local split_idx = 0
+      if split then -- block x: split_idx * m_blocks + m_block
+        local m_blocks = (sq + (BM - 1)) / BM
+        split_idx = m_block / m_blocks
+        m_block = m_block % m_blocks
+        Ob, Lb = O[{ split_idx, cute._, cute._, cute._, cute._ }], LSE[{ split_idx, cute._, cute._, cute._ }]
+      end
+      o = Ob[{ b, cute._, h, cute._ }]
+      lse = Lb[{ b, h, cute._ }]
+      if paged then
+        sk = lens[b]
+      else
+        k = K[{ b, cute._, hk, cute._ }]
+        local Vh = V[{ b, cute._, hk, cute._ }]
+        sk = k.layout.shape[1]
+        if seqlens then
+          sk = lens[b]
+          k = cute.make_tensor(k:ptr_at(0), cute.make_layout({ sk, D }, { k.layout.stride[1], 1 }))
+        end
+        vt = cute.make_tensor(Vh:ptr_at(0), cute.make_layout({ D, sk }, { 1, Vh.layout.stride[1] }))
+      end
+      splits_at = split_idx
+    end
+    if m_block * BM >= sq then return end
+
+    -- the key tiles this query tile sees: [n_lo, n_hi)
+    local shift = sk - sq -- bottom-right alignment
+    local n_hi = (sk + (BN - 1)) / BN
+    if has_right then
+      local last_row = cute.min((m_block + 1) * BM, sq) - 1
+      n_hi = cute.max(0, cute.min(n_hi, (last_row + shift + right + BN) / BN))
+    end
+    local n_lo = 0
+    if has_left then n_lo = cute.max(0, m_block * BM + shift - left) / BN end
+    if split then -- this CTA's part of the key tiles
+      local per = ((sk + (BN - 1)) / BN + splits - 1) / splits
+      n_lo = cute.max(n_lo, splits_at * per)
+      n_hi = cute.min(n_hi, (splits_at + 1) * per)
+    end
+
+    -- shared memory: Q, then STAGES stages of K and V
+    local smem = cute.smem_allocator()
+    local sQ = smem:tensor(dt, layQ, 128)
+    local stK, stV = cute.cosize(layK.outer or layK), cute.cosize(layV.outer or layV)
+    local sK_all = smem:tensor(dt, cute.make_layout(stK * STAGES), 128)
+    local sV_all = smem:tensor(dt, cute.make_layout(stV * STAGES), 128)
+    local function sK(s) return cute.make_tensor(sK_all:ptr_at(s * stK), layK) end
+    local function sV(s) return cute.make_tensor(sV_all:ptr_at(s * stV), layV) end
+
+    -- global -> shared, zero-filled past Sq and Sk
+    local res_q = sq - m_block * BM
+    local tq, tk, tv = cpQ:get_slice(tid), cpK:get_slice(tid), cpV:get_slice(tid)
+    local cQ = tq:partition_S(cute.make_identity_tensor({ BM, D }))
+    local cK = tk:partition_S(cute.make_identity_tensor({ BN, D }))
+    local cV = tv:partition_S(cute.make_identity_tensor({ D, BN }))
+    local nq, nk, nv = cute.size(cQ.layout, 0), cute.size(cK.layout, 0), cute.size(cV.layout, 0)
+    cute.copy(cpQ, tq:partition_S(cute.local_tile(q, { BM, D }, { m_block, 0 })), tq:partition_D(sQ),
+      function(r) return cQ[r * nq][1] < res_q end)
+    cute.arch.cp_async_commit_group()
+    -- key tile j of K (BN, D) and of V seen as (D, BN); paged: in page
+    -- block_table[b, j BN / P] (P a multiple of BN), from its row j BN % P
+    local function kv_tiles(j)
+      if paged then
+        local pg = bt[{ b, (j * BN) / page }]
+        local r0 = (j * BN) % page
+        local kt = cute.make_tensor(K:ptr_at({ pg, r0, hk, 0 }),
+          cute.make_layout({ BN, D }, { K.layout.stride[2], 1 }))
+        local vtt = cute.make_tensor(V:ptr_at({ pg, r0, hk, 0 }),
+          cute.make_layout({ D, BN }, { 1, V.layout.stride[2] }))
+        return kt, vtt
+      end
+      return cute.local_tile(k, { BN, D }, { j, 0 }), cute.local_tile(vt, { D, BN }, { 0, j })
+    end
+    local function issue_kv(j, s)
+      local res_k = sk - j * BN
+      local kt, vtt = kv_tiles(j)
+      cute.copy(cpK, tk:partition_S(kt), tk:partition_D(sK(s)), function(r) return cK[r * nk][1] < res_k end)
+      cute.copy(cpV, tv:partition_S(vtt), tv:partition_D(sV(s)), function(r) return cV[r * nv][2] < res_k end)
+    end
+    if n_lo < n_hi then issue_kv(n_lo, 0) end
+    cute.arch.cp_async_commit_group()
+
+    local ts, to = mma_s:get_slice(tid), mma_o:get_slice(tid)
+    local lq, lk, lv = ldQ:get_slice(tid), ldK:get_slice(tid), ldV:get_slice(tid)
+    local tSrQ = ts:partition_fragment_A(sQ)      -- (V, MMA_M, D/16)
+    local tSrK = ts:partition_fragment_B(sK(0))   -- (V, BN/8, D/16)
+    local tOrV = to:partition_fragment_B(sV(0))   -- (V, D/8, BN/16)
+    local idS = cute.make_identity_tensor({ BM, BN })
+    local cS = ts:partition_C(idS)                -- (row, col) of each S element
+    local tOrO = to:partition_fragment_C(cute.make_identity_tensor({ BM, D }))
+    local cO = to:partition_C(cute.make_identity_tensor({ BM, D }))
+    local MM = cute.size(tOrO.layout, 1)          -- 16-row slices a warp holds
+    local NS, NO = BN / 8, D / 8                  -- n8 tiles of S and O
+    assert(cute.size(tOrO.layout, 0) == 4 and cute.size(tOrO.layout, 2) == NO, "attention: unexpected C layout")
+    tOrO:fill(0)
+    -- row r (0 .. 2 MM - 1) of this thread: slice r // 2, upper or lower 8 rows r % 2
+    local row_max = cute.make_rmem_tensor({ 2 * MM }, cute.f32)
+    local row_sum = cute.make_rmem_tensor({ 2 * MM }, cute.f32)
+    row_max:fill(NEG_INF)
+    row_sum:fill(0.0)
+
+    local function load_q(kb)
+      cute.copy(ldQ, lq:partition_S(cute.local_tile(sQ, { BM, 16 }, { 0, kb })),
+        lq:retile(tSrQ[{ cute._, cute._, kb }]))
+    end
+    if cfg.q_regs then -- the whole Q tile in registers, once
+      cute.arch.cp_async_wait_group(1)
+      cute.sync_threads()
+      for kb = 0, DK - 1 do load_q(kb) end
+    end
+
+    local stage = 0
+    for j in cute.range(n_lo, n_hi) do
+      -- the next tile's copies, into the other stage (free since the last barrier)
+      if j + 1 < n_hi then issue_kv(j + 1, 1 - stage) end
+      cute.arch.cp_async_commit_group()
+      cute.arch.cp_async_wait_group(1)
+      cute.sync_threads()
+
+      -- S = Q K_j^T
+      local tSrS = ts:make_fragment_C(cS)
+      tSrS:fill(0.0)
+      local sKs = sK(stage)
+      local function load_s(kb)
+        if not cfg.q_regs then load_q(kb) end
+        cute.copy(ldK, lk:partition_S(cute.local_tile(sKs, { BN, 16 }, { 0, kb })),
+          lk:retile(tSrK[{ cute._, cute._, kb }]))
+      end
+      load_s(0)
+      for kb = 0, DK - 1 do
+        if kb + 1 < DK then load_s(kb + 1) end
+        cute.gemm(mma_s, tSrS, tSrQ[{ cute._, cute._, kb }], tSrK[{ cute._, cute._, kb }], tSrS)
+      end
+
+      -- scale (log2 domain) and mask; only the tiles that cross an edge (the
+      -- last key tile, the diagonal bands of causal and window masks) pay for it
+      local n = cute.size(tSrS)
+      for i = 0, n - 1 do tSrS[i] = tSrS[i] * scale_log2 end
+      if masked then
+        local need = (j + 1) * BN > sk
+        if has_right then need = need or (j + 1) * BN - 1 > m_block * BM + shift + right end
+        if has_left then need = need or j * BN < cute.min((m_block + 1) * BM, sq) - 1 + shift - left end
+        if need then
+          for i = 0, n - 1 do
+            local c = cS[i]
+            local row, col = m_block * BM + c[1], j * BN + c[2]
+            local ok = col < sk
+            if has_right then ok = ok and col <= row + shift + right end
+            if has_left then ok = ok and col + left >= row + shift end
+            tSrS[i] = cute.where(ok, tSrS[i], NEG_INF)
+          end
+        end
+      end
+
+      -- online softmax, row by row (a row's values are in the quad of lanes 4g .. 4g + 3)
+      for r = 0, 2 * MM - 1 do
+        local half, mi = r % 2, (r - r % 2) / 2
+        local function idx(v, ni) return 2 * half + v + 4 * (mi + MM * ni) end
+        local mx = row_max[r]
+        for ni = 0, NS - 1 do
+          for v = 0, 1 do mx = cute.max(mx, tSrS[idx(v, ni)]) end
+        end
+        mx = cute.max(mx, cute.shuffle_xor(mx, 1))
+        mx = cute.max(mx, cute.shuffle_xor(mx, 2))
+        -- a row that has seen only masked keys keeps -inf: subtract 0 then
+        local base = cute.where(mx == NEG_INF, 0.0, mx)
+        local corr = cute.exp2(row_max[r] - base, { fast = true })
+        row_max[r] = mx
+        local rs = 0.0
+        for ni = 0, NS - 1 do
+          for v = 0, 1 do
+            local p = cute.exp2(tSrS[idx(v, ni)] - base, { fast = true })
+            tSrS[idx(v, ni)] = p
+            rs = rs + p
+          end
+        end
+        row_sum[r] = row_sum[r] * corr + rs
+        for ni = 0, NO - 1 do
+          for v = 0, 1 do tOrO[idx(v, ni)] = tOrO[idx(v, ni)] * corr end
+        end
+      end
+
+      -- P in 16 bits, as the A operand of P V: the accumulators of n8 tiles
+      -- 2 kb and 2 kb + 1 are A's values 0-3 and 4-7 of k-block kb
+      local tOrP = to:make_fragment_A(to:partition_A(idS))
+      for kb = 0, NK - 1 do
+        for mi = 0, MM - 1 do
+          for v = 0, 7 do
+            tOrP[v + 8 * (mi + MM * kb)] = tSrS[v % 4 + 4 * (mi + MM * (2 * kb + (v - v % 4) / 4))]:to(dt)
+          end
+        end
+      end
+
+      -- O += P V_j
+      local sVs = sV(stage)
+      local function load_v(kb)
+        cute.copy(ldV, lv:partition_S(cute.local_tile(sVs, { D, 16 }, { 0, kb })),
+          lv:retile(tOrV[{ cute._, cute._, kb }]))
+      end
+      if cfg.v_double then load_v(0) end
+      for kb = 0, NK - 1 do
+        if not cfg.v_double then load_v(kb)
+        elseif kb + 1 < NK then load_v(kb + 1) end
+        cute.gemm(mma_o, tOrO, tOrP[{ cute._, cute._, kb }], tOrV[{ cute._, cute._, kb }], tOrO)
+      end
+      cute.sync_threads() -- every warp is done with this stage before the next copies into it
+      stage = 1 - stage
+    end
+    cute.arch.cp_async_wait_group(0)
+
+    -- epilogue: O / l and the LSE, rows past Sq not stored
+    local gO = cute.local_tile(o, { BM, D }, { m_block, 0 })
+    local tOgO = to:partition_C(gO)
+    local lane = tid % 4
+    local full = res_q >= BM -- a whole tile: O's two neighbouring columns a store
+    local out = cute.make_fragment_like(tOrO, o.dtype)
+    for r = 0, 2 * MM - 1 do
+      local half, mi = r % 2, (r - r % 2) / 2
+      local l = row_sum[r]
+      l = l + cute.shuffle_xor(l, 1)
+      l = l + cute.shuffle_xor(l, 2)
+      local empty = l == 0.0
+      local inv = cute.where(empty, 0.0, 1.0 / cute.where(empty, 1.0, l))
+      local lse_r = cute.where(empty, NEG_INF, (row_max[r] + cute.log2(cute.where(empty, 1.0, l))) * LN2)
+      local row = cO[2 * half + 4 * mi][1]
+      for ni = 0, NO - 1 do
+        for v = 0, 1 do
+          local i = 2 * half + v + 4 * (mi + MM * ni)
+          out[i] = (tOrO[i] * inv):to(o.dtype)
+        end
+      end
+      if row < res_q then
+        if not full then
+          for ni = 0, NO - 1 do
+            for v = 0, 1 do
+              local i = 2 * half + v + 4 * (mi + MM * ni)
+              tOgO[i] = out[i]
+            end
+          end
+        end
+        if lane == 0 then lse[m_block * BM + row] = lse_r end
+      end
+    end
+    if full then cute.copy(out, tOgO) end
+  end, { trace_key = trace_key, preprocess = true })
+end
+
+M._build = build
+
+--- The sm_80 kernel for a configuration: cfg = {dtype ("bf16", "f16"), d, bm, bn,
+-- warps, stages (2), q_vec, k_vec, v_vec (elements a global -> shared copy), q_regs
+-- (the Q tile held in registers), v_double (V's fragments of the next k-block loaded while this one
+-- multiplies: more registers), varlen, causal, has_left, has_right (window
+-- sides bounded), even_k (Sk a multiple of bn: no key mask needed), and for decode: split (each CTA a
+-- part of the keys, writing f32 partial results), paged (caches in pages, a block table), seqlens
+-- (per-batch cache lengths)}. The key of the
+-- configuration is the kernel's trace_key (docs/compiler.md).
+-- @param cfg the configuration (above)
+-- @return a cute.kernel
+-- @usage local k = cute.lib.attention.kernel(cute.lib.attention.plan(Q, K, V, O).config)
+function M.kernel(cfg)
+  local key = {}
+  for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "v_double",
+    "varlen",
+    "causal", "has_left", "has_right", "even_k", "split", "paged", "seqlens" } do
+    key[#key + 1] = tostring(cfg[k])
+  end
+  key = table.concat(key, ",")
+  local k = kernels[key]
+  if not k then
+    k = build(cfg, "cute.lib.attention:" .. key)
+    kernels[key] = k
+  end
+  return k
+end
+
+-- ---------------------------------------------------------------------------
+-- The host side: the problem, the plan, the launch
+
+local OPTIONS = { scale = true, causal = true, window = true, lse = true, cu_seqlens_q = true, cu_seqlens_k = true,
+  max_seqlen_q = true, max_seqlen_k = true, arch = true, kernel = true, config = true, stream = true }
+
+local function fail(fmt, ...) err.raise("cute.lib.attention: " .. fmt, ...) end
+
+-- Shape and strides of a device tensor of rank `rank`, flat modes only.
+local function dims(t, what, rank, names)
+  if not tensor.is_device_tensor(t) then fail("%s must be a device tensor, got %s", what, tostring(t)) end
+  if not t:valid() then fail("%s was freed (or its device was reset)", what) end
+  local s, d = L.shape(t.layout), L.stride(t.layout)
+  if type(s) == "number" then s, d = { s }, { d } end
+  if #s ~= rank then
+    fail("%s must have %d modes %s, got %s", what, rank, names, tostring(t.layout))
+  end
+  for i = 1, rank do
+    if type(s[i]) ~= "number" or type(d[i]) ~= "number" then
+      fail("%s needs flat modes %s, got %s", what, names, tostring(t.layout))
+    end
+  end
+  return s, d
+end
+
+-- A list of B + 1 offsets (Lua list or i32 tensor) as a Lua list and a device tensor.
+local function offsets(x, what, total, fake)
+  local list, dev
+  if type(x) == "table" and not tensor.is_device_tensor(x) then
+    list = x
+  elseif tensor.is_device_tensor(x) then
+    if x.dtype ~= cute.i32 then fail("opts.%s must hold i32 offsets, got %s", what, x.dtype.name) end
+    local s = L.shape(x.layout)
+    if type(s) ~= "number" then
+      fail("opts.%s must be a 1-D tensor of B + 1 offsets, got %s", what, tostring(x.layout))
+    end
+    dev = x
+    if not x.fake then list = x:to_host():to_table() end
+  else
+    fail("opts.%s must be a Lua list or an i32 device tensor of B + 1 offsets, got %s", what, type(x))
+  end
+  if list then
+    if #list < 2 then fail("opts.%s needs at least 2 offsets (one sequence), got %d", what, #list) end
+    for i = 1, #list do
+      local o = list[i]
+      if type(o) ~= "number" or o % 1 ~= 0 or (i == 1 and o ~= 0) or (i > 1 and o < list[i - 1]) then
+        fail("opts.%s must go up from 0 without going down; entry %d is %s", what, i, tostring(o))
+      end
+    end
+    if list[#list] > total then
+      fail("opts.%s ends at %d, past the %d rows of its tensor", what, list[#list], total)
+    end
+    if not dev then
+      dev = fake and tensor.fake_tensor(cute.i32, { #list }) or cute.tensor(cute.i32, #list)
+      if not fake then dev:copy_from(list) end
+    end
+  end
+  return list, dev
+end
+
+local function longest(list)
+  local m = 0
+  for i = 2, #list do m = math.max(m, list[i] - list[i - 1]) end
+  return m
+end
+
+--- The problem table of a call (the fields at the top of this file), checking
+-- every argument: shapes, dtypes, strides, options.
+-- @param Q the queries: (B, Sq, Hq, D), or (total_q, Hq, D) with cu_seqlens
+-- @param K the keys: (B, Sk, Hkv, D), or (total_k, Hkv, D)
+-- @param V the values, K's shape
+-- @param O the output, Q's shape (nil: made)
+-- @param opts optional: the options of forward
+-- @return the problem table
+-- @usage local p = cute.lib.attention.problem(Q, K, V, O, { causal = true })
+function M.problem(Q, K, V, O, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then fail("opts must be a table, got %s", type(opts)) end
+  local names = {}
+  for n in pairs(OPTIONS) do names[#names + 1] = n end
+  table.sort(names)
+  for key in pairs(opts) do
+    if not OPTIONS[key] then
+      fail("unknown option '%s'%s (the options are: %s)", tostring(key), err.did_you_mean(tostring(key), names),
+        table.concat(names, ", "))
+    end
+  end
+  local varlen = opts.cu_seqlens_q ~= nil or opts.cu_seqlens_k ~= nil
+  if varlen and (opts.cu_seqlens_q == nil or opts.cu_seqlens_k == nil) then
+    fail("varlen attention needs both opts.cu_seqlens_q and opts.cu_seqlens_k")
+  end
+  local rank = varlen and 3 or 4
+  local qn = varlen and "(total_q, Hq, D)" or "(B, Sq, Hq, D)"
+  local kn = varlen and "(total_k, Hkv, D)" or "(B, Sk, Hkv, D)"
+  local qs, qd = dims(Q, "Q", rank, qn)
+  local ks, kd = dims(K, "K", rank, kn)
+  local vs, vd = dims(V, "V", rank, kn)
+  local fake = Q.fake
+  if O == nil then
+    O = (fake and tensor.fake_tensor or cute.tensor)(Q.dtype, qs, "row")
+  end
+  local os_, od = dims(O, "O", rank, qn)
+  local dt = Q.dtype
+  if dt ~= cute.bf16 and dt ~= cute.f16 then fail("Q is %s; attention takes bf16 or f16", dt.name) end
+  for _, x in ipairs { { K, "K" }, { V, "V" }, { O, "O" } } do
+    if x[1].dtype ~= dt then fail("Q is %s and %s is %s; give them one dtype", dt.name, x[2], x[1].dtype.name) end
+  end
+  local function same(a, b, an, bn)
+    for i = 1, rank do
+      if a[i] ~= b[i] then
+        fail("%s is (%s) and %s is (%s): they must have the same shape", an, table.concat(a, ", "), bn,
+          table.concat(b, ", "))
+      end
+    end
+  end
+  same(ks, vs, "K", "V")
+  same(qs, os_, "Q", "O")
+  for _, x in ipairs { { qd, "Q" }, { kd, "K" }, { vd, "V" }, { od, "O" } } do
+    if x[1][rank] ~= 1 then
+      fail("%s's head dimension D must be contiguous (stride 1), got stride %d", x[2], x[1][rank])
+    end
+  end
+  local d = qs[rank]
+  if ks[rank] ~= d then fail("Q has head dimension %d and K %d", d, ks[rank]) end
+  local hq, hkv = qs[rank - 1], ks[rank - 1]
+  if hkv < 1 or hq % hkv ~= 0 then
+    fail("Q has %d heads and K %d: grouped-query attention needs Q's heads a multiple of K's", hq, hkv)
+  end
+  local p = { dtype = dt, hq = hq, hkv = hkv, d = d, q = Q, k = K, v = V, o = O, varlen = varlen }
+  if varlen then
+    p.seqlens_q, p.cu_seqlens_q = offsets(opts.cu_seqlens_q, "cu_seqlens_q", qs[1], fake)
+    p.seqlens_k, p.cu_seqlens_k = offsets(opts.cu_seqlens_k, "cu_seqlens_k", ks[1], fake)
+    local bq = p.seqlens_q and #p.seqlens_q - 1 or L.size(p.cu_seqlens_q.layout) - 1
+    local bk = p.seqlens_k and #p.seqlens_k - 1 or L.size(p.cu_seqlens_k.layout) - 1
+    if bq ~= bk then fail("opts.cu_seqlens_q has %d sequences and opts.cu_seqlens_k %d", bq, bk) end
+    p.batch = bq
+    p.sq = opts.max_seqlen_q or (p.seqlens_q and longest(p.seqlens_q)) or qs[1]
+    p.sk = opts.max_seqlen_k or (p.seqlens_k and longest(p.seqlens_k)) or ks[1]
+  else
+    if ks[1] ~= qs[1] then fail("Q has batch %d and K %d", qs[1], ks[1]) end
+    p.batch, p.sq, p.sk = qs[1], qs[2], ks[2]
+  end
+  -- options
+  local scale = opts.scale
+  if scale == nil then scale = 1 / math.sqrt(d) end
+  if type(scale) ~= "number" or scale ~= scale or scale == math.huge or scale == -math.huge then
+    fail("opts.scale must be a finite number, got %s", tostring(scale))
+  end
+  p.scale = scale
+  if opts.causal ~= nil and type(opts.causal) ~= "boolean" then
+    fail("opts.causal must be a boolean, got %s", type(opts.causal))
+  end
+  p.causal = opts.causal == true
+  local left, right = -1, -1
+  if opts.window ~= nil then
+    local w = opts.window
+    if type(w) ~= "table" or #w ~= 2 then
+      fail("opts.window must be {left, right} (-1: unbounded), got %s", tostring(w))
+    end
+    for i = 1, 2 do
+      if type(w[i]) ~= "number" or w[i] % 1 ~= 0 or w[i] < -1 then
+        fail("opts.window[%d] must be an integer >= -1 (-1: unbounded), got %s", i, tostring(w[i]))
+      end
+    end
+    left, right = w[1], w[2]
+  end
+  if p.causal then right = 0 end
+  p.window = { left, right }
+  -- LSE
+  local lse_shape = varlen and { hq, qs[1] } or { p.batch, hq, p.sq }
+  local lse = opts.lse
+  if lse == nil then
+    lse = (fake and tensor.fake_tensor or cute.tensor)(cute.f32, lse_shape, "row")
+  else
+    local s = dims(lse, "opts.lse", #lse_shape, varlen and "(Hq, total_q)" or "(B, Hq, Sq)")
+    if lse.dtype ~= cute.f32 then fail("opts.lse must be f32, got %s", lse.dtype.name) end
+    for i = 1, #lse_shape do
+      if s[i] ~= lse_shape[i] then
+        fail("opts.lse is (%s); this problem's LSE is (%s)", table.concat(s, ", "), table.concat(lse_shape, ", "))
+      end
+    end
+  end
+  p.lse = lse
+  return p
+end
+
+-- The arch a plan targets.
+local function target_arch(opts)
+  if opts.arch ~= nil then
+    if type(opts.arch) ~= "string" or not opts.arch:match("^sm_%d+a?$") then
+      fail("opts.arch must be a target name such as \"sm_80\" or \"sm_90a\", got %s", tostring(opts.arch))
+    end
+    return opts.arch
+  end
+  local ok, info = pcall(cute.device_info)
+  if ok and info.compute_capability then
+    local cc = info.compute_capability
+    return string.format("sm_%d%d%s", cc[1], cc[2], cc[1] == 9 and "a" or "")
+  end
+  return "sm_80"
+end
+
+-- Elements a global -> shared copy can move: 16 bytes, less when a stride or
+-- the address is not aligned to it.
+local function vec_of(t, strides, rank)
+  local v = 8
+  while v > 1 do
+    local ok = t:alignment() >= v * 2
+    for i = 1, rank - 1 do ok = ok and strides[i] % v == 0 end
+    if ok then break end
+    v = v / 2
+  end
+  return v
+end
+
+-- The sm_80 tiles: BM query rows a CTA (16 a warp), BN keys a step, two
+-- stages of K and V. Picked from ptxas's register counts (sm_80 and sm_90a,
+-- causal and not; no GPU measurement yet): every row of the table compiles
+-- without spilling except head dim 256, whose 128 f32 accumulators a thread
+-- and V's fragments spill 120 bytes on sm_80 (8 on sm_90a).
+local SM80_CONFIGS = {
+  [64] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },   -- 151-165 registers
+  [128] = { bm = 128, bn = 64, warps = 8, stages = 2, q_regs = true },  -- 233-248 registers
+  [256] = { bm = 64, bn = 32, warps = 4, stages = 2, q_regs = false },  -- 255 registers, spills
+}
+M.SM80_CONFIGS = SM80_CONFIGS
+
+local function sm80_plan(p, opts, why)
+  local base = SM80_CONFIGS[p.d]
+  if not base then
+    fail("head dimension %d is not supported by the sm_80 kernel (it takes 64, 128 and 256)", p.d)
+  end
+  local cfg = {}
+  for key, v in pairs(base) do cfg[key] = v end
+  if opts.config ~= nil then
+    if type(opts.config) ~= "table" then fail("opts.config must be a table, got %s", type(opts.config)) end
+    for key, v in pairs(opts.config) do cfg[key] = v end
+  end
+  cfg.dtype, cfg.d, cfg.varlen = p.dtype.name, p.d, p.varlen
+  cfg.causal = p.causal
+  cfg.has_left, cfg.has_right = p.window[1] >= 0, p.window[2] >= 0
+  cfg.even_k = not p.varlen and p.sk % cfg.bn == 0
+  local rank = p.varlen and 3 or 4
+  cfg.q_vec = math.min(vec_of(p.q, L.stride(p.q.layout), rank), vec_of(p.o, L.stride(p.o.layout), rank))
+  cfg.k_vec = vec_of(p.k, L.stride(p.k.layout), rank)
+  cfg.v_vec = vec_of(p.v, L.stride(p.v.layout), rank)
+  local smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
+  local kern = M.kernel(cfg)
+  if opts.arch then kern = kern:with { arch = opts.arch } end
+  local args = { p.q, p.k, p.v, p.o, p.lse, p.varlen and p.cu_seqlens_q or false,
+    p.varlen and p.cu_seqlens_k or false, cute.f32(p.scale * LOG2E), cute.i32(p.hq / p.hkv),
+    cute.i32(p.window[1]), cute.i32(p.window[2]), false, false, false, false }
+  return {
+    kernel = kern, args = args, grid = { math.max(1, math.ceil(p.sq / cfg.bm)), p.hq, p.batch },
+    block = cfg.warps * 32, smem = smem, config = cfg, problem = p, kernel_name = "sm80",
+    why = string.format("%s; the sm_80 FlashAttention-2 kernel (mma.sync, ldmatrix, cp.async): %dx%d tiles, %d warps, "
+      .. "head dim %d", why, cfg.bm, cfg.bn, cfg.warps, p.d),
+  }
+end
+
+--- What forward would launch, without launching: a table with kernel, args,
+-- grid, block, smem (bytes of dynamic shared memory), config, problem,
+-- kernel_name ("sm80", or the Hopper module's) and why (a sentence). On an
+-- sm_90 target (the device's, or opts.arch = "sm_90a" without a GPU) the plan
+-- of cute.lib.attention_sm90 is taken where that module is installed and
+-- takes the problem; otherwise the sm_80 kernel (which runs on Hopper too).
+-- @param Q the queries (B, Sq, Hq, D) (varlen: (total_q, Hq, D))
+-- @param K the keys (B, Sk, Hkv, D)
+-- @param V the values, K's shape
+-- @param O the output, Q's shape (nil: made)
+-- @param opts optional: forward's options, and arch ("sm_80", "sm_90a")
+-- @return the plan
+-- @usage local p = cute.lib.attention.plan(Q, K, V, O, { arch = "sm_90a" })
+function M.plan(Q, K, V, O, opts)
+  opts = opts or {}
+  local p = M.problem(Q, K, V, O, opts)
+  local arch = target_arch(opts)
+  p.arch = arch
+  if opts.kernel ~= nil and opts.kernel ~= "sm80" and opts.kernel ~= "sm90" then
+    fail("opts.kernel is %s; it is \"sm80\" (mma.sync) or \"sm90\" (the Hopper module)", tostring(opts.kernel))
+  end
+  local why
+  if arch:match("^sm_9") and opts.kernel ~= "sm80" then
+    local ok, mod = pcall(require, "cute.lib.attention_sm90")
+    if ok and type(mod) == "table" and mod.plan then
+      local plan, why_not = mod.plan(p, opts)
+      if plan then
+        plan.problem = plan.problem or p
+        plan.kernel_name = plan.kernel_name or "sm90"
+        return plan
+      end
+      why = string.format("%s target, but the Hopper kernel does not take this problem (%s)", arch,
+        tostring(why_not or "no reason given"))
+    else
+      why = string.format("%s target, but cute.lib.attention_sm90 is not available", arch)
+    end
+    if opts.kernel == "sm90" then fail("opts.kernel = \"sm90\": %s", why) end
+  else
+    why = opts.kernel == "sm80" and "opts.kernel = \"sm80\"" or (arch .. " target")
+  end
+  return sm80_plan(p, opts, why)
+end
+
+--- Fused attention forward: O = softmax(scale Q K^T + mask) V, and the
+-- log-sum-exp of each row. Q, O (B, Sq, Hq, D), K, V (B, Sk, Hkv, D), bf16 or
+-- f16, D contiguous, D 64, 128 or 256, Hq a multiple of Hkv. opts: scale
+-- (1/sqrt(D)), causal (bottom-right aligned when Sq ~= Sk), window {left,
+-- right} (-1 unbounded), lse (a (B, Hq, Sq) f32 tensor to fill; made if
+-- absent), cu_seqlens_q and cu_seqlens_k (varlen: B + 1 offsets, a Lua list or
+-- an i32 device tensor, with Q (total_q, Hq, D), K and V (total_k, Hkv, D), LSE
+-- (Hq, total_q)), max_seqlen_q and max_seqlen_k (varlen with device offsets),
+-- kernel ("sm80" forces the sm_80 kernel), config (its tile), stream. Rows
+-- that see no key get O = 0 and LSE = -inf.
+-- @param Q the queries
+-- @param K the keys
+-- @param V the values
+-- @param O the output (nil: made)
+-- @param opts optional: the options above
+-- @return O and LSE
+-- @usage local O, lse = cute.lib.attention.forward(Q, K, V, O, { causal = true })
+function M.forward(Q, K, V, O, opts)
+  local plan = M.plan(Q, K, V, O, opts)
+  local p = plan.problem
+  if p.q.fake then fail("forward needs real tensors; plan() takes fake ones") end
+  if plan.launch then -- (a plan that is more than one launch: the Hopper module's)
+    plan.launch(opts and opts.stream)
+    return p.o, p.lse
+  end
+  local cfg = { grid = plan.grid, block = plan.block }
+  if opts and opts.stream then cfg.stream = opts.stream end
+  if plan.cluster then cfg.cluster = plan.cluster end
+  plan.kernel(cfg)(unpack(plan.args))
+  return p.o, p.lse
+end
+
+-- ---------------------------------------------------------------------------
+-- Decode: a few query tokens against a long KV cache
+
+-- The combine step of split-KV: O[b, i, h, :] = sum_s exp(LSE_s - LSE) O_s, LSE = log sum_s exp(LSE_s).
+local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, splits)
+  local row = cute.block_idx().x
+  local d = cute.thread_idx().x
+  local hq, sq = O.layout.shape[3], O.layout.shape[2]
+  local h = row % hq
+  local i = (row / hq) % sq
+  local b = row / (hq * sq)
+  local mx = NEG_INF
+  for s in cute.range(splits) do mx = cute.max(mx, Lp[{ s, b, h, i }]) end
+  local base = cute.where(mx == NEG_INF, 0.0, mx)
+  local sum = 0.0
+  for s in cute.range(splits) do sum = sum + cute.exp2((Lp[{ s, b, h, i }] - base) * LOG2E) end
+  local empty = sum == 0.0
+  local lse = cute.where(empty, NEG_INF, base + cute.log(cute.where(empty, 1.0, sum)))
+  local acc = 0.0
+  for s in cute.range(splits) do
+    local w = cute.where(empty, 0.0, cute.exp2((Lp[{ s, b, h, i }] - lse) * LOG2E))
+    acc = acc + w * Op[{ s, b, i, h, d }]
+  end
+  O[{ b, i, h, d }] = acc:to(O.dtype)
+  if d == 0 then LSE[{ b, h, i }] = lse end
+end, { preprocess = true, trace_key = "cute.lib.attention:combine v1" })
+
+local DECODE_OPTIONS = { scale = true, causal = true, window = true, lse = true, cache_seqlens = true,
+  block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true }
+
+-- A list of B lengths (Lua list or i32 tensor) as a device tensor (and the list when known).
+local function lengths(x, b, limit, fake)
+  if tensor.is_device_tensor(x) then
+    if x.dtype ~= cute.i32 or L.size(x.layout) ~= b then
+      fail("opts.cache_seqlens must be %d i32 lengths (one a sequence), got %s", b, tostring(x))
+    end
+    return (not x.fake) and x:to_host():to_table() or nil, x
+  end
+  if type(x) ~= "table" or #x ~= b then
+    fail("opts.cache_seqlens must be a list (or i32 tensor) of %d lengths, one a sequence", b)
+  end
+  for i = 1, b do
+    if type(x[i]) ~= "number" or x[i] % 1 ~= 0 or x[i] < 0 or x[i] > limit then
+      fail("opts.cache_seqlens[%d] is %s: a length from 0 to %d (the cache's capacity)", i, tostring(x[i]), limit)
+    end
+  end
+  local dev = fake and tensor.fake_tensor(cute.i32, { b }) or cute.tensor(cute.i32, b)
+  if not fake then dev:copy_from(x) end
+  return x, dev
+end
+
+--- What decode would launch: the split kernel's plan (kernel, args, grid, block,
+-- config, problem, why) and, when the keys are split, combine = {kernel, args,
+-- grid, block} and the workspace (partial O and LSE, f32). Same arguments as decode.
+-- @param Q the new queries (B, Sq, Hq, D), Sq small
+-- @param Kc the key cache: (B, S_cache, Hkv, D), or paged (pages, page_size, Hkv, D)
+-- @param Vc the value cache, Kc's shape
+-- @param O the output, Q's shape (nil: made)
+-- @param opts optional: decode's options
+-- @return the plan
+-- @usage local p = cute.lib.attention.decode_plan(q, kc, vc, nil, { cache_seqlens = lens, num_splits = 8 })
+function M.decode_plan(Q, Kc, Vc, O, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then fail("opts must be a table, got %s", type(opts)) end
+  local names = {}
+  for n in pairs(DECODE_OPTIONS) do names[#names + 1] = n end
+  table.sort(names)
+  for key in pairs(opts) do
+    if not DECODE_OPTIONS[key] then
+      fail("unknown decode option '%s'%s (the options are: %s)", tostring(key), err.did_you_mean(tostring(key), names),
+        table.concat(names, ", "))
+    end
+  end
+  local qs = dims(Q, "Q", 4, "(B, Sq, Hq, D)")
+  local paged = opts.block_table ~= nil
+  local ks = dims(Kc, "Kcache", 4, paged and "(pages, page_size, Hkv, D)" or "(B, S_cache, Hkv, D)")
+  local B = qs[1]
+  local page, bt, capacity = nil, nil, ks[2]
+  if paged then
+    bt = opts.block_table
+    local bs = dims(bt, "opts.block_table", 2, "(B, max_pages)")
+    if bt.dtype ~= cute.i32 then fail("opts.block_table must be i32, got %s", bt.dtype.name) end
+    if bs[1] ~= B then fail("opts.block_table has %d rows and Q a batch of %d", bs[1], B) end
+    page = ks[2]
+    if opts.page_size ~= nil and opts.page_size ~= page then
+      fail("opts.page_size is %s but the caches' pages hold %d tokens (their second mode)", tostring(opts.page_size),
+        page)
+    end
+    capacity = bs[2] * page
+  elseif opts.page_size ~= nil then
+    fail("opts.page_size needs opts.block_table (paged caches)")
+  elseif ks[1] ~= B then
+    fail("Q has batch %d and the caches %d", B, ks[1])
+  end
+  if opts.cache_seqlens == nil and paged then
+    fail("paged caches need opts.cache_seqlens (the length of each sequence)")
+  end
+  -- the problem as forward sees it, with the caches as K and V (shapes checked there)
+  local fopts = { scale = opts.scale, causal = opts.causal, window = opts.window, lse = opts.lse, arch = opts.arch,
+    config = opts.config, kernel = "sm80" }
+  local Kv, Vv = Kc, Vc
+  if paged then -- (a batch-shaped view for forward's checks: the caches as (1, pages x page, Hkv, D))
+    dims(Vc, "Vcache", 4, "(pages, page_size, Hkv, D)")
+    local vs = L.shape(Vc.layout)
+    for i = 1, 4 do
+      if vs[i] ~= ks[i] then fail("Kcache and Vcache must have the same shape") end
+    end
+    for _, x in ipairs { { Kc, "Kcache" }, { Vc, "Vcache" } } do
+      if L.stride(x[1].layout)[4] ~= 1 then fail("%s's head dimension D must be contiguous (stride 1)", x[2]) end
+    end
+    local shape = { B, page, ks[3], ks[4] }
+    Kv, Vv = tensor.fake_tensor(Kc.dtype, shape, "row"), tensor.fake_tensor(Vc.dtype, shape, "row")
+  end
+  local p = M.problem(Q, Kv, Vv, O, fopts)
+  p.k, p.v = Kc, Vc
+  p.paged, p.page_size, p.block_table = paged, page, bt
+  local list, dev
+  if opts.cache_seqlens ~= nil then
+    list, dev = lengths(opts.cache_seqlens, B, capacity, Q.fake)
+  end
+  p.cache_seqlens, p.seqlens_k = dev, list
+  p.sk = capacity
+  if list then
+    local m = 0
+    for i = 1, #list do m = math.max(m, list[i]) end
+    p.sk = m
+  end
+  -- One new token and grouped-query heads: the G = Hq / Hkv query heads that
+  -- share a KV head become G rows of one query tile (the same position, so a
+  -- causal mask or a right window changes nothing), and each KV head's cache
+  -- is read once instead of G times. Q and O seen as (B, G, Hkv, D), LSE as
+  -- (B, Hkv, G): views of the same memory.
+  local kp = p -- the problem the kernel sees
+  local G = p.hq / p.hkv
+  if p.sq == 1 and G > 1 and p.window[1] < 0 and not (opts.config and opts.config.pack == false) then
+    local function view(t, shape, stride)
+      local lay = L.make_layout(shape, stride)
+      if t.fake then return tensor.fake_tensor(t.dtype, shape, lay, { align = t:alignment() }) end
+      return tensor.from_ptr(t:data_ptr(), t.dtype, lay)
+    end
+    local qd, od, ld = L.stride(p.q.layout), L.stride(p.o.layout), L.stride(p.lse.layout)
+    kp = {}
+    for key, v in pairs(p) do kp[key] = v end
+    kp.q = view(p.q, { B, G, p.hkv, p.d }, { qd[1], qd[3], G * qd[3], 1 })
+    kp.o = view(p.o, { B, G, p.hkv, p.d }, { od[1], od[3], G * od[3], 1 })
+    kp.lse = view(p.lse, { B, p.hkv, G }, { ld[1], G * ld[2], ld[2] })
+    kp.sq, kp.hq, kp.causal, kp.window = G, p.hkv, false, { -1, -1 }
+  end
+  local plan = sm80_plan(kp, fopts, "decode")
+  plan.problem = p
+  local cfg = plan.config
+  cfg.causal, cfg.has_right = kp.causal, kp.window[2] >= 0
+  -- a few query rows: 64-row tiles of 4 warps (the parallelism is in the splits)
+  if not (opts.config and (opts.config.bm or opts.config.warps)) then cfg.bm, cfg.warps = 64, 4 end
+  plan.block = cfg.warps * 32
+  if paged then
+    cfg.bn = math.min(cfg.bn, page)
+    if page % 16 ~= 0 or page % cfg.bn ~= 0 then
+      fail("page size %d: the sm_80 kernel takes pages of a multiple of 16 tokens", page)
+    end
+  end
+  cfg.paged, cfg.seqlens = paged, dev ~= nil
+  cfg.even_k = false
+  -- splits: enough CTAs to fill the GPU twice over, each at least two key tiles
+  local m_blocks = math.ceil(kp.sq / cfg.bm)
+  local ctas = m_blocks * kp.hq * B
+  local tiles = math.max(1, math.ceil(p.sk / cfg.bn))
+  local splits = opts.num_splits
+  if splits == nil then
+    local ok, info = pcall(cute.device_info)
+    local sms = ok and info.sm_count or 108
+    splits = math.max(1, math.min(math.ceil(2 * sms / ctas), math.floor(tiles / 2), 64))
+  elseif type(splits) ~= "number" or splits % 1 ~= 0 or splits < 1 then
+    fail("opts.num_splits must be a whole number >= 1, got %s", tostring(splits))
+  end
+  cfg.split = splits > 1
+  local kern = M.kernel(cfg)
+  if opts.arch then kern = kern:with { arch = opts.arch } end
+  local mk = Q.fake and tensor.fake_tensor or cute.tensor
+  local Ow, Lw = kp.o, kp.lse
+  if cfg.split then
+    Ow = mk(cute.f32, { splits, B, kp.sq, kp.hq, p.d }, "row")
+    Lw = mk(cute.f32, { splits, B, kp.hq, kp.sq }, "row")
+  end
+  plan.kernel = kern
+  plan.args = { kp.q, Kc, Vc, Ow, Lw, false, false, plan.args[8], plan.args[9], plan.args[10], plan.args[11],
+    dev or false, bt or false, page and cute.i32(page) or false, cute.i32(splits) }
+  plan.grid = { splits * m_blocks, kp.hq, B }
+  plan.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
+  plan.why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles%s", splits,
+    splits > 1 and "s" or "", paged and (" from pages of " .. page) or "", cfg.bm, cfg.bn,
+    kp ~= p and string.format(", the %d query heads of a KV head in one tile", G) or "")
+  if cfg.split then
+    local ck = combine_kernel
+    if opts.arch then ck = ck:with { arch = opts.arch } end
+    plan.combine = { kernel = ck, args = { Ow, Lw, kp.o, kp.lse, cute.i32(splits) }, grid = B * kp.sq * kp.hq,
+      block = p.d }
+  end
+  return plan
+end
+
+--- Attention of a few new query tokens against a long KV cache (decoding):
+-- split-KV (several CTAs over the cache, each writing a partial O and LSE,
+-- then a combine kernel), caches of per-sequence lengths, paged caches. Q, O
+-- (B, Sq, Hq, D) with Sq small (1 to a few; causal aligns them with the
+-- cache's end), Kcache, Vcache (B, S_cache, Hkv, D), or paged (pages,
+-- page_size, Hkv, D) with opts.block_table ((B, max_pages) i32 device tensor:
+-- sequence b's token t is in page block_table[b, t // page_size]). opts: cache_seqlens
+-- (B lengths, a Lua list or i32 device tensor; default the cache's capacity;
+-- paged caches need it), num_splits (default: enough CTAs to fill the GPU),
+-- page_size (checked against the caches), scale, causal, window, lse ((B, Hq,
+-- Sq) f32), arch, config, stream. Returns O and LSE.
+-- @param Q the new queries (B, Sq, Hq, D)
+-- @param Kcache the key cache
+-- @param Vcache the value cache
+-- @param O the output, Q's shape (nil: made)
+-- @param opts optional: the options above
+-- @return O and LSE
+-- @usage local o = cute.lib.attention.decode(q, kc, vc, nil, { cache_seqlens = lens })
+function M.decode(Q, Kcache, Vcache, O, opts)
+  local plan = M.decode_plan(Q, Kcache, Vcache, O, opts)
+  local p = plan.problem
+  if p.q.fake then fail("decode needs real tensors; decode_plan() takes fake ones") end
+  local stream = opts and opts.stream
+  plan.kernel { grid = plan.grid, block = plan.block, stream = stream } (unpack(plan.args))
+  if plan.combine then
+    local c = plan.combine
+    c.kernel { grid = c.grid, block = c.block, stream = stream } (unpack(c.args))
+  end
+  return p.o, p.lse
+end
+
+return M
