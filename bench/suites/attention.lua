@@ -89,7 +89,8 @@ return function(h)
     local b, cache = c[1], c[2]
     local hq, hkv, d = 32, 8, 128
     h:case {
-      name = "attention decode bf16 (cache GB/s)", shape = string.format("b%d cache %d h%d/%d d%d", b, cache, hq, hkv, d),
+      name = "attention decode bf16 (cache GB/s)",
+      shape = string.format("b%d cache %d h%d/%d d%d", b, cache, hq, hkv, d),
       dtype = "bf16", bytes = 2 * b * cache * hkv * d * 2, peer = "copy", goal = 0.8,
       setup = function()
         local qs, ks = { b, 1, hq, d }, { b, cache, hkv, d }
