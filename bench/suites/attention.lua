@@ -76,7 +76,7 @@ return function(h)
       run = function(st) A.forward(st.Q, st.K, st.V, st.O, { causal = causal, lse = st.LSE }) end,
       check = function(st)
         local ok, e = pcall(cute.testing.check_attention, st.Q, st.K, st.V, st.O, st.LSE,
-          { causal = opts.causal, samples = 48 })
+          { causal = opts.causal, samples = 8 })
         return ok, not ok and tostring(e) or nil
       end,
       teardown = function(st) for _, t in pairs(st) do t:free() end end,

@@ -64,8 +64,10 @@ end)
 --- The TMA atoms of tma_tile for tensors A and B (W x H f32, x contiguous; fake or device tensors).
 function M.tma_atoms(A, B)
   local cp = cute.nvgpu.cpasync
-  return cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), A, tile_sl, M.TILE),
-    cp.make_tiled_tma_atom(cp.CopyBulkTensorTileS2GOp(), B, tile_sl, M.TILE)
+  -- (one value each: make_tiled_tma_atom returns more than the atom)
+  local load = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), A, tile_sl, M.TILE)
+  local store = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileS2GOp(), B, tile_sl, M.TILE)
+  return load, store
 end
 
 --- tma_tile's export entry: its grid from the run-time extents of the load atom's tensor.
