@@ -13,11 +13,6 @@ for k, v in (os.getenv("ATTN_CFG") or ""):gmatch("(%w+)=(%w+)") do
   if k == "pingpong" then config[k] = v == "1" end
 end
 
-local function rowmajor(shape)
-  local st, a = {}, 1
-  for i = #shape, 1, -1 do st[i] = a; a = a * shape[i] end
-  return cute.make_layout(shape, st)
-end
 
 -- A problem: B, Hq, Hkv, Sq, Sk, D, causal, window {left, right}, varlen (list of {sq, sk})
 local function make(c)
@@ -29,11 +24,11 @@ local function make(c)
     for i, l in ipairs(c.varlen) do cu_q[i + 1] = cu_q[i] + l[1]; cu_k[i + 1] = cu_k[i] + l[2] end
     B, Sq, Sk = 1, cu_q[#cu_q], cu_k[#cu_k]
   end
-  local Q = cute.tensor(dt, { B, Sq, c.hq, c.d }, rowmajor { B, Sq, c.hq, c.d }):uniform(-1, 1, c.seed or 1)
-  local K = cute.tensor(dt, { B, Sk, c.hkv, c.d }, rowmajor { B, Sk, c.hkv, c.d }):uniform(-1, 1, (c.seed or 1) + 1)
-  local V = cute.tensor(dt, { B, Sk, c.hkv, c.d }, rowmajor { B, Sk, c.hkv, c.d }):uniform(-1, 1, (c.seed or 1) + 2)
-  local O = cute.tensor(dt, { B, Sq, c.hq, c.d }, rowmajor { B, Sq, c.hq, c.d })
-  local LSE = cute.tensor(cute.f32, { B, c.hq, Sq }, rowmajor { B, c.hq, Sq })
+  local Q = cute.tensor(dt, { B, Sq, c.hq, c.d }, "row"):uniform(-1, 1, c.seed or 1)
+  local K = cute.tensor(dt, { B, Sk, c.hkv, c.d }, "row"):uniform(-1, 1, (c.seed or 1) + 1)
+  local V = cute.tensor(dt, { B, Sk, c.hkv, c.d }, "row"):uniform(-1, 1, (c.seed or 1) + 2)
+  local O = cute.tensor(dt, { B, Sq, c.hq, c.d }, "row")
+  local LSE = cute.tensor(cute.f32, { B, c.hq, Sq }, "row")
   local left, right = math.huge, math.huge
   if c.causal then right = 0 end
   if c.window then

@@ -33,11 +33,6 @@ local H = tonumber(arg and arg[3]) or (gpu and 16 or 2)
 local D = tonumber(arg and arg[4]) or 128
 local CAUSAL = arg and arg[5] == "causal"
 
-local function rowmajor(shape)
-  local st, a = {}, 1
-  for i = #shape, 1, -1 do st[i] = a; a = a * shape[i] end
-  return cute.make_layout(shape, st)
-end
 
 -- 1. The layouts.
 --
@@ -61,8 +56,8 @@ end
 
 -- 2. The kernel for sm_90a (compiles anywhere).
 local function tensors(fake)
-  local mk = fake and function(dt, shape) return cute.fake_tensor(dt, shape, rowmajor(shape)) end
-    or function(dt, shape) return cute.tensor(dt, shape, rowmajor(shape)) end
+  local mk = fake and function(dt, shape) return cute.fake_tensor(dt, shape, "row") end
+    or function(dt, shape) return cute.tensor(dt, shape, "row") end
   return mk(cute.bf16, { B, S, H, D }), mk(cute.bf16, { B, S, H, D }), mk(cute.bf16, { B, S, H, D }),
     mk(cute.bf16, { B, S, H, D }), mk(cute.f32, { B, H, S })
 end

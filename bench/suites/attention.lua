@@ -12,11 +12,6 @@
 -- (or python3) the forward rows have no peer and say so.
 local cute = require "cute"
 
-local function rowmajor(shape)
-  local st, a = {}, 1
-  for i = #shape, 1, -1 do st[i] = a; a = a * shape[i] end
-  return cute.make_layout(shape, st)
-end
 
 -- torch's figures for the shapes (key "D:CAUSAL:B:H:S"), the best backend each
 local function torch_peers(shapes)
@@ -67,11 +62,11 @@ return function(h)
       peer = function() return peers[key] end,
       setup = function()
         local shape = { b, seq, heads, d }
-        return { Q = cute.tensor(cute.bf16, shape, rowmajor(shape)):uniform(-1, 1, 1),
-          K = cute.tensor(cute.bf16, shape, rowmajor(shape)):uniform(-1, 1, 2),
-          V = cute.tensor(cute.bf16, shape, rowmajor(shape)):uniform(-1, 1, 3),
-          O = cute.tensor(cute.bf16, shape, rowmajor(shape)):fill(0 / 0),
-          LSE = cute.tensor(cute.f32, { b, heads, seq }, rowmajor { b, heads, seq }) }
+        return { Q = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 1),
+          K = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 2),
+          V = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 3),
+          O = cute.tensor(cute.bf16, shape, "row"):fill(0 / 0),
+          LSE = cute.tensor(cute.f32, { b, heads, seq }, "row") }
       end,
       run = function(st) A.forward(st.Q, st.K, st.V, st.O, { causal = causal, lse = st.LSE }) end,
       check = function(st)
@@ -94,11 +89,11 @@ return function(h)
       dtype = "bf16", bytes = 2 * b * cache * hkv * d * 2, peer = "copy", goal = 0.8,
       setup = function()
         local qs, ks = { b, 1, hq, d }, { b, cache, hkv, d }
-        return { Q = cute.tensor(cute.bf16, qs, rowmajor(qs)):uniform(-1, 1, 4),
-          K = cute.tensor(cute.bf16, ks, rowmajor(ks)):uniform(-1, 1, 5),
-          V = cute.tensor(cute.bf16, ks, rowmajor(ks)):uniform(-1, 1, 6),
-          O = cute.tensor(cute.bf16, qs, rowmajor(qs)):fill(0 / 0),
-          LSE = cute.tensor(cute.f32, { b, hq, 1 }, rowmajor { b, hq, 1 }) }
+        return { Q = cute.tensor(cute.bf16, qs, "row"):uniform(-1, 1, 4),
+          K = cute.tensor(cute.bf16, ks, "row"):uniform(-1, 1, 5),
+          V = cute.tensor(cute.bf16, ks, "row"):uniform(-1, 1, 6),
+          O = cute.tensor(cute.bf16, qs, "row"):fill(0 / 0),
+          LSE = cute.tensor(cute.f32, { b, hq, 1 }, "row") }
       end,
       run = function(st) A.decode(st.Q, st.K, st.V, st.O, { lse = st.LSE }) end,
       check = function(st)

@@ -3,6 +3,7 @@
 -- per-sequence lengths and paged caches (a block table), on the simulator at
 -- small sizes and on the GPU at inference sizes (#gpu), checked in float64.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local T = cute.testing
 local A = cute.lib.attention
 
@@ -79,12 +80,9 @@ local large = {
 }
 
 describe("cute.lib.attention.decode on the simulator", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
   for _, c in ipairs(small) do
     it(c.name, function() assert.is_true(run(c).rows > 0) end)
   end

@@ -4,15 +4,13 @@
 -- each against the float64 reference with fresh inputs and poisoned outputs.
 package.path = "tests/spec/attention/?.lua;" .. package.path
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local C = require "cases"
 
 describe("cute.lib.attention.forward on the simulator", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   for _, c in ipairs(C.small) do
     it(c.name, function()

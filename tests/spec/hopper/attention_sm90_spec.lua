@@ -8,22 +8,17 @@ local cute = require "cute"
 local a90 = require "cute.lib.attention_sm90"
 local H = require "tests.spec.trace.helper"
 
-local function rowmajor(shape)
-  local st, a = {}, 1
-  for i = #shape, 1, -1 do st[i] = a; a = a * shape[i] end
-  return cute.make_layout(shape, st)
-end
 
 -- A problem of fake tensors: (B, S, H, D) views, LSE (B, H, S).
 local function problem(o)
   o = o or {}
   local dt = o.dtype or cute.bf16
   local B, Sq, Sk, Hq, Hkv, D = o.b or 2, o.sq or 1000, o.sk or 1000, o.hq or 8, o.hkv or 8, o.d or 128
-  local function f(shape, layout) return cute.fake_tensor(dt, shape, layout or rowmajor(shape)) end
+  local function f(shape, layout) return cute.fake_tensor(dt, shape, layout or "row") end
   return { dtype = dt.name, d = D, batch = B, hq = Hq, hkv = Hkv, sq = Sq, sk = Sk, scale = 1 / math.sqrt(D),
     left = o.left or math.huge, right = o.right or math.huge, q4 = f({ B, Sq, Hq, D }, o.q_layout),
     k4 = f { B, Sk, Hkv, D }, v4 = f { B, Sk, Hkv, D }, o4 = f { B, Sq, Hq, D },
-    lse3 = cute.fake_tensor(cute.f32, { B, Hq, Sq }, rowmajor { B, Hq, Sq }),
+    lse3 = cute.fake_tensor(cute.f32, { B, Hq, Sq }, "row"),
     cu_q = o.varlen and cute.fake_tensor(cute.i32, { B + 1 }) or nil,
     cu_k = o.varlen and cute.fake_tensor(cute.i32, { B + 1 }) or nil }
 end

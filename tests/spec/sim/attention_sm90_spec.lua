@@ -4,30 +4,23 @@
 -- poisoned first: each head dimension, causal, a sliding window, grouped-query
 -- heads, Sq ~= Sk (rows that see no key: O = 0, LSE = -inf), varlen, f16.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 
-local function rowmajor(shape)
-  local st, a = {}, 1
-  for i = #shape, 1, -1 do st[i] = a; a = a * shape[i] end
-  return cute.make_layout(shape, st)
-end
 
 describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim", { arch = "sm_90a" })
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator({ arch = "sm_90a" })
+  setup(sim.enter)
+  teardown(sim.leave)
 
   local seed = os.time() % 1000
   local function run(c)
     local dt = c.dtype or cute.bf16
     local qs = c.varlen and { c.cu_q[#c.cu_q], c.hq, c.d } or { c.b, c.sq, c.hq, c.d }
     local ks = c.varlen and { c.cu_k[#c.cu_k], c.hkv, c.d } or { c.b, c.sk, c.hkv, c.d }
-    local Q = cute.tensor(dt, qs, rowmajor(qs)):uniform(-1, 1, seed)
-    local K = cute.tensor(dt, ks, rowmajor(ks)):uniform(-1, 1, seed + 1)
-    local V = cute.tensor(dt, ks, rowmajor(ks)):uniform(-1, 1, seed + 2)
-    local O = cute.tensor(dt, qs, rowmajor(qs)):fill(0 / 0)
+    local Q = cute.tensor(dt, qs, "row"):uniform(-1, 1, seed)
+    local K = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 1)
+    local V = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 2)
+    local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)

@@ -2,6 +2,7 @@
 -- naming what the issue asks for (the Lua lines, block, thread, address, the
 -- tensor), and stays silent on the good kernel beside it.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 
 local SRC = debug.getinfo(1, "S").short_src
 local function line() return debug.getinfo(2, "l").currentline end
@@ -14,12 +15,9 @@ local function raises(fn, ...)
 end
 
 describe("the simulator's checks", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   it("out-of-bounds global store: line, block, thread, byte offset and the tensor", function()
     local L

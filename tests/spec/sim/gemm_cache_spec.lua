@@ -3,15 +3,13 @@
 -- get their own plan, opts.config and a C made by the call are not cached,
 -- a freed tensor is refused, and dropped tensors drop their plans.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local G = require "cute.lib.gemm"
 
 describe("cute.gemm's plan cache (on the simulator)", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   local function count(t)
     local n = 0

@@ -2,15 +2,13 @@
 -- float64 with C poisoned first: ragged K (the element tail), batches, alpha
 -- and beta, a bias and an activation; which problems it takes and why not.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local G = require "cute.lib.gemm"
 
 describe("cute.lib.gemv (on the simulator)", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   it("computes C = alpha A B for 1 to 8 rows, K ragged, batched (B K-major), SIMT and tensor cores", function()
     local seed = os.time() % 1000

@@ -3,16 +3,13 @@
 -- checks (bounds, races, uninitialised shared memory, barriers) stay silent
 -- on all of them.
 package.path = "tests/spec/sim/?.lua;" .. package.path
-local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local K = require "lib_kernels"
 
 describe("cute.lib on the simulator", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   for _, c in ipairs(K.cases) do
     it(c.name, function()

@@ -4,6 +4,7 @@
 -- match A B computed here, for the 16-bit and tf32 atoms in both major orders.
 package.path = "tests/spec/atom/?.lua;" .. package.path
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local K = require "mma_kernels"
 
 local CASES = {
@@ -20,12 +21,9 @@ local CASES = {
 }
 
 describe("mma.sync tiles on the simulator", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   for n, c in ipairs(CASES) do
     for _, am in ipairs { "k", "mn" } do

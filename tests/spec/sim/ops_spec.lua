@@ -5,6 +5,7 @@
 -- narrow-float rounding, saturating float-to-int conversion, control flow,
 -- warp collectives, atomics, device functions and printf.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local ffi = require "ffi"
 
 local I32S = { 0, 1, -1, 7, -7, 123456789, -987654321, 2147483647, -2147483648, 65535, 40000, -3, 31, 32, 100, 17 }
@@ -17,12 +18,9 @@ local function run(k, n, ...)
 end
 
 describe("the simulator's arithmetic", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   it("i32 and u32: wrap-around, division toward zero, remainders, shifts, unsigned compares", function()
     local n = #I32S
@@ -143,12 +141,9 @@ describe("the simulator's arithmetic", function()
 end)
 
 describe("the simulator's memory", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   it("reads floats of any bits: NaNs with payloads (an integer -1 seen as f32 or f64) are NaN", function()
     local raw32 = ffi.new("uint32_t[4]", { 0xffffffff, 0x7fffffff, 0xff800001, 0x3f800000 })
@@ -171,12 +166,9 @@ describe("the simulator's memory", function()
 end)
 
 describe("the simulator's control flow and warp-level ops", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = H.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   it("loops with break and continue, early return, device functions", function()
     local twice = cute.func(function(v) return v * 2 end)

@@ -18,6 +18,20 @@ function H.ptx(fn, args, opts) return (H.compile(fn, args, opts)):ptx() end
 
 function H.f32(n, spec) return cute.fake_tensor(cute.f32, n or 1024, spec) end
 
+--- The CPU simulator as the device of a describe block's tests (set_device's
+-- options: {arch = "sm_90a"} for a Hopper device), the previous device put
+-- back after them: `local sim = H.simulator(); setup(sim.enter); teardown(sim.leave)`.
+function H.simulator(opts)
+  local old
+  return {
+    enter = function()
+      old = cute.current_device()
+      cute.set_device("sim", opts)
+    end,
+    leave = function() cute.set_device(old) end,
+  }
+end
+
 --- The error message of f(), which must fail.
 function H.error_of(f)
   local ok, msg = pcall(f)

@@ -6,6 +6,7 @@
 -- metadata, geometry in C) and, with a GPU, the exported kernel loaded back.
 local cute = require "cute"
 local H = require "tests.spec.compiler.helper"
+local TH = require "tests.spec.trace.helper"
 
 -- out[i] = src[L(i)] for i < size(shape), L = make_layout(shape, stride)
 local gather = cute.kernel("tuple_gather", function(out, src, shape, stride)
@@ -34,12 +35,9 @@ local function values(t)
 end
 
 describe("IntTuple kernel arguments", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim")
-  end)
-  teardown(function() cute.set_device(old) end)
+  local sim = TH.simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
 
   it("are shapes and strides inside the kernel: static leaves baked in, run-time ones passed", function()
     math.randomseed(os.time())
