@@ -101,7 +101,7 @@ cute.lib.attention.forward(Q, K, V, O, { causal = CAUSAL, lse = LSE })
 cute.synchronize()
 local r = cute.testing.check_attention(Q, K, V, O, LSE, { causal = CAUSAL, samples = 64 })
 print(string.format("\nchecked %d rows against float64 (max relative error %.2e)", r.rows, r.max_rel))
-if not gpu then os.exit(0) end
+if not gpu then os.exit(0, true) end
 local flops = 4 * B * H * S * S * D * (CAUSAL and 0.5 or 1)
 local res = cute.bench(function() cute.lib.attention.forward(Q, K, V, O, { causal = CAUSAL, lse = LSE }) end,
   { flops = flops })
