@@ -149,8 +149,16 @@ local function build(cfg, trace_key)
   local tacc = cute.dtype.get(inp.acc)
   local amaj, bmaj = cfg.a_major or "k", cfg.b_major or "k"
   local atom = cute.make_mma_atom(wgmma_op(cfg.a_dtype, BN, amaj, bmaj))
-  local mma = cute.make_tiled_mma(atom, { BM / 64, 1, 1 })
-  local consumers = mma.size -- 256 threads: BM / 64 warpgroups
+  -- cfg.schedule: "cooperative" (the default: both consumer warpgroups on one BM = 128
+  -- tile, 64 rows each) or "pingpong" (BM = 64: each warpgroup a tile of its own, the
+  -- CTA's tiles taken in turn, one's epilogue overlapping the other's main loop)
+  local PP = cfg.schedule == "pingpong"
+  if PP and BM ~= 64 then
+    err.raise("cute.gemm: the ping-pong schedule takes 64-row tiles, got bm = %s", tostring(BM))
+  end
+  local mma = cute.make_tiled_mma(atom, { PP and 1 or BM / 64, 1, 1 })
+  local consumers = 256 -- two consumer warpgroups
+  local tile_threads = mma.size -- the threads of one tile's MMA: 256 cooperative, 128 ping-pong
   local threads = 128 + consumers
   local kblocks = BK / inp.k
   -- K-major: S<3,3,3> o (rows, BK, STAGES), one TMA box a stage; MN-major
@@ -167,6 +175,7 @@ local function build(cfg, trace_key)
   local GROUPS = cfg.groups -- grouped: the number of problems (experts)
   local TSTORE = cfg.tma_store -- the epilogue through shared memory and TMA stores
   if TSTORE then fused = fused .. "_tmastore" end
+  if PP then fused = fused .. "_pingpong" end
   if GROUPS then fused = "_grouped" .. fused end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
@@ -188,11 +197,11 @@ local function build(cfg, trace_key)
       local sA_raw = smem:tensor(ta, cute.make_layout(stage_a * STAGES), 1024)
       local sB_raw = smem:tensor(ta, cute.make_layout(stage_b * STAGES), 1024)
       -- the epilogue's two staging buffers (cfg.tma_store): BM x 32 of C each
-      local sE_raw = TSTORE and smem:tensor(C.dtype, cute.make_layout(2 * BM * EPI_N), 1024) or nil
+      local sE_raw = TSTORE and smem:tensor(C.dtype, cute.make_layout(2 * BM * EPI_N * (PP and 2 or 1)), 1024) or nil
       local pipe = P.PipelineTmaAsync.create {
         num_stages = STAGES, tx_count = tx_bytes,
         producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
-        consumer_group = P.CooperativeGroup(P.Agent.Thread, consumers),
+        consumer_group = P.CooperativeGroup(P.Agent.Thread, tile_threads),
       }
 
       -- the tile scheduler: tile t -> (m tile, n tile, batch), grouped along M
@@ -252,9 +261,11 @@ local function build(cfg, trace_key)
         -- the consumer warpgroups: a cooperative BM x BN tile
         A.setmaxnreg_inc(232)
         local ct = tid - 128
+        local me = ct / 128 -- this consumer warpgroup
+        local lt = PP and ct % 128 or ct -- this thread in its tile's MMA
         local sA = cute.make_tensor(sA_raw:ptr_at(0), layA)
         local sB = cute.make_tensor(sB_raw:ptr_at(0), layB)
-        local thr = mma:get_slice(ct)
+        local thr = mma:get_slice(lt)
         local tCsA = thr:make_fragment_A(thr:partition_A(sA)) -- (atom, 1, k-blocks, stages): descriptors
         local tCsB = thr:make_fragment_B(thr:partition_B(sB))
         local cid = cute.make_identity_tensor({ BM, BN })
@@ -282,16 +293,19 @@ local function build(cfg, trace_key)
         -- clips at C's edges) while the warpgroups go on to the next strip and tile.
         -- Barrier 1 (the consumers) orders the buffer's reuse and the store.
         local function store_tile(value, bm, bn, l)
-          local lane = ct % 32
-          local wrow = (ct / 32) * 16 -- the warp's first row (4 warps a warpgroup, 16 rows each)
+          local lane = lt % 32
+          local wrow = (lt / 32) * 16 -- the warp's first row (4 warps a warpgroup, 16 rows each)
+          -- ping-pong: each warpgroup its own two buffers and barrier (3 or 4)
+          local ebase = PP and me * 2 * BM * EPI_N or 0
+          local ebar = PP and 3 + me or 1
           local row = wrow + lane % 8 + ((lane / 8) % 2) * 8 -- this lane's row of its stmatrix matrix
           local key = (row / 2) % 4 -- the 64B swizzle: 16-byte chunk c of a 64-byte row lands at c ^ key
           local col8 = lane / 16 -- this lane's matrix's 8-column half of a 16-column block
           for j = 0, BN / EPI_N - 1 do
             local buf = j % 2
             -- the buffer's previous store (two strips ago) has read it
-            if ct == 0 then A.cp_async_bulk_wait_group(1, true) end
-            A.barrier(1, consumers)
+            if lt == 0 then A.cp_async_bulk_wait_group(1, true) end
+            A.barrier(ebar, tile_threads)
             for q = 0, EPI_N / 16 - 1 do
               local regs = {}
               for m = 0, 3 do
@@ -301,12 +315,12 @@ local function build(cfg, trace_key)
                 regs[m + 1] = hi:shl(16):bor(lo):bitcast(cute.i32)
               end
               local chunk = (col8 + 2 * q):bxor(key)
-              cute.arch.stmatrix(sE_raw:ptr_at(buf * BM * EPI_N + row * EPI_N + chunk * 8), regs)
+              cute.arch.stmatrix(sE_raw:ptr_at(ebase + buf * BM * EPI_N + row * EPI_N + chunk * 8), regs)
             end
             A.fence_view_async_shared()
-            A.barrier(1, consumers)
-            if ct == 0 then
-              A.tma_store(descC, sE_raw:ptr_at(buf * BM * EPI_N), { bn * BN + j * EPI_N, bm * BM, l })
+            A.barrier(ebar, tile_threads)
+            if lt == 0 then
+              A.tma_store(descC, sE_raw:ptr_at(ebase + buf * BM * EPI_N), { bn * BN + j * EPI_N, bm * BM, l })
               A.cp_async_bulk_commit_group()
             end
           end
@@ -328,6 +342,7 @@ local function build(cfg, trace_key)
             rs:advance()
             cs:advance()
           end
+          if PP then cute.barrier(2 - me, consumers, "arrive") end -- the other warpgroup's turn
           A.warpgroup_wait_group(0)
           A.warpgroup_fence_operand(acc)
           pipe:consumer_release(rs)
@@ -377,8 +392,30 @@ local function build(cfg, trace_key)
           end
         end
 
-        for t in cute.range(first, total, step) do tile(t) end
-        if TSTORE and ct == 0 then A.cp_async_bulk_wait_group(0) end
+        if PP then
+          -- ping-pong: warpgroup w takes the CTA's tiles of ordinal i with i % 2 == w,
+          -- the main loops in turns (named barriers 1 and 2: a warpgroup waits on its
+          -- own before a tile's first MMA; the other arrives on it after issuing its
+          -- tile's last); the stages of the tiles it leaves to the other are skipped
+          local function skip(st)
+            local tot = st._index.value + ktiles
+            st._phase.value = st._phase.value:bxor((tot / STAGES) % 2)
+            st._index.value = tot % STAGES
+          end
+          if me == 1 then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
+          for t in cute.range(first, total, step) do
+            if ((t - first) / step) % 2 == me then
+              cute.barrier(1 + me, consumers)
+              tile(t)
+            else
+              skip(cs)
+              skip(rs)
+            end
+          end
+        else
+          for t in cute.range(first, total, step) do tile(t) end
+        end
+        if TSTORE and lt == 0 then A.cp_async_bulk_wait_group(0) end
       end
     end, { arch = "sm_90a", trace_key = trace_key, preprocess = true })
 end
@@ -393,7 +430,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major", "groups", "tma_store" } do
+    "b_major", "groups", "tma_store", "schedule" } do
     key[#key + 1] = tostring(cfg[k])
   end
   local cache = kernels
@@ -730,9 +767,14 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
   -- 2 consumer warpgroups (the register split 40 / 232 is for 384 threads),
   -- one 128B swizzle row of K, one TMA box of B (at most 256 rows)
-  if cfg.bm ~= 128 or cfg.bk ~= bk then
-    err.raise("cute.gemm: gemm_sm90 tiles for %s are 128 x BN x %d (two consumer warpgroups, one 128-byte swizzle "
-      .. "row of K), got bm = %s, bk = %s", name, bk, tostring(cfg.bm), tostring(cfg.bk))
+  if cfg.schedule ~= nil and cfg.schedule ~= "cooperative" and cfg.schedule ~= "pingpong" then
+    err.raise("cute.gemm: gemm_sm90's schedule is \"cooperative\" or \"pingpong\", got %s", tostring(cfg.schedule))
+  end
+  local want_bm = cfg.schedule == "pingpong" and 64 or 128
+  if cfg.bm ~= want_bm or cfg.bk ~= bk then
+    err.raise("cute.gemm: gemm_sm90 tiles for %s are %d x BN x %d (%s, one 128-byte swizzle row of K), got bm = %s, "
+      .. "bk = %s", name, want_bm, bk, cfg.schedule == "pingpong" and "a warpgroup a tile: ping-pong"
+      or "two consumer warpgroups a tile", tostring(cfg.bm), tostring(cfg.bk))
   end
   if type(cfg.bn) ~= "number" or cfg.bn % 16 ~= 0 or cfg.bn < 16 or cfg.bn > 256 then
     err.raise("cute.gemm: gemm_sm90's bn is a multiple of 16 from 16 to 256, got %s", tostring(cfg.bn))
@@ -795,7 +837,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   local sms = sm_count()
   return {
     kernel = M.kernel(cfg), args = args, group_tensors = group_tensors,
-    grid = { math.min(tiles, sms), 1, 1 }, block = 128 + cfg.bm / 64 * 128, config = cfg, config_source = source,
+    grid = { math.min(tiles, sms), 1, 1 }, block = 384, config = cfg, config_source = source,
     tune_report = report,
   }
 end

@@ -263,6 +263,28 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.is_nil(plan(odd).config.tma_store)
   end)
 
+  it("the ping-pong schedule: 64-row tiles a warpgroup each, compiled without spill; refusals", function()
+    local A, B = fakes(cute.bf16, 4096, 4096, 4096)
+    local C = cute.fake_tensor(cute.bf16, { 4096, 4096 }, "row")
+    local o = { arch = "sm_90a", kernel = "sm90", config = { bm = 64, bn = 128, stages = 6, schedule = "pingpong" } }
+    local p = G.plan(A, B, C, o)
+    assert.equal("gemm_sm90_bf16_64x128x64_tmastore_pingpong", p.kernel.name)
+    assert.equal(384, p.block)
+    local h = p.kernel:compile(unpack(p.args))
+    local r = h:resources()[p.kernel.name]
+    assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
+    local ptx = h:ptx()
+    assert.matches("bar%.arrive", ptx) -- the turns
+    assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n128k16", ptx)
+    local function refused(cfg)
+      local ok, msg = pcall(G.plan, A, B, C, { arch = "sm_90a", kernel = "sm90", config = cfg })
+      assert.is_false(ok)
+      return msg
+    end
+    assert.matches("tiles for bf16 are 64 x BN", refused { bm = 128, bn = 128, stages = 4, schedule = "pingpong" })
+    assert.matches("schedule is \"cooperative\" or \"pingpong\"", refused { bn = 128, stages = 4, schedule = "ping" })
+  end)
+
   it("fused epilogues: bias by column or row, activations, a user function; refusals", function()
     local A, B = fakes(cute.bf16, 1000, 768, 512)
     local C = cute.fake_tensor(cute.bf16, { 1000, 768 }, "row")
@@ -677,6 +699,14 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     cute.gemm(A, B, C, { beta = 1 })
     cute.synchronize()
     cute.testing.check_gemm(A, B, C, { beta = 1, c0 = c0, samples = 3000, what = "tuned" })
+  end)
+
+  it("the ping-pong schedule against float64: two tiles a CTA and more, ragged, both epilogues #gpu", function()
+    if not need_sm90() then return end
+    local cfg = { bm = 64, bn = 128, stages = 6, schedule = "pingpong" }
+    check(cute.bf16, 4096, 4096, 4096, { config = cfg, c_dtype = cute.bf16, samples = 2000 })
+    check(cute.bf16, 1000, 777, 136, { config = cfg })
+    check(cute.f16, 130, 257, 64, { config = cfg, c_dtype = cute.f16 })
   end)
 
   it("batched #gpu", function()

@@ -60,6 +60,20 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     end)
   end
 
+  it("the ping-pong schedule (a warpgroup a 64-row tile, in turns): two tiles a CTA, ragged, both epilogues", function()
+    -- 160 tiles on the simulated H100's 132 CTAs: some CTAs take two, one a warpgroup
+    local o = { kernel = "sm90", config = { bm = 64, bn = 128, stages = 4, schedule = "pingpong" } }
+    for _, c in ipairs { { 640, 2048, 128, cute.bf16 }, { 1100, 1024, 64, cute.bf16 }, { 200, 300, 200, cute.f32 } } do
+      local m, n, k, cdt = c[1], c[2], c[3], c[4]
+      local A, B, C = operands(cute.bf16, m, n, k, cdt)
+      local p = hopper_plan(A, B, C, o)
+      assert.matches("_pingpong$", p.kernel.name)
+      assert.equal(cdt == cute.bf16 or nil, p.config.tma_store)
+      cute.gemm(A, B, C, o)
+      cute.testing.check_gemm(A, B, C, { samples = 3000, what = string.format("ping-pong %dx%dx%d", m, n, k) })
+    end
+  end)
+
   it("alpha and beta (C read back), f16 output", function()
     local A, B, C = operands(cute.f16, 96, 64, 64, cute.f16)
     C:uniform(-1, 1)
