@@ -14,7 +14,6 @@
 -- the tensor's shape, the order of `t:to_table()`), whatever their strides.
 local err = require "cute._err"
 local int_tuple = require "cute.int_tuple"
-local L = require "cute.layout"
 
 local M = {}
 
@@ -41,10 +40,10 @@ local function values(x, what, n)
       type(x))
   end
   if is_table(x) and x.to_host and x.layout then x = x:to_host() end
-  if is_table(x) and x.doubles and x.layout then
-    local d = x:doubles()
-    local size = L.size(x.layout)
-    return function(i) return d[i] end, size, x.layout.shape, x.dtype
+  if is_table(x) and x.lazy_doubles and x.layout then
+    -- (the span converted once, elements found by their layout: no gathered copy)
+    local get, size = x:lazy_doubles()
+    return get, size, x.layout.shape, x.dtype
   end
   if is_table(x) then
     for i = 1, #x do
