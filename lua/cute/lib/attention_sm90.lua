@@ -4,23 +4,25 @@
 --
 --   O = softmax(scale * Q K^T + mask) V        LSE = log(sum(exp(scale * Q K^T + mask)))  a row
 --
--- One CTA a BM = 128 query rows of one (batch, head), 384 threads:
+-- One CTA a BM query rows of one (batch, head) (BM 128: 384 threads; 192 at
+-- head dim 64: 512):
 --
 --   * warpgroup 0, the producer (setmaxnreg.dec 24): one thread loads the Q
---     tile once (TMA, its own barrier), then walks the CTA's key blocks and
---     for each loads the BN x D tile of K into the K ring and that of V into
---     the V ring (two rings, so that S = Q K^T of a block can start before its
---     V has landed);
---   * warpgroups 1 and 2, the consumers (setmaxnreg.inc 240), 64 query rows
---     each. A key block: S = Q K^T (wgmma m64nBNk16, Q and K from shared
---     memory, BN / 2 f32 a thread), release K; the mask (sequence ends, causal,
---     sliding window) as -inf; the online softmax in registers (two rows a
---     thread: a row's max and sum over the thread's values, then over the four
---     threads of the quad by shuffles), with the scale folded into exp2's
---     argument; the O accumulator rescaled; P converted to bf16/f16 in
---     registers, where it already has the layout wgmma wants for A from
---     registers, and O += P V (wgmma m64nDk16, RS: P from registers, V from
---     shared memory MN-major), release V;
+--     tile once (TMA, its own barrier), then walks the CTA's key blocks, K_{n+1}
+--     before V_n, into two rings (K and V, so that S = Q K^T of a block can
+--     start before its V has landed);
+--   * the consumer warpgroups (setmaxnreg.inc 240; 160 with three), 64 query
+--     rows each. Key block n: S = Q K^T (wgmma m64nBNk16, Q and K from shared
+--     memory, BN / 2 f32 a thread) is issued before block n-1's O += P V
+--     (wgmma m64nDk16, RS: P from registers, V from shared memory MN-major);
+--     while that P V runs: release K, the mask (sequence ends, causal, sliding
+--     window) as -inf on the blocks that cross an edge, the online softmax in
+--     registers (two rows a thread: a row's max and sum over the thread's
+--     values as trees, then over the four threads of the quad by shuffles), the
+--     scale folded into exp2's argument; then the O accumulator rescaled and P
+--     converted to bf16/f16 where it lies (it already has the layout wgmma
+--     wants for A from registers). With two consumer warpgroups they take turns
+--     to issue (ping-pong on named barriers 1 and 2);
 --   * the epilogue divides O by the row sums and stores it with the rows'
 --     log-sum-exp (natural log). A row that no key reaches (masked out
 --     entirely) gets O = 0 and LSE = -inf, never NaN.
@@ -28,7 +30,7 @@
 -- Tensors are FlashAttention's layout, seen by the kernel as (B, S, H, D)
 -- views with D contiguous: a variable-length batch is B = 1 and S = the
 -- packed total, its sequences found by the offsets cu_q, cu_k.
--- Facts: docs/notes/hopper-facts.md; docs/attention.md.
+-- docs/attention.md ("The Hopper kernel") has the design and its figures.
 local cute = require "cute"
 local err = require "cute._err"
 local wg = require "cute.nvgpu.warpgroup"
@@ -144,8 +146,7 @@ local function build(cfg, trace_key)
   end
   local q_elems, kv_elems = BM * D, BN * D
   local _ = cute._
-  local scale_folded = cfg.varlen and "_varlen" or ""
-  local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s", cfg.dtype, D, BM, BN, scale_folded,
+  local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
     cfg.pingpong and "_pingpong" or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a

@@ -16,9 +16,13 @@
 --     thread). For each k-tile: wait for the full barrier, one batch of
 --     BK / 16 wgmma m64nBNk16 (fence, the MMAs, commit), wait until at most
 --     this batch is in flight (wait_group 1), then release the previous
---     k-tile's stage (its MMAs are done). The epilogue writes
---     alpha * acc + beta * C from the registers to global memory (predicated
---     on ragged tiles) while the producer already loads the next tile;
+--     k-tile's stage (its MMAs are done). The epilogue computes alpha * acc
+--     + beta * C (and the fused parts) and, for a 16-bit row-major C, goes
+--     through shared memory (stmatrix into 64B-swizzled strips, TMA stores that
+--     overlap the next strip and tile); otherwise it stores from the registers
+--     (predicated on ragged tiles); meanwhile the producer loads the next tile.
+--     cfg.schedule = "pingpong" gives each consumer warpgroup 64-row tiles of
+--     its own instead, the CTA's tiles taken in turns (see build());
 --   * the tile scheduler: tile t = blockIdx.x, + gridDim.x, ... in grouped
 --     order (GROUP tiles of M share a column of B tiles, so that the CTAs
 --     running at once share A and B in L2); both roles walk the same tiles,
