@@ -66,8 +66,9 @@ static int run_chunk(lua_State *L, int status, int nargs) {
   return status;
 }
 
-static int do_string(lua_State *L, const char *code, const char *name) {
-  /* the chunk's text, for kernels defined in it (cute.pre rewrites their source) */
+/* Keeps the text of a chunk loaded from a string under `name`, for kernels
+ * defined in it (cute.pre rewrites their source and looks it up by name). */
+static void keep_chunk(lua_State *L, const char *code, size_t len, const char *name) {
   lua_getfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
@@ -75,10 +76,41 @@ static int do_string(lua_State *L, const char *code, const char *name) {
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
   }
-  lua_pushstring(L, code);
+  lua_pushlstring(L, code, len);
   lua_setfield(L, -2, name);
   lua_pop(L, 1);
+}
+
+static int do_string(lua_State *L, const char *code, const char *name) {
+  keep_chunk(L, code, strlen(code), name);
   return run_chunk(L, luaL_loadbuffer(L, code, strlen(code), name), 0);
+}
+
+/* Loads standard input as a chunk named "=stdin", keeping its text (as for -e);
+ * a first line starting with '#' is blanked, as luaL_loadfile skips it. */
+static int load_stdin(lua_State *L) {
+  size_t cap = 1 << 16, len = 0, got;
+  char *buf = malloc(cap);
+  if (!buf) return luaL_error(L, "out of memory reading stdin");
+  while ((got = fread(buf + len, 1, cap - len, stdin)) > 0) {
+    len += got;
+    if (len == cap) {
+      char *more = realloc(buf, cap * 2);
+      if (!more) {
+        free(buf);
+        return luaL_error(L, "out of memory reading stdin");
+      }
+      buf = more;
+      cap *= 2;
+    }
+  }
+  if (len > 0 && buf[0] == '#') {
+    for (size_t i = 0; i < len && buf[i] != '\n'; i++) buf[i] = ' ';
+  }
+  keep_chunk(L, buf, len, "=stdin");
+  int status = luaL_loadbuffer(L, buf, len, "=stdin");
+  free(buf);
+  return status;
 }
 
 static int do_require(lua_State *L, const char *name) {
@@ -114,8 +146,8 @@ static int push_script_args(lua_State *L, char **argv, int argc, int script) {
 
 static int run_script(lua_State *L, char **argv, int argc, int script) {
   const char *fname = argv[script];
-  if (strcmp(fname, "-") == 0 && strcmp(argv[script - 1], "--") != 0) fname = NULL; /* stdin */
-  int status = luaL_loadfile(L, fname);
+  int from_stdin = strcmp(fname, "-") == 0 && strcmp(argv[script - 1], "--") != 0;
+  int status = from_stdin ? load_stdin(L) : luaL_loadfile(L, fname);
   int nargs = push_script_args(L, argv, argc, script);
   return run_chunk(L, status, nargs);
 }

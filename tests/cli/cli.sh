@@ -40,6 +40,10 @@ expect "-e kernel preprocessed" 0 '^true$' "$B" -e 'local cute = require "cute"
 local k = cute.kernel(function(a, n) if n > 3 then a[0] = 1 end end)
 print((k:compile(cute.fake_tensor(cute.f32, 4), cute.i32(2)):ir():find("icmp.sgt", 1, true)) ~= nil)'
 expect "stdin script" 0 '^from stdin$' sh -c "echo 'print(\"from stdin\")' | '$B' -"
+# a plain-Lua kernel in a script read from stdin: its text is kept as for -e
+printf '%s\n' 'local cute = require "cute"' 'local k = cute.kernel(function(a, n) if n > 3 then a[0] = 1 end end)' \
+  'print((k:compile(cute.fake_tensor(cute.f32, 4), cute.i32(2)):ir():find("icmp.sgt", 1, true)) ~= nil)' > "$T/kern.lua"
+expect "stdin kernel preprocessed" 0 '^true$' sh -c "'$B' - < '$T/kern.lua'"
 expect "-e then -i piped" 0 '^7$' sh -c "echo 'x + 1' | '$B' -e 'x = 6' -i"
 
 # errors: one clear message naming the file (and the line for Lua errors)
