@@ -1648,24 +1648,31 @@ local function load_object(path)
     object = true }, Obj)
 end
 
---- Calls an entry of a loaded object file: arguments as the Lua kernel (or
--- host function) took them, or its flat C parameters; a last table {stream = s}.
--- @param name the entry's name
--- @param ... its arguments
--- @usage m:call("vadd_f32", a, b, c)
-function Obj:call(name, ...)
-  local en = self._entries[name]
+-- The entry `name` of a loaded module or object (an error listing the others
+-- when it has none), the call's arguments, and the stream of a last {stream = s}.
+local function entry_call(path, entries, name, ...)
+  local en = entries[name]
   if not en then
     local names = {}
-    for n in pairs(self._entries) do names[#names + 1] = n end
+    for n in pairs(entries) do names[#names + 1] = n end
     table.sort(names)
-    err.raise("%s has no kernel %s (it has: %s)", self.path, tostring(name), table.concat(names, ", "))
+    err.raise("%s has no kernel %s (it has: %s)", path, tostring(name), table.concat(names, ", "))
   end
   local args = { ... }
   local stream
   if type(args[#args]) == "table" and getmetatable(args[#args]) == nil and args[#args].stream ~= nil then
     stream = table.remove(args).stream
   end
+  return en, args, stream
+end
+
+--- Calls an entry of a loaded object file: arguments as the Lua kernel (or
+-- host function) took them, or its flat C parameters; a last table {stream = s}.
+-- @param name the entry's name
+-- @param ... its arguments
+-- @usage m:call("vadd_f32", a, b, c)
+function Obj:call(name, ...)
+  local en, args, stream = entry_call(self.path, self._entries, name, ...)
   local vals = param_values(name, en, args)
   local byname = {}
   for j, p in ipairs(en.params) do
@@ -1782,18 +1789,7 @@ end
 --- Calls an exported kernel: arguments as the Lua kernel took them (device
 -- tensors, numbers), or its flat C parameters; a last table {stream = s}.
 function Loaded:call(name, ...)
-  local k = self._kernels[name]
-  if not k then
-    local names = {}
-    for n in pairs(self._kernels) do names[#names + 1] = n end
-    table.sort(names)
-    err.raise("%s has no kernel %s (it has: %s)", self.path, tostring(name), table.concat(names, ", "))
-  end
-  local args = { ... }
-  local stream
-  if type(args[#args]) == "table" and getmetatable(args[#args]) == nil and args[#args].stream ~= nil then
-    stream = table.remove(args).stream
-  end
+  local k, args, stream = entry_call(self.path, self._kernels, name, ...)
   local vals = param_values(name, k, args)
   local values = ffi.new("uint64_t[?]", math.max(#k.params, 1))
   local ptrs = ffi.new("void *[?]", math.max(#k.params, 1))

@@ -66,25 +66,7 @@ local NEG_INF = -math.huge
 
 local kernels = {}
 
--- Global -> shared copies of a rows x cols tile: `major` "k" (cols contiguous)
--- or "mn" (rows contiguous), `vec` elements a copy.
-local function tiled_g2s(dt, threads, rows, cols, major, vec)
-  local bits = vec * dt.bits
-  local catom
-  if bits >= 32 then
-    catom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(bits == 128 and "global" or "always"), dt,
-      { num_bits_per_copy = bits })
-  else
-    catom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, { num_bits_per_copy = bits })
-  end
-  if major == "k" then
-    local tc = math.min(cols / vec, threads)
-    return cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / tc, tc }, { tc, 1 }),
-      cute.make_layout({ 1, vec }))
-  end
-  local tr = math.min(rows / vec, threads)
-  return cute.make_tiled_copy_tv(catom, cute.make_layout({ tr, threads / tr }), cute.make_layout({ vec, 1 }))
-end
+local tiled_g2s = require("cute.lib.common").tiled_g2s
 
 local function build(cfg, trace_key)
   local gemm = require "cute.lib.gemm"

@@ -43,6 +43,36 @@ function M.block_reduce(v, op, identity, threads) return block_reduce(v, op, ide
 function M.add(a, b) return a + b end
 M.max = cute.max
 
+--- A tiled global -> shared copy of a rows x cols tile by `threads` threads:
+-- `major` "k" (cols contiguous) or "mn" (rows contiguous), `vec` elements a
+-- copy along the contiguous mode (cp.async from 32 bits, 16-byte copies
+-- bypassing L1; plain copies below 32 bits).
+-- @param dt the elements' dtype
+-- @param threads the threads of the copy
+-- @param rows the tile's rows
+-- @param cols the tile's columns
+-- @param major "k" or "mn"
+-- @param vec elements a copy
+-- @return a tiled copy
+-- @usage local cpA = common.tiled_g2s(cute.bf16, 128, 128, 32, "k", 8)
+function M.tiled_g2s(dt, threads, rows, cols, major, vec)
+  local bits = vec * dt.bits
+  local catom
+  if bits >= 32 then
+    catom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(bits == 128 and "global" or "always"), dt,
+      { num_bits_per_copy = bits })
+  else
+    catom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, { num_bits_per_copy = bits })
+  end
+  if major == "k" then
+    local tc = math.min(cols / vec, threads)
+    return cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / tc, tc }, { tc, 1 }),
+      cute.make_layout({ 1, vec }))
+  end
+  local tr = math.min(rows / vec, threads)
+  return cute.make_tiled_copy_tv(catom, cute.make_layout({ tr, threads / tr }), cute.make_layout({ vec, 1 }))
+end
+
 --- The part of a 1-D tensor x (contiguous) that one thread moves, in a block
 -- tile of `vec * threads * unroll` elements: thread t owns `unroll` vectors
 -- of `vec` elements, each next to thread t-1's (coalesced). Returns the

@@ -92,21 +92,7 @@ local function build(cfg, trace_key)
 
   -- global -> shared copies: `vec` elements a copy along the contiguous mode
   local function tiled_g2s(rows, major, vec)
-    local bits = vec * store_dt.bits
-    local catom
-    if bits >= 32 then
-      catom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(bits == 128 and "global" or "always"), store_dt,
-        { num_bits_per_copy = bits })
-    else
-      catom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), store_dt, { num_bits_per_copy = bits })
-    end
-    if major == "k" then
-      local tc = math.min(BK / vec, threads)
-      return cute.make_tiled_copy_tv(catom, cute.make_layout({ threads / tc, tc }, { tc, 1 }),
-        cute.make_layout({ 1, vec }))
-    end
-    local tr = math.min(rows / vec, threads)
-    return cute.make_tiled_copy_tv(catom, cute.make_layout({ tr, threads / tr }), cute.make_layout({ vec, 1 }))
+    return require("cute.lib.common").tiled_g2s(store_dt, threads, rows, BK, major, vec)
   end
   local copyA = tiled_g2s(BM, cfg.a_major, cfg.a_vec)
   local copyB = tiled_g2s(BN, cfg.b_major, cfg.b_vec)
