@@ -8,6 +8,7 @@
 --   KERNEL=sm80 cutelua bench/gemm_sm90_probe.lua       the mma.sync kernel, for comparison
 --   SM90=128,6 cutelua bench/gemm_sm90_probe.lua        gemm_sm90 with another tile: bn, stages[, group]
 --   TMA_STORE=0 cutelua bench/gemm_sm90_probe.lua       the epilogue from registers instead of smem + TMA
+--   SM90=128,6 SCHEDULE=pingpong cutelua bench/gemm_sm90_probe.lua   the ping-pong schedule (64-row tiles)
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -20,6 +21,7 @@ if os.getenv("SM90") then
   local v = {}
   for x in os.getenv("SM90"):gmatch("%d+") do v[#v + 1] = tonumber(x) end
   opts.kernel, opts.config = "sm90", { bn = v[1], stages = v[2], group = v[3] }
+  if os.getenv("SCHEDULE") == "pingpong" then opts.config.bm, opts.config.schedule = 64, "pingpong" end
 end
 
 local info = cute.device_info()

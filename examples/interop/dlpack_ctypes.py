@@ -10,7 +10,7 @@ deleter when done). Part 1 does it with host memory (kDLCPU) built here with
 ctypes and needs no GPU (the test suite runs it: example/dlpack_ctypes). Part 2,
 when torch and a GPU are present, does it with torch CUDA tensors through
 torch.utils.dlpack, launching a cutelua kernel on torch's current stream
-(cute.stream_from_handle); it was not run where this was written (no GPU).
+(cute.stream_from_handle); scripts/gpu-test runs it on the GPU machine.
 Exits 0 when every check passed.
 """
 import ctypes
@@ -60,12 +60,13 @@ local affine = cute.kernel(function(x, y)
   cute.if_(i:lt(cute.size(x)), function() y[i] = x[i] * 2 + 1 end)
 end)
 
--- The same on the GPU, on a stream another library owns.
+-- The same on the GPU, on a stream another library owns. torch's default stream is
+-- the legacy stream, handle 0: cutelua_call passes a NULL pointer as nil.
 function affine_cuda(p, stream)
   local x = cute.from_dlpack(p)
   local y = cute.tensor(cute.f32, cute.shape(x.layout), "row")
   local n = cute.size(x.layout)
-  affine{grid = math.ceil(n / 256), block = 256, stream = cute.stream_from_handle(stream)}(x, y)
+  affine{grid = math.ceil(n / 256), block = 256, stream = cute.stream_from_handle(stream or 0)}(x, y)
   return y:to_dlpack()
 end
 
