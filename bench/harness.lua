@@ -13,6 +13,10 @@
 --                             measured in this run, or a runner {name=, run=,
 --                             free=} (h:cublas) that run_case measures in
 --                             turns with the kernel
+--   also                      optional function(h) returning a list of more
+--                             peers {name=, value=, unit=} measured in this run
+--                             (torch.matmul): the report lists the ratio to each
+--                             below the table; the row's ratio stays the peer's
 --   goal                      the ratio the project aims for (for the record)
 --   settle_ms                 untimed run-in of each turn with a runner peer
 --                             (SETTLE_MS below; 5 in quick mode)
@@ -241,6 +245,12 @@ function H:run_case(c)
       row.peer, row.peer_value, row.peer_unit = peer.name, peer.value, peer.unit
       row.ratio = row.value / peer.value
     end
+    for _, p in ipairs(c.also and c.also(self) or {}) do
+      if p.unit == row.unit and p.value and p.value > 0 then
+        row.also = row.also or {}
+        row.also[#row.also + 1] = { name = p.name, value = p.value, unit = p.unit, ratio = row.value / p.value }
+      end
+    end
   end, handler)
   if not ok then row.check = "ERROR: " .. tostring(e) end
   collectgarbage()
@@ -248,6 +258,9 @@ function H:run_case(c)
   io.stdout:write(string.format("  %-38s %-16s %-6s %10s  %-14s ratio %s  %s\n", row.name, row.shape, row.dtype,
     row.median_ms and string.format("%.4g ms", row.median_ms) or "-", fmt_value(row.value, row.unit),
     row.ratio and string.format("%.3f", row.ratio) or "-", row.check))
+  for _, a in ipairs(row.also or {}) do
+    io.stdout:write(string.format("  %-38s ratio %.3f to %s %s\n", "", a.ratio, a.name, fmt_value(a.value, a.unit)))
+  end
   io.stdout:flush()
   return row
 end
@@ -343,6 +356,21 @@ function H:markdown(meta)
       r.peer and (r.peer .. " " .. fmt_value(r.peer_value, r.peer_unit)) or "-",
       r.ratio and string.format("%.3f", r.ratio) or "-", r.goal and string.format(">= %.2f", r.goal) or "-",
       r.check or "-")
+  end
+  local also = {}
+  for _, r in ipairs(self.results) do
+    for _, a in ipairs(r.also or {}) do
+      also[#also + 1] = string.format("| %s | %s | %s | %s | %s | %s | %.3f |", r.suite, r.name, r.shape, r.dtype,
+        fmt_value(r.value, r.unit), a.name .. " " .. fmt_value(a.value, a.unit), a.ratio)
+    end
+  end
+  if #also > 0 then
+    out[#out + 1] = ""
+    out[#out + 1] = "Against other peers measured in this run:"
+    out[#out + 1] = ""
+    out[#out + 1] = "| suite | kernel | shape | dtype | achieved | peer | ratio |"
+    out[#out + 1] = "|---|---|---|---|---|---|---|"
+    for _, l in ipairs(also) do out[#out + 1] = l end
   end
   local names = {}
   for name in pairs(self.peers) do names[#names + 1] = name end

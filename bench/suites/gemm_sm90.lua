@@ -8,7 +8,9 @@
 -- bandwidth (cuMemcpyDtoD) while reading the weights (B) once. fp8 (e4m3 in,
 -- bf16 out, unit scales) runs against cuBLASLt's TN matmul. The grouped MoE
 -- GEMM (cute.lib.gemm.grouped, one launch) runs against cuBLAS called once an
--- expert.
+-- expert. Where torch is present, torch.matmul (bench/gemm_torch.py, run once
+-- for all shapes when the first row is measured) is a second peer for the bf16
+-- rows, listed below the table.
 -- Checked against float64 on sampled entries, C poisoned with NaN first.
 local cute = require "cute"
 
@@ -39,8 +41,36 @@ local function cublaslt_fp8(h, m, n, k)
   }
 end
 
+-- torch.matmul's figures for bf16 shapes (keys "M:N:K:k" for B K-major, "...:n" for
+-- N-major), measured once by bench/gemm_torch.py in this run; {} without torch.
+local function torch_figures(keys)
+  local out = {}
+  local p = io.popen("python3 bench/gemm_torch.py " .. table.concat(keys, " ") .. " 2>/dev/null")
+  if not p then return out end
+  local header
+  for line in p:lines() do
+    if line:sub(1, 1) == "#" then header = line:sub(3) end
+    local key, tflops = line:match("^torch matmul (%S+) [%d.]+ ([%d.]+)$")
+    if key then
+      out[key] = { name = string.format("torch.matmul (%s)", header or "torch"), value = tonumber(tflops),
+        unit = "TFLOP/s" }
+    end
+  end
+  p:close()
+  return out
+end
+
 return function(h)
-  local tol = 2 ^ -8 -- one bf16 rounding of a sum of exact products
+  local tol = 2 ^ -8
+  -- torch.matmul, a second peer for the bf16 rows: measured once, when the first row asks
+  local torch, torch_keys = nil, {}
+  local function also(key)
+    torch_keys[#torch_keys + 1] = key
+    return function()
+      torch = torch or torch_figures(torch_keys)
+      return { torch[key] }
+    end
+  end -- one bf16 rounding of a sum of exact products
   local function setup(m, n, k, dt, b_layout)
     return function()
       return { A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 11),
@@ -56,6 +86,7 @@ return function(h)
     h:case {
       name = "gemm bf16", shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", flops = 2 * m * n * k, goal = goal,
       peer = function(hh) return cublas_kmajor(hh, m, n, k, cute.bf16, cute.bf16) end,
+      also = also(m .. ":" .. n .. ":" .. k .. ":k"),
       setup = setup(m, n, k, cute.bf16), run = run, check = check(m, n, k), teardown = teardown,
     }
   end
@@ -65,6 +96,7 @@ return function(h)
       name = "gemm bf16, B N-major", shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", flops = 2 * m * n * k,
       goal = goal,
       peer = function(hh) return cublas_kmajor(hh, m, n, k, cute.bf16, cute.bf16, true) end,
+      also = also(m .. ":" .. n .. ":" .. k .. ":n"),
       setup = setup(m, n, k, cute.bf16, "row"), run = run, check = check(m, n, k), teardown = teardown,
     }
   end
@@ -143,10 +175,11 @@ return function(h)
     grouped(512, 256, 512, { 128, 0, 200, 184 })
     return
   end
-  for _, s in ipairs {
+  local shapes = {
     { 2048, 2048, 2048 }, { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 4096, 14336, 4096 }, { 8192, 1024, 8192 },
     { 16384, 16384, 1024 }, { 128, 8192, 8192 }, { 16, 8192, 8192 }, { 1, 4096, 4096 },
-  } do
+  }
+  for _, s in ipairs(shapes) do
     bf16(s[1], s[2], s[3], 1.05)
   end
   bf16_nmajor(4096, 4096, 4096, 1.05)

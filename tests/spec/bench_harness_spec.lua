@@ -30,6 +30,16 @@ describe("benchmark harness reports", function()
     assert.matches("Peers and limits measured in this run", md)
   end)
 
+  it("lists a row's other peers (torch.matmul) below the table with their ratios", function()
+    local h = harness()
+    h.results[2].also = { { name = "torch.matmul (torch 9)", value = 40, unit = "TFLOP/s", ratio = 45.8 / 40 } }
+    local md = h:markdown(meta)
+    assert.matches("Against other peers measured in this run", md, 1, true)
+    assert.matches("| gemm | sgemm, \"tiled\" | 4096^3 | f32 | 45.8 TFLOP/s | torch.matmul (torch 9) 40 TFLOP/s "
+      .. "| 1.145 |", md, 1, true)
+    assert.is_nil(harness():markdown(meta):find("Against other peers", 1, true))
+  end)
+
   it("writes CSV with quoting", function()
     local csv = harness():csv()
     local lines = {}
@@ -110,6 +120,8 @@ describe("benchmark harness skipped cases", function()
     assert.same({}, skips)
     for _, c in ipairs(h.cases) do
       if not c.skip then assert.is_truthy(c.peer == "copy" or type(c.peer) == "function", c.name .. " has no peer") end
+      -- the bf16 rows also compare with torch.matmul (where torch is present)
+      if c.name:find("^gemm bf16") and c.flops then assert.is_function(c.also, c.name .. " " .. c.shape) end
     end
   end)
 end)

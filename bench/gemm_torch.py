@@ -1,0 +1,46 @@
+"""torch.matmul on GEMM shapes, for same-run ratios (bench/suites/gemm_sm90.lua runs it
+once and reads its lines).
+
+    python3 bench/gemm_torch.py M:N:K:BMAJOR ...      e.g. 4096:4096:4096:k 4096:4096:4096:n
+
+bf16 in and out. A is M x K row-major; BMAJOR k: the weights stored N x K (a linear
+layer's, torch.nn.functional.linear(a, w) = a @ w.T), n: B stored K x N (a @ b).
+Prints one line a shape: "torch matmul M:N:K:BMAJOR MS TFLOPS" (the median of 50 timed
+calls after a warm-up, CUDA events around each call). Exits 77 without torch or a GPU."""
+import sys
+
+try:
+    import torch
+except Exception:  # noqa: BLE001
+    sys.exit(77)
+if not torch.cuda.is_available():
+    sys.exit(77)
+
+print("# " + torch.cuda.get_device_name() + " torch " + torch.__version__, flush=True)
+for arg in sys.argv[1:]:
+    m, n, k, major = arg.split(":")
+    m, n, k = int(m), int(n), int(k)
+    a = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
+    if major == "k":
+        w = torch.rand(n, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
+
+        def f():
+            return torch.nn.functional.linear(a, w)
+    else:
+        b = torch.rand(k, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+
+        def f():
+            return torch.matmul(a, b)
+    for _ in range(5):
+        f()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(50):
+        start.record()
+        f()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    ms = sorted(times)[len(times) // 2]
+    print(f"torch matmul {arg} {ms:.5f} {2 * m * n * k / ms / 1e9:.2f}", flush=True)
