@@ -254,6 +254,9 @@ local function apply(o, keep, t)
     end
   end
   if t.opt ~= nil then o.opt_level = check_int("opt", t.opt, 0, 3, "0, 1, 2 or 3") end
+  if t.nvvm_opt ~= nil then
+    o.nvvm_opt = t.nvvm_opt == false and -1 or check_int("nvvm_opt", t.nvvm_opt, 0, 3, "0, 1, 2 or 3, or false (as opt)")
+  end
   if t.fast_math ~= nil then o.fast_math = check_flag("fast_math", t.fast_math) end
   if t.ftz ~= nil then o.ftz = check_flag("ftz", t.ftz) end
   if t.lineinfo ~= nil then o.lineinfo = check_flag("lineinfo", t.lineinfo) end
@@ -289,7 +292,8 @@ local function apply(o, keep, t)
 end
 
 --- Compile options: defaults, then CUTELUA_* variables, then `t`.
--- t: arch ("sm_80" ... "sm_120a"), opt (0-3), fast_math, ftz, lineinfo
+-- t: arch ("sm_80" ... "sm_120a"), opt (0-3: libnvvm's -opt and ptxas's -O),
+-- nvvm_opt (0-3: libnvvm's level alone, ptxas keeps opt's; false: as opt), fast_math, ftz, lineinfo
 -- (booleans), max_registers (0 = none), ptxas_options (string or list),
 -- link (list of paths or {path=|data=, kind=, name=}), keep ("ptx,cubin",
 -- a list, or true for all), dump_dir, cache (boolean), cache_dir (false:
@@ -331,6 +335,7 @@ function Options:get(name)
     local a = compiler.archs()[o.arch + 1]
     return a and a.name
   elseif name == "opt" then return o.opt_level
+  elseif name == "nvvm_opt" then return o.nvvm_opt < 0 and o.opt_level or o.nvvm_opt
   elseif name == "fast_math" then return o.fast_math == 1
   elseif name == "ftz" then return (o.ftz < 0 and o.fast_math or o.ftz) == 1
   elseif name == "lineinfo" then return o.lineinfo == 1
@@ -367,6 +372,7 @@ function Options:__tostring()
   for _, k in ipairs { "arch", "opt", "fast_math", "ftz", "lineinfo", "max_registers", "ptxas_options", "keep",
     "cache", "cache_dir" } do
     parts[#parts + 1] = k .. "=" .. tostring(self:get(k))
+    if k == "opt" and self.c.nvvm_opt >= 0 then parts[#parts + 1] = "nvvm_opt=" .. self.c.nvvm_opt end
   end
   if self.c.nlink > 0 then parts[#parts + 1] = "link=" .. self.c.nlink .. " inputs" end
   return "cute.compiler.options{" .. table.concat(parts, ", ") .. "}"

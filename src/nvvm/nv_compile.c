@@ -191,7 +191,7 @@ int nv_compile_nvvm_to_ptx(NvResult *r, const char *ir, size_t len, const NvOpti
   }
   int ftz = nv_options_ftz(o);
   char opt[16], ftzs[16], div[24], sqrt[24];
-  snprintf(opt, sizeof opt, "-opt=%d", (int)o->opt_level);
+  snprintf(opt, sizeof opt, "-opt=%d", nv_options_nvvm_opt(o));
   snprintf(ftzs, sizeof ftzs, "-ftz=%d", ftz);
   snprintf(div, sizeof div, "-prec-div=%d", !o->fast_math);
   snprintf(sqrt, sizeof sqrt, "-prec-sqrt=%d", !o->fast_math);

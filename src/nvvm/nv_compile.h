@@ -66,7 +66,7 @@ const char *nv_default_cache_dir(void);
  * the files it names, which the canonical text hashes). Lua reads the list:
  * nothing else names them. */
 #define NV_OPTION_NAMES(X)                                                              \
-  X("arch", 1) X("opt", 1) X("fast_math", 1) X("ftz", 1) X("lineinfo", 1) X("max_registers", 1) \
+  X("arch", 1) X("opt", 1) X("nvvm_opt", 1) X("fast_math", 1) X("ftz", 1) X("lineinfo", 1) X("max_registers", 1) \
   X("ptxas_options", 1) X("link", 2) X("keep", 0) X("dump_dir", 0) X("cache", 0) X("cache_dir", 0)
 /* The name of option i (NULL past the end) and whether it is in the key (-1 past the end). */
 const char *nv_option_name(int i);
@@ -76,6 +76,7 @@ int nv_option_in_key(int i);
 #define NV_ENV(X)                                                                     \
   X(ARCH, "CUTELUA_ARCH", "target arch (sm_80 ... sm_120a)")                          \
   X(OPT_LEVEL, "CUTELUA_OPT_LEVEL", "optimisation level 0-3")                         \
+  X(NVVM_OPT, "CUTELUA_NVVM_OPT", "libnvvm's level alone, 0-3 (default: the opt level)") \
   X(FAST_MATH, "CUTELUA_FAST_MATH", "0/1: approximate division and square root, ftz") \
   X(FTZ, "CUTELUA_FTZ", "0/1: flush f32 denormals to zero")                           \
   X(LINEINFO, "CUTELUA_LINEINFO", "0/1: line tables")                                 \

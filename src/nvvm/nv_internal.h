@@ -66,5 +66,7 @@ int nv_setmaxnreg_compile(NvResult *r, const char *ptx, size_t len, const NvOpti
 
 /* ftz as the tools get it (ftz -1 follows fast_math). */
 int nv_options_ftz(const NvOptions *o);
+/* libnvvm's -opt level: nvvm_opt, or opt_level when nvvm_opt is -1. */
+int nv_options_nvvm_opt(const NvOptions *o);
 
 #endif

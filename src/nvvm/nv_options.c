@@ -74,6 +74,7 @@ void nv_options_base(NvOptions *o) {
   memset(o, 0, sizeof *o);
   o->arch = cl_target_index(cl_target_find(CL_TARGET_FALLBACK));
   o->opt_level = 3;
+  o->nvvm_opt = -1;
   o->ftz = -1;
   o->cache = 1;
   snprintf(o->cache_dir, sizeof o->cache_dir, "%s", nv_default_cache_dir());
@@ -100,6 +101,10 @@ int nv_options_check(const NvOptions *o, ClBuf *err) {
   }
   if (o->opt_level < 0 || o->opt_level > 3) {
     cl_buf_printf(err, "bad opt level %d (expected 0, 1, 2 or 3)", (int)o->opt_level);
+    return -1;
+  }
+  if (o->nvvm_opt < -1 || o->nvvm_opt > 3) {
+    cl_buf_printf(err, "bad nvvm_opt %d (expected 0, 1, 2 or 3, or -1: as opt)", (int)o->nvvm_opt);
     return -1;
   }
   if (o->ftz < -1 || o->ftz > 1 || o->fast_math < 0 || o->fast_math > 1 || o->lineinfo < 0 || o->lineinfo > 1) {
@@ -134,12 +139,16 @@ int nv_options_check(const NvOptions *o, ClBuf *err) {
 }
 
 int nv_options_ftz(const NvOptions *o) { return o->ftz < 0 ? o->fast_math : o->ftz; }
+int nv_options_nvvm_opt(const NvOptions *o) { return o->nvvm_opt < 0 ? o->opt_level : o->nvvm_opt; }
 
 int nv_options_canonical(const NvOptions *o, ClBuf *out, ClBuf *err) {
   const ClTarget *a = cl_target_at(o->arch);
-  cl_buf_printf(out, "arch %s\nopt %d\nfast_math %d\nftz %d\nlineinfo %d\nmax_registers %d\nptxas_options",
-                a ? a->name : "?", (int)o->opt_level, (int)o->fast_math, nv_options_ftz(o), (int)o->lineinfo,
-                (int)o->max_registers);
+  cl_buf_printf(out, "arch %s\nopt %d\n", a ? a->name : "?", (int)o->opt_level);
+  /* libnvvm's own level only where it differs from opt's (the keys of compiles
+   * without it are what they were) */
+  if (nv_options_nvvm_opt(o) != o->opt_level) cl_buf_printf(out, "nvvm_opt %d\n", nv_options_nvvm_opt(o));
+  cl_buf_printf(out, "fast_math %d\nftz %d\nlineinfo %d\nmax_registers %d\nptxas_options", (int)o->fast_math,
+                nv_options_ftz(o), (int)o->lineinfo, (int)o->max_registers);
   /* Blank runs do not change what ptxas gets, so they do not change the key. */
   for (const char *p = o->ptxas_options; *p;) {
     while (*p && isspace((unsigned char)*p)) p++;
@@ -202,6 +211,10 @@ int nv_options_from_env(NvOptions *o, ClBuf *err) {
   if ((v = getenv("CUTELUA_OPT_LEVEL")) && *v) {
     if (parse_int(v, 0, 3, &n) == 0) o->opt_level = n;
     else BAD("CUTELUA_OPT_LEVEL", "expected 0, 1, 2 or 3");
+  }
+  if ((v = getenv("CUTELUA_NVVM_OPT")) && *v) {
+    if (parse_int(v, 0, 3, &n) == 0) o->nvvm_opt = n;
+    else BAD("CUTELUA_NVVM_OPT", "expected 0, 1, 2 or 3");
   }
   if ((v = getenv("CUTELUA_FAST_MATH")) && *v) {
     if (parse_bool(v, &n) == 0) o->fast_math = n;

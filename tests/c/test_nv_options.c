@@ -215,7 +215,7 @@ static void test_canonical(void) {
   ClBuf base = canon(&o);
   CHECK_STR(cl_buf_str(&base), "arch sm_90a\nopt 3\nfast_math 0\nftz 0\nlineinfo 0\nmax_registers 0\nptxas_options\n");
   /* every option that changes the output changes the text */
-  for (int f = 0; f < 7; f++) {
+  for (int f = 0; f < 8; f++) {
     NvOptions v = o;
     switch (f) {
     case 0: nv_options_set_arch(&v, "sm_80"); break;
@@ -225,6 +225,7 @@ static void test_canonical(void) {
     case 4: v.lineinfo = 1; break;
     case 5: v.max_registers = 64; break;
     case 6: snprintf(v.ptxas_options, sizeof v.ptxas_options, "-warn-spills"); break;
+    case 7: v.nvvm_opt = 1; break;
     }
     ClBuf c = canon(&v);
     CHECK(strcmp(cl_buf_str(&c), cl_buf_str(&base)) != 0);
@@ -237,6 +238,7 @@ static void test_canonical(void) {
   snprintf(v.dump_dir, sizeof v.dump_dir, "/elsewhere");
   snprintf(v.cache_dir, sizeof v.cache_dir, "/elsewhere");
   v.ftz = 0; /* the same as -1 without fast math */
+  v.nvvm_opt = 3; /* the same as -1 at opt 3 */
   ClBuf c = canon(&v);
   CHECK_STR(cl_buf_str(&c), cl_buf_str(&base));
   cl_buf_free(&c);

@@ -26,6 +26,19 @@ describe("compiler.options", function()
     assert.matches("^cute%.compiler%.options{arch=sm_80, opt=2, fast_math=true", tostring(o))
   end)
 
+  it("takes libnvvm's level apart from ptxas's (nvvm_opt)", function()
+    local o = compiler.options { arch = "sm_90a", opt = 3 }
+    assert.equal(3, o:get("nvvm_opt")) -- as opt
+    local n = o:with { nvvm_opt = 1 }
+    assert.equal(1, n:get("nvvm_opt"))
+    assert.equal(3, n:get("opt"))
+    assert.matches("opt=3, nvvm_opt=1,", tostring(n), 1, true)
+    assert.equal(3, n:with({ nvvm_opt = false }):get("nvvm_opt"))
+    local ok, msg = pcall(compiler.options, { nvvm_opt = 4 })
+    assert.is_false(ok)
+    assert.matches("nvvm_opt", msg)
+  end)
+
   it("derives copies with :with", function()
     local a = compiler.options { arch = "sm_80", max_registers = 64, cache = false }
     local b = a:with { arch = "sm_90a" }
@@ -95,6 +108,9 @@ describe("CUTELUA_* variables", function()
       "print(o:get('arch'), o:get('opt'), o:get('max_registers'))", {
         CUTELUA_ARCH = "sm_89", CUTELUA_OPT_LEVEL = "1", CUTELUA_MAX_REGISTERS = "40" }, dir)
     assert.equal("sm_80\t2\t40\n", out)
+    out = H.run("local o = require('cute.compiler').options()\nprint(o:get('opt'), o:get('nvvm_opt'))",
+      { CUTELUA_NVVM_OPT = "1" }, dir)
+    assert.equal("3\t1\n", out)
   end)
 
   it("name the variable when its value is bad", function()
@@ -103,6 +119,7 @@ describe("CUTELUA_* variables", function()
     for var, msg in pairs {
       CUTELUA_ARCH = "CUTELUA_ARCH=sm_77: unknown arch",
       CUTELUA_OPT_LEVEL = "CUTELUA_OPT_LEVEL=sm_77: expected 0, 1, 2 or 3",
+      CUTELUA_NVVM_OPT = "CUTELUA_NVVM_OPT=sm_77: expected 0, 1, 2 or 3",
       CUTELUA_KEEP = "CUTELUA_KEEP=sm_77: unknown stage 'sm_77'",
       CUTELUA_CACHE = "CUTELUA_CACHE=sm_77: expected 0 %(off%) or 1 %(on%)",
     } do
