@@ -66,23 +66,8 @@ static int run_chunk(lua_State *L, int status, int nargs) {
   return status;
 }
 
-/* Keeps the text of a chunk loaded from a string under `name`, for kernels
- * defined in it (cute.pre rewrites their source and looks it up by name). */
-static void keep_chunk(lua_State *L, const char *code, size_t len, const char *name) {
-  lua_getfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
-  if (!lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
-  }
-  lua_pushlstring(L, code, len);
-  lua_setfield(L, -2, name);
-  lua_pop(L, 1);
-}
-
 static int do_string(lua_State *L, const char *code, const char *name) {
-  keep_chunk(L, code, strlen(code), name);
+  cl_host_keep_chunk(L, code, strlen(code), name);
   return run_chunk(L, luaL_loadbuffer(L, code, strlen(code), name), 0);
 }
 
@@ -107,7 +92,7 @@ static int load_stdin(lua_State *L) {
   if (len > 0 && buf[0] == '#') {
     for (size_t i = 0; i < len && buf[i] != '\n'; i++) buf[i] = ' ';
   }
-  keep_chunk(L, buf, len, "=stdin");
+  cl_host_keep_chunk(L, buf, len, "=stdin");
   int status = luaL_loadbuffer(L, buf, len, "=stdin");
   free(buf);
   return status;

@@ -261,6 +261,19 @@ fail:
   return NULL;
 }
 
+void cl_host_keep_chunk(lua_State *L, const char *code, size_t len, const char *name) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "cutelua_chunks");
+  }
+  lua_pushlstring(L, code, len);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
+}
+
 int cl_host_dobuffer(lua_State *L, const char *code, size_t len, const char *chunkname) {
   int status = luaL_loadbuffer(L, code, len, chunkname);
   if (status == 0) status = cl_host_pcall(L, 0, LUA_MULTRET);

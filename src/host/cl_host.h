@@ -57,6 +57,10 @@ const char *cl_host_traceback(struct lua_State *L);
  * person (the source line with a caret, cutelua's frames left out), pushed on
  * the stack; NULL, with nothing pushed, when that fails (print them as they are). */
 const char *cl_host_render_error(struct lua_State *L, const char *msg, const char *tb);
+/* Keeps the text of a chunk loaded from a string under its chunk name (the
+ * registry's cutelua_chunks), for kernels defined in it: cute.pre rewrites
+ * their source and looks it up by the chunk's name. */
+void cl_host_keep_chunk(struct lua_State *L, const char *code, size_t len, const char *name);
 /* Loads and runs a chunk through cl_host_pcall; mirrors luaL_dostring. */
 int cl_host_dobuffer(struct lua_State *L, const char *code, size_t len, const char *chunkname);
 

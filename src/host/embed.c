@@ -158,6 +158,7 @@ int cutelua_dostring(cutelua *cl, const char *code, const char *chunkname) {
   clear_error(cl);
   int top = lua_gettop(cl->L);
   const char *name = chunkname ? chunkname : "=cutelua_dostring";
+  cl_host_keep_chunk(cl->L, code, strlen(code), name); /* plain-Lua kernels defined in it are preprocessed */
   int st = luaL_loadbufferx(cl->L, code, strlen(code), name, load_mode(cl));
   if (st == 0) st = cl_host_pcall(cl->L, 0, 0);
   int r = st ? take_load_error(cl, st, "the string") : CUTELUA_OK;

@@ -339,8 +339,30 @@ static void test_text_only(void) {
   rmdir(mod_dir);
 }
 
+/* A plain-Lua kernel (an `if` on a run-time value: the preprocessor rewrites
+ * its source) defined in a string run by cutelua_dostring: the string's text
+ * is kept under its chunk name, so the kernel compiles (for sm_90a: no GPU). */
+static void test_plain_kernel_in_string(void) {
+  cutelua *cl = cutelua_open();
+  const char *code = "local cute = require 'cute'\n"
+                     "local k = cute.kernel(function(x)\n"
+                     "  local i = cute.thread_idx().x\n"
+                     "  if i < cute.size(x) then x[i] = x[i] * 2 end\n"
+                     "end)\n"
+                     "ptx = k:with({ arch = 'sm_90a' }):compile(cute.fake_tensor(cute.f32, { 64 })):ptx()\n";
+  CHECK_EQ_INT(cutelua_dostring(cl, code, "plain_kernel"), CUTELUA_OK);
+  CHECK_STR(cutelua_errmsg(cl), "");
+  /* the `if` became a predicate on the comparison */
+  int yes = 0;
+  CHECK_EQ_INT(cutelua_dostring(cl, "function has_setp() return ptx:find('setp%.') ~= nil end", NULL), CUTELUA_OK);
+  CHECK_EQ_INT(cutelua_call(cl, "has_setp", ">b", &yes), CUTELUA_OK);
+  CHECK(yes);
+  cutelua_close(cl);
+}
+
 int main(void) {
   test_run();
+  test_plain_kernel_in_string();
   test_errors();
   test_call_types();
   test_attach();

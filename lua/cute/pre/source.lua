@@ -59,7 +59,9 @@ function M.chunk_text(src)
     if text then return text end
     return nil, "its chunk " .. src:sub(2) .. " was loaded without keeping its text"
   end
-  return src -- a string chunk: the name is the text
+  -- a string chunk: its text kept under its name (cutelua_dostring, loadstring
+  -- with a name), else the name is the text (loadstring without one)
+  return chunks[src] or src
 end
 
 -- text -> {ast = the chunk's AST, fns = {["first:last:nparams"] = entry}}
