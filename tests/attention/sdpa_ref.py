@@ -4,7 +4,7 @@ natural-log LSE, and A = softmax(...) |V| (the magnitude the error bound scales 
 
     python3 tests/attention/sdpa_ref.py DIR CAUSAL LEFT RIGHT SCALE
 
-Reads DIR/q.npy, k.npy, v.npy ((B, S, H, D), float32 holding bf16/f16 values); the
+Reads DIR/q.npy, k.npy, v.npy ((B, S, H, D): float32 holding bf16 values, or float16); the
 mask keeps key j for query i when i + (Sk - Sq) - LEFT <= j <= i + (Sk - Sq) + RIGHT
 (negative LEFT/RIGHT: unbounded; CAUSAL 1 sets RIGHT = 0), FlashAttention's
 bottom-right alignment. Query head h reads KV head h // (Hq / Hkv). Writes DIR/o.npy,
@@ -23,7 +23,7 @@ if not torch.cuda.is_available():
 d, causal, left, right, scale = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 if causal:
     right = 0
-q, k, v = (torch.from_numpy(np.load(f"{d}/{n}.npy")).cuda() for n in ("q", "k", "v"))
+q, k, v = (torch.from_numpy(np.load(f"{d}/{n}.npy")).cuda().float() for n in ("q", "k", "v"))  # f16 comes as float16
 B, Sq, Hq, D = q.shape
 Sk, Hkv = k.shape[1], k.shape[2]
 G = Hq // Hkv

@@ -41,10 +41,12 @@ local function run(c)
   end
   assert(rc == 0, "tests/attention/sdpa_ref.py failed (" .. tostring(rc) .. "): " .. cmd)
   local ref, mag, lse = cute.load_npy(dir .. "/o.npy"), cute.load_npy(dir .. "/a.npy"), cute.load_npy(dir .. "/lse.npy")
-  local ours, ours_lse = cute.load_npy(dir .. "/ours.npy"), cute.load_npy(dir .. "/ours_lse.npy")
+  -- (f16 is written as numpy's float16: read its values as f32, not its storage bits)
+  local ours = cute.load_npy(dir .. "/ours.npy", { dtype = cute.f32 })
+  local ours_lse = cute.load_npy(dir .. "/ours_lse.npy")
   os.execute("rm -rf " .. dir)
   local rtol = dt == cute.bf16 and 2 ^ -7 or 2 ^ -9
-  local worst, where, bad, rows = 0, nil, 0, {}
+  local worst, where, bad, rows, seen = 0, nil, 0, {}, {}
   local n = B * Sq * Hq * D
   for i = 0, n - 1 do
     local r, o = ref.data[i], ours.data[i]
@@ -54,8 +56,8 @@ local function run(c)
     if not (e <= 1) then
       bad = bad + 1
       local row = math.floor(i / D) -- (b, i, h)
-      if not rows[row] and #rows < 8 then
-        rows[row] = true
+      if not seen[row] and #rows < 8 then
+        seen[row] = true
         rows[#rows + 1] = string.format("(b %d, i %d, h %d, d %d)", math.floor(row / (Sq * Hq)),
           math.floor(row / Hq) % Sq, row % Hq, i % D)
       end
