@@ -11,6 +11,8 @@ import sys
 try:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from torch_timing import median_ms
 except Exception:  # noqa: BLE001
     sys.exit(77)
 if not torch.cuda.is_available():
@@ -37,20 +39,8 @@ for d, causal, b, h, s in shapes():
     for name, backend in BACKENDS.items():
         try:
             with sdpa_kernel(backend):
-                def f():
-                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
-                for _ in range(3):
-                    f()
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                times = []
-                for _ in range(30):
-                    start.record()
-                    f()
-                    end.record()
-                    end.synchronize()
-                    times.append(start.elapsed_time(end))
-            ms = sorted(times)[len(times) // 2]
+                ms = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                                       is_causal=bool(causal)))
             print(f"torch {name} {key} {ms:.5f} {flops / ms / 1e9:.2f}", flush=True)
         except Exception as e:  # noqa: BLE001
             print(f"torch {name} {key} unavailable {type(e).__name__}", flush=True)

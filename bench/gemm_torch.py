@@ -11,6 +11,8 @@ import sys
 
 try:
     import torch
+
+    from torch_timing import median_ms
 except Exception:  # noqa: BLE001
     sys.exit(77)
 if not torch.cuda.is_available():
@@ -31,16 +33,5 @@ for arg in sys.argv[1:]:
 
         def f():
             return torch.matmul(a, b)
-    for _ in range(5):
-        f()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(50):
-        start.record()
-        f()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    ms = sorted(times)[len(times) // 2]
+    ms = median_ms(f, warmup=5, reps=50)
     print(f"torch matmul {arg} {ms:.5f} {2 * m * n * k / ms / 1e9:.2f}", flush=True)
