@@ -40,7 +40,8 @@ local flops = 2 * n * n * n
 for _ = 1, 6 do
   for _, v in ipairs(variants) do
     cute.bench(function() v.launch(unpack(p.args)) end, { min_time_ms = 200 }) -- settle
-    for _, t in ipairs(cute.bench(function() v.launch(unpack(p.args)) end, { min_time_ms = 100, keep_times = true }).times) do
+    local r = cute.bench(function() v.launch(unpack(p.args)) end, { min_time_ms = 100, keep_times = true })
+    for _, t in ipairs(r.times) do
       v.times[#v.times + 1] = t
     end
   end

@@ -255,7 +255,8 @@ local function apply(o, keep, t)
   end
   if t.opt ~= nil then o.opt_level = check_int("opt", t.opt, 0, 3, "0, 1, 2 or 3") end
   if t.nvvm_opt ~= nil then
-    o.nvvm_opt = t.nvvm_opt == false and -1 or check_int("nvvm_opt", t.nvvm_opt, 0, 3, "0, 1, 2 or 3, or false (as opt)")
+    o.nvvm_opt = t.nvvm_opt == false and -1
+    or check_int("nvvm_opt", t.nvvm_opt, 0, 3, "0, 1, 2 or 3, or false (as opt)")
   end
   if t.fast_math ~= nil then o.fast_math = check_flag("fast_math", t.fast_math) end
   if t.ftz ~= nil then o.ftz = check_flag("ftz", t.ftz) end
