@@ -6,7 +6,7 @@
 local cute = require "cute"
 local gemv = require "cute.lib.gemv"
 
--- the forms to time (override with arguments: simt, mma, mma<WN>, mma<WN>u<UNROLL>)
+-- the forms to time (override with arguments: simt, mma, mma<WN>, mma<WN>u<UNROLL>, mmaw<S>r<R>)
 local MODES = { "simt", "mma", "mma1", "mma2", "mma4", "mma8" }
 if arg[1] then MODES = { unpack(arg) } end
 local ROWS = { 1, 2, 4, 8, 16 }

@@ -179,15 +179,138 @@ local function build_mma(cfg, trace_key)
   end, { trace_key = trace_key, preprocess = true })
 end
 
+-- The wide tensor-core form (cfg.wide; "mmaw<S>r<R>"): a CTA covers 64
+-- columns (a warp its own 16 x 8 block of C over all of K) and reads A once,
+-- through shared memory. The mma form above reads all of A once a CTA of 8
+-- columns: at 16 rows that is twice the bytes of the CTA's weights, and L2,
+-- serving three bytes a byte of weights, sets its pace (2.2 TB/s on the H100
+-- and the H200 alike). Here A's share of the traffic is 16/64. K goes in
+-- chunks of S steps of 128 k: the CTA's threads copy the next chunk of A (16
+-- rows x 128 S k, rows padded by 16 bytes against bank conflicts) into the
+-- other of two shared buffers while the warps multiply the current one. B
+-- streams through a ring of R steps in shared memory filled by cp.async,
+-- each thread its own 64 bytes a step (so it waits for its own copies, no
+-- barrier): R - 1 steps in flight a thread, whatever ptxas does with
+-- registers (plain loads were issued just before their use).
+local function build_wide(cfg, trace_key)
+  local S, R = cfg.steps, cfg.ring
+  local KC = 128 * S -- k a chunk
+  local LD = KC + 8 -- (a row of the chunk in shared memory, padded)
+  local THREADS = WARPS * 32
+  local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
+  local sm90 = require "cute.lib.gemm_sm90"
+  local dt = cute.dtype.get(cfg.dtype)
+  local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(dt, cute.f32, { 16, 8, 16 }))
+  local name = "gemv_wide_" .. cfg.dtype .. "_s" .. S .. "r" .. R .. fused
+  return cute.kernel(name, function(A, B, C, alpha, beta, ...)
+    local bias = ... -- (cfg.bias: the bias tensor)
+    local Mr, K, N = A.layout.shape[1], A.layout.shape[2], B.layout.shape[1]
+    local tid = cute.thread_idx().x
+    local lane, warp = tid % 32, tid / 32
+    local g, t = lane / 4, lane % 4
+    local n0 = (cute.block_idx().x * WARPS + warp) * 8
+    local l = cute.block_idx().z
+    local bcol = B[{ cute.min(n0 + g, N - 1), cute._, l }]
+    local sA = cute.make_smem_tensor(dt, cute.make_layout({ 16, KC, 2 }, { LD, 1, 16 * LD }), 16)
+    -- B's ring: vector v (8 values) of thread tid in slot r; a thread's vectors
+    -- 16 bytes from its neighbours' (no bank conflicts)
+    local sB = cute.make_smem_tensor(dt, cute.make_layout({ 8, THREADS, 4, R },
+      { 1, 8, 8 * THREADS, 8 * THREADS * 4 }), 16)
+    -- the chunk copy: thread tid moves KC / 16 contiguous k of row tid / 16
+    local PER = KC / 16
+    local crow = tid / 16
+    local arow = A[{ cute.min(crow, Mr - 1), cute._, l }]
+    local function a_fetch(c) return common.thread_slice_1d(arow, c, tid % 16, PER, 16, 1):load() end
+    local function a_put(frag, buf)
+      common.thread_slice_1d(sA[{ crow, cute._, buf }], 0, tid % 16, PER, 16, 1):store(frag)
+    end
+    local chunks = K / KC
+    local steps = chunks * S
+    -- the copies of step kt (128 k of this warp's columns; past the last, none read)
+    local function b_issue(kt)
+      local k0 = cute.min(kt, steps - 1) * 128 + t * 32
+      local slot = kt % R
+      for v = 0, 3 do
+        cute.arch.cp_async(sB:ptr_at({ 0, tid, v, slot }), bcol:ptr_at(k0 + 8 * v), 16, "cg",
+          cute.max(cute.min(steps - kt, 1), 0) * 16)
+      end
+      cute.arch.cp_async_commit_group()
+    end
+    local acc = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
+    local function mma(b, a0, a1)
+      for j = 0, 7 do
+        local e = 4 * j
+        local c = { acc[1].value, acc[2].value, acc[3].value, acc[4].value }
+        local ra = { pack2(a0[e], a0[e + 1]), pack2(a1[e], a1[e + 1]), pack2(a0[e + 2], a0[e + 3]),
+          pack2(a1[e + 2], a1[e + 3]) }
+        local d = cute.arch.mma_sync(atom, ra, { pack2(b[e], b[e + 1]), pack2(b[e + 2], b[e + 3]) }, c)
+        for q = 1, 4 do acc[q].value = d[q] end
+      end
+    end
+    if chunks > 0 then
+      for kt = 0, R - 2 do b_issue(kt) end
+      a_put(a_fetch(0), 0)
+      cute.sync_threads()
+    end
+    for c in cute.range(chunks) do
+      local buf = c % 2
+      local nxt = a_fetch(cute.min(c + 1, chunks - 1)) -- (the last chunk fetches itself again: unused)
+      for s = 0, S - 1 do
+        local kt = c * S + s
+        b_issue(kt + R - 1)
+        cute.arch.cp_async_wait_group(R - 1)
+        local slot = kt % R
+        local b = {}
+        for v = 0, 3 do
+          local x = sB[{ cute._, tid, v, slot }]:load()
+          for e = 0, 7 do b[8 * v + e] = x[e] end
+        end
+        local a0 = common.thread_slice_1d(sA[{ g, cute._, buf }], s, t, 32, 4, 1):load()
+        local a1 = common.thread_slice_1d(sA[{ g + 8, cute._, buf }], s, t, 32, 4, 1):load()
+        mma(b, a0, a1)
+      end
+      a_put(nxt, 1 - buf)
+      cute.sync_threads()
+    end
+    cute.arch.cp_async_wait_group(0)
+    -- K's rest past the chunks: steps of 128 k, element by element, A from global
+    local arow0 = A[{ cute.min(g, Mr - 1), cute._, l }]
+    local arow1 = A[{ cute.min(g + 8, Mr - 1), cute._, l }]
+    for kt in cute.range(steps, (K + 127) / 128) do
+      local v = {}
+      for q, x in ipairs { bcol, arow0, arow1 } do
+        local vals = {}
+        for e = 0, 31 do
+          local k = kt * 128 + t * 32 + e
+          vals[e] = cute.where(k < K, x[cute.min(k, K - 1)], 0.0)
+        end
+        v[q] = vals
+      end
+      mma(v[1], v[2], v[3])
+    end
+    for j = 0, 3 do
+      -- value j: row g + 8 (j / 2), column 2 t + j % 2
+      local row, n = g + 8 * math.floor(j / 2), n0 + 2 * t + j % 2
+      if row < Mr and n < N then
+        local v = acc[j + 1].value * alpha
+        if cfg.beta then v = cute.fma(beta, C[{ row, n, l }]:to(cute.f32), v) end
+        if cfg.bias or cfg.act or cfg.fn then v = sm90.fused(cfg, v, bias, row, n, l) end
+        C[{ row, n, l }] = v:to(C.dtype)
+      end
+    end
+  end, { trace_key = trace_key, preprocess = true })
+end
+
 --- The kernel for a configuration {dtype, m (rows), beta, bias, bias_dtype, act, fn}.
 -- @param cfg the configuration
 -- @return the cute.kernel
 -- @usage local k = M.kernel({ dtype = "bf16", m = 1 })
 function M.kernel(cfg)
-  local make = cfg.mma and build_mma or build
+  local make = cfg.wide and build_wide or cfg.mma and build_mma or build
   if cfg.fn then return make(cfg, nil) end -- (traced per function: no key stands for it)
   local key = {}
-  for i, f in ipairs { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn", "unroll" } do
+  local fields = { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn", "unroll", "wide", "steps", "ring" }
+  for i, f in ipairs(fields) do
     key[i] = tostring(cfg[f])
   end
   key = table.concat(key, ",")
@@ -238,9 +361,18 @@ function M.plan(Av, Bv, Cv, alpha, beta, opts)
   local bias = require("cute.lib.gemm_sm90").fused_config(cfg, opts, m, n, false)
   local args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) }
   if bias then args[6] = bias end
-  -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "mma", "mma<WN>" or "mma<WN>u<UNROLL>")
+  -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "mma", "mma<WN>", "mma<WN>u<UNROLL>",
+  -- or the wide form "mmaw" / "mmaw<STEPS>r<RING>")
   local mode = M.override or os.getenv("CUTELUA_GEMV") or ""
   cfg.mma = mode:match("^mma") ~= nil or (mode ~= "simt" and m > M.SIMT_ROWS) or nil
+  local steps, ring = mode:match("^mmaw(%d*)r?(%d*)$")
+  if steps then
+    steps, ring = tonumber(steps) or 4, tonumber(ring) or 4
+    -- the wide form: 64 columns a CTA, A through shared memory (build_wide)
+    cfg.mma, cfg.wide, cfg.steps, cfg.ring, cfg.m = true, true, steps, ring, nil
+    return { kernel = M.kernel(cfg), args = args, grid = { math.ceil(n / (8 * WARPS)), 1, batch },
+      block = WARPS * 32, config = cfg }
+  end
   if cfg.mma then
     -- one column group a CTA (its 8 warps split K): measured best on the H100 at
     -- N = 4096 to 14336 (bench/gemv_probe.lua); more groups share A's reads but

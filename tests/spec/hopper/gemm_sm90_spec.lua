@@ -652,6 +652,18 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000 }) -- the Hopper kernel, asked for
   end)
 
+  it("cute.lib.gemv's wide form (A through shared memory, B through a cp.async ring) #gpu", function()
+    if not need_sm90() then return end
+    local gemv = require "cute.lib.gemv"
+    finally(function() gemv.override = nil end)
+    for _, mode in ipairs { "mmaw4r4", "mmaw2r8", "mmaw4r8" } do
+      gemv.override = mode
+      check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000, want = "gemv" })
+      check(cute.bf16, 11, 1000, 1096, { c_dtype = cute.f32, samples = 2000, want = "gemv" }) -- (ragged N, K's tail)
+      check(cute.f16, 3, 520, 4096, { c_dtype = cute.f16, want = "gemv" })
+    end
+  end)
+
   it("repeated calls reuse their plan; new contents, new tensors and freed tensors are seen #gpu", function()
     if not need_sm90() then return end
     local cache = G._plan_cache

@@ -27,10 +27,11 @@ describe("cute.lib.gemv (on the simulator)", function()
     end
   end)
 
-  it("the tensor-core form (9 to 16 rows, or asked for): every column-group split, K ragged, batched", function()
+  it("the tensor-core forms (9-16 rows, or asked for): column-group splits, wide form, ragged K, batches", function()
     local gemv = require "cute.lib.gemv"
+    finally(function() gemv.override = nil end)
     local seed = os.time() % 1000 + 7
-    for _, mode in ipairs { "mma", "mma1", "mma2", "mma4", "mma8" } do
+    for _, mode in ipairs { "mma", "mma1", "mma2", "mma4", "mma8", "mmaw1r2", "mmaw2r5" } do
       gemv.override = mode
       for _, c in ipairs { { 16, 1040, 70, 1 }, { 9, 1000, 33, 1 }, { 12, 24, 17, 1 }, { 1, 520, 20, 2 } } do
         local m, k, n, L = c[1], c[2], c[3], c[4]
