@@ -78,6 +78,45 @@ local function pack2(lo, hi)
   return hi:bitcast(cute.u16):to(cute.u32):shl(16):bor(lo:bitcast(cute.u16):to(cute.u32)):bitcast(cute.i32)
 end
 
+-- One step of 32 k of this thread into the 16 x 8 accumulator acc (four
+-- cute.vars): eight m16n8k16 MMAs whose k-slots {2t, 2t+1} and {2t+8, 2t+9}
+-- are this thread's k 4j .. 4j+3 (A and B alike). b: the 32 values of B's
+-- column, a0 and a1 those of A's rows g and g + 8.
+local function mma_step(atom, acc, b, a0, a1)
+  for j = 0, 7 do
+    local e = 4 * j
+    local c = { acc[1].value, acc[2].value, acc[3].value, acc[4].value }
+    local ra = { pack2(a0[e], a0[e + 1]), pack2(a1[e], a1[e + 1]), pack2(a0[e + 2], a0[e + 3]),
+      pack2(a1[e + 2], a1[e + 3]) }
+    local d = cute.arch.mma_sync(atom, ra, { pack2(b[e], b[e + 1]), pack2(b[e + 2], b[e + 3]) }, c)
+    for q = 1, 4 do acc[q].value = d[q] end
+  end
+end
+
+-- Step kt (128 k) of thread t's 32 values of each of the 1-D tensors xs,
+-- element by element, zero past K (the tail of K).
+local function load_masked(xs, K, kt, t)
+  local out = {}
+  for q, x in ipairs(xs) do
+    local vals = {}
+    for e = 0, 31 do
+      local k = kt * 128 + t * 32 + e
+      vals[e] = cute.where(k:lt(K), x[cute.min(k, K - 1)], 0.0)
+    end
+    out[q] = vals
+  end
+  return out
+end
+
+-- C's value at (row, n, l) from the sum s: alpha s (+ beta C) through the
+-- fused epilogue, in C's dtype.
+local function c_value(cfg, C, s, alpha, beta, bias, row, n, l)
+  local v = s * alpha
+  if cfg.beta then v = cute.fma(beta, C[{ row, n, l }]:to(cute.f32), v) end
+  if cfg.bias or cfg.act or cfg.fn then v = require("cute.lib.gemm_sm90").fused(cfg, v, bias, row, n, l) end
+  return v:to(C.dtype)
+end
+
 -- The tensor-core form (cfg.mma; up to 16 rows): a warp computes a 16 x 8
 -- block of C (8 columns; rows past M are computed from a repeated row and not
 -- stored) with mma.sync m16n8k16 over its share of K. The reduction's order
@@ -93,7 +132,6 @@ local function build_mma(cfg, trace_key)
   local WN = cfg.wn
   local WK = WARPS / WN
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
-  local sm90 = require "cute.lib.gemm_sm90"
   local dt = cute.dtype.get(cfg.dtype)
   local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(dt, cute.f32, { 16, 8, 16 }))
   return cute.kernel("gemv_mma_" .. cfg.dtype .. "_w" .. WN .. fused, function(A, B, C, alpha, beta, ...)
@@ -122,29 +160,9 @@ local function build_mma(cfg, trace_key)
         return out
       end
       -- the last steps, element by element: zero past K in both operands
-      local out = {}
-      for q, x in ipairs { bcol, arow0, arow1 } do
-        local vals = {}
-        for e = 0, 31 do
-          local k = kt * KS + t * 32 + e
-          vals[e] = cute.where(k < K, x[cute.min(k, K - 1)], 0.0)
-        end
-        out[q] = vals
-      end
-      return out
+      return load_masked({ bcol, arow0, arow1 }, K, kt, t)
     end
-    local function mma(v)
-      local b, a0, a1 = v[1], v[2], v[3]
-      for j = 0, 7 do
-        -- mma j: k-slots {2t, 2t+1} and {2t+8, 2t+9} are this thread's k 4j .. 4j+3 (A and B alike)
-        local e = 4 * j
-        local c = { acc[1].value, acc[2].value, acc[3].value, acc[4].value }
-        local ra = { pack2(a0[e], a0[e + 1]), pack2(a1[e], a1[e + 1]), pack2(a0[e + 2], a0[e + 3]),
-          pack2(a1[e + 2], a1[e + 3]) }
-        local d = cute.arch.mma_sync(atom, ra, { pack2(b[e], b[e + 1]), pack2(b[e + 2], b[e + 3]) }, c)
-        for q = 1, 4 do acc[q].value = d[q] end
-      end
-    end
+    local function mma(v) mma_step(atom, acc, v[1], v[2], v[3]) end
     local steps = K / KS -- whole steps; then masked ones for the rest
     local U = cfg.unroll or UNROLL_MMA
     local per = WK * U
@@ -169,12 +187,7 @@ local function build_mma(cfg, trace_key)
       local s = red[{ idx, cg }]
       for w = 1, WK - 1 do s = s + red[{ idx, cg + w * WN }] end
       local n = (cute.block_idx().x * WN + cg) * 8 + col
-      if row < Mr and n < N then
-        local v = s * alpha
-        if cfg.beta then v = cute.fma(beta, C[{ row, n, l }]:to(cute.f32), v) end
-        if cfg.bias or cfg.act or cfg.fn then v = sm90.fused(cfg, v, bias, row, n, l) end
-        C[{ row, n, l }] = v:to(C.dtype)
-      end
+      if row < Mr and n < N then C[{ row, n, l }] = c_value(cfg, C, s, alpha, beta, bias, row, n, l) end
     end
   end, { trace_key = trace_key, preprocess = true })
 end
@@ -198,7 +211,6 @@ local function build_wide(cfg, trace_key)
   local LD = KC + 8 -- (a row of the chunk in shared memory, padded)
   local THREADS = WARPS * 32
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
-  local sm90 = require "cute.lib.gemm_sm90"
   local dt = cute.dtype.get(cfg.dtype)
   local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(dt, cute.f32, { 16, 8, 16 }))
   local name = "gemv_wide_" .. cfg.dtype .. "_s" .. S .. "r" .. R .. fused
@@ -237,16 +249,7 @@ local function build_wide(cfg, trace_key)
       cute.arch.cp_async_commit_group()
     end
     local acc = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
-    local function mma(b, a0, a1)
-      for j = 0, 7 do
-        local e = 4 * j
-        local c = { acc[1].value, acc[2].value, acc[3].value, acc[4].value }
-        local ra = { pack2(a0[e], a0[e + 1]), pack2(a1[e], a1[e + 1]), pack2(a0[e + 2], a0[e + 3]),
-          pack2(a1[e + 2], a1[e + 3]) }
-        local d = cute.arch.mma_sync(atom, ra, { pack2(b[e], b[e + 1]), pack2(b[e + 2], b[e + 3]) }, c)
-        for q = 1, 4 do acc[q].value = d[q] end
-      end
-    end
+    local function mma(b, a0, a1) mma_step(atom, acc, b, a0, a1) end
     if chunks > 0 then
       for kt = 0, R - 2 do b_issue(kt) end
       a_put(a_fetch(0), 0)
@@ -277,26 +280,13 @@ local function build_wide(cfg, trace_key)
     local arow0 = A[{ cute.min(g, Mr - 1), cute._, l }]
     local arow1 = A[{ cute.min(g + 8, Mr - 1), cute._, l }]
     for kt in cute.range(steps, (K + 127) / 128) do
-      local v = {}
-      for q, x in ipairs { bcol, arow0, arow1 } do
-        local vals = {}
-        for e = 0, 31 do
-          local k = kt * 128 + t * 32 + e
-          vals[e] = cute.where(k < K, x[cute.min(k, K - 1)], 0.0)
-        end
-        v[q] = vals
-      end
+      local v = load_masked({ bcol, arow0, arow1 }, K, kt, t)
       mma(v[1], v[2], v[3])
     end
     for j = 0, 3 do
       -- value j: row g + 8 (j / 2), column 2 t + j % 2
       local row, n = g + 8 * math.floor(j / 2), n0 + 2 * t + j % 2
-      if row < Mr and n < N then
-        local v = acc[j + 1].value * alpha
-        if cfg.beta then v = cute.fma(beta, C[{ row, n, l }]:to(cute.f32), v) end
-        if cfg.bias or cfg.act or cfg.fn then v = sm90.fused(cfg, v, bias, row, n, l) end
-        C[{ row, n, l }] = v:to(C.dtype)
-      end
+      if row < Mr and n < N then C[{ row, n, l }] = c_value(cfg, C, acc[j + 1].value, alpha, beta, bias, row, n, l) end
     end
   end, { trace_key = trace_key, preprocess = true })
 end
