@@ -633,6 +633,10 @@ function M.plan(A, B, C, opts)
     err.raise("cute.gemm: fused epilogues (opts.bias, activation, epilogue) run in the Hopper kernel only, and this "
       .. "problem runs %s", why)
   end
+  if opts.config ~= nil and opts.config.cluster ~= nil then
+    err.raise("cute.gemm: opts.config.cluster is the Hopper kernel's (with opts.kernel = \"sm90\"), and this problem "
+      .. "runs %s", why)
+  end
   local base = M.pick(m, n, k, dt)
   local cfg = {}
   for key, v in pairs(base) do cfg[key] = v end
