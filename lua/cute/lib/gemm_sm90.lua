@@ -504,7 +504,9 @@ local function build(cfg, trace_key)
       end
       if CL then
         -- no CTA exits while its partner may still write into its shared memory or
-        -- arrive on its barriers
+        -- arrive on its barriers (the warps reconverged first: the barrier is .aligned,
+        -- and one lane of warp 0 ran the producer's loop alone)
+        cute.sync_warp()
         A.cluster_arrive()
         A.cluster_wait()
       end
