@@ -26,7 +26,11 @@
 --   * the tile scheduler: tile t = blockIdx.x, + gridDim.x, ... in grouped
 --     order (GROUP tiles of M share a column of B tiles, so that the CTAs
 --     running at once share A and B in L2); both roles walk the same tiles,
---     and the barriers' phases carry on from tile to tile.
+--     and the barriers' phases carry on from tile to tile;
+--   * cfg.cluster = {2, 1} or {1, 2}: clusters of two CTAs on pairs of adjacent
+--     tiles that share B or A; each CTA loads half of the shared operand's
+--     stage with a multicast TMA load into both, and a stage is released to
+--     the producers of both CTAs (see build() and M.cluster_tile_coords).
 --
 -- TMA zero-fills what lies outside the matrices (and still completes the full
 -- byte count), so ragged M, N and K need no predicates in the main loop.
