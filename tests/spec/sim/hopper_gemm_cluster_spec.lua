@@ -86,6 +86,21 @@ describe("cute.gemm's Hopper kernel in clusters of 2 on the simulator (sm_90a)",
     check(cute.bf16, 600, 1024, 40, { cluster = { 1, 2 }, bn = 32, stages = 4 }, { samples = 3000 })
   end)
 
+  it("batched: the pairs of each batch, a pair's second tile past C in each", function()
+    local m, n, k, l = 264, 150, 64, 3 -- 3 x 3 tiles of 128 x 64 a batch
+    local A = cute.tensor(cute.bf16, { m, k, l }, { k, 1, m * k }):uniform(-1, 1)
+    local B = cute.tensor(cute.bf16, { k, n, l }, { 1, k, k * n }):uniform(-1, 1)
+    local C = cute.tensor(cute.f32, { m, n, l }, { n, 1, m * n }):fill(0 / 0)
+    for _, cl in ipairs { { 2, 1 }, { 1, 2 } } do
+      local o = { kernel = "sm90", config = { cluster = cl, bn = 64, stages = 4 } }
+      assert.matches("_cluster", G.plan(A, B, C, o).kernel.name)
+      C:fill(0 / 0)
+      cute.gemm(A, B, C, o)
+      local r = cute.testing.check_gemm(A, B, C, { rtol = 1e-5, what = "batched cluster " .. cl[1] .. "x" .. cl[2] })
+      assert.equal(m * n * l, r.checked)
+    end
+  end)
+
   it("fp8 (e4m3) with a 128-byte k-tile, and MN-major shared operands split by boxes", function()
     check(cute.e4m3, 200, 160, 256, { cluster = { 2, 1 }, bn = 64, stages = 4 })
     -- B MN-major (two 64-row boxes a stage: one from each CTA), A MN-major likewise
