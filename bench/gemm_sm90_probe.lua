@@ -10,6 +10,9 @@
 --   TMA_STORE=0 cutelua bench/gemm_sm90_probe.lua       the epilogue from registers instead of smem + TMA
 --   SM90=128,6 SCHEDULE=pingpong cutelua bench/gemm_sm90_probe.lua   the ping-pong schedule (64-row tiles)
 --   DTYPE=e4m3 cutelua bench/gemm_sm90_probe.lua     fp8 in, bf16 out (no cuBLAS line: the suite has cuBLASLt)
+--   CLUSTER=2x1 cutelua bench/gemm_sm90_probe.lua    clusters of 2 (2x1: a pair of vertically adjacent tiles
+--                                                    shares B, 1x2: A; TMA multicast), and the same tile without
+--                                                    a cluster timed in the same run ("none" or 1x1: no cluster)
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -24,6 +27,17 @@ if os.getenv("SM90") then
   for x in os.getenv("SM90"):gmatch("%d+") do v[#v + 1] = tonumber(x) end
   opts.kernel, opts.config = "sm90", { bn = v[1], stages = v[2], group = v[3] }
   if os.getenv("SCHEDULE") == "pingpong" then opts.config.bm, opts.config.schedule = 64, "pingpong" end
+end
+-- CLUSTER: the tile as above (the heuristic's without SM90), in clusters of 2
+local nocluster = nil
+local cl = os.getenv("CLUSTER")
+if cl and cl ~= "" and cl ~= "none" and cl ~= "1x1" then
+  local cm, cn = cl:match("^(%d)x(%d)$")
+  if not cm then error("CLUSTER is 2x1, 1x2 or none, got " .. cl) end
+  nocluster = { kernel = "sm90", tma_store = opts.tma_store, config = opts.config }
+  opts.kernel, opts.config = "sm90", {}
+  for k, v in pairs(nocluster.config or {}) do opts.config[k] = v end
+  opts.config.cluster = { tonumber(cm), tonumber(cn) }
 end
 
 local info = cute.device_info()
@@ -52,6 +66,15 @@ for _, s in ipairs(sizes) do
   local rk = cute.bench(function() launch(unpack(args)) end, { flops = flops })
   print(string.format("  cute.gemm  %7.1f TFLOP/s", rg.tflops))
   print(string.format("  kernel     %7.1f TFLOP/s", rk.tflops))
+  if nocluster then
+    local p0 = G.plan(A, B, C, nocluster)
+    local launch0, args0 = p0.kernel { grid = p0.grid, block = p0.block }, p0.args
+    launch0(unpack(args0)) -- (compiled before timing)
+    local r0 = cute.bench(function() launch0(unpack(args0)) end, { flops = flops })
+    local r1 = cute.bench(function() launch(unpack(args)) end, { flops = flops })
+    print(string.format("  no cluster %7.1f TFLOP/s (%s, grid %d); in clusters again %.1f: ratio cluster / none %.3f",
+      r0.tflops, p0.kernel.name, p0.grid[1], r1.tflops, r1.tflops / r0.tflops))
+  end
   if dt == cute.bf16 then
     local rb = cute.bench(function()
       cute.cublas.gemm_rowmajor { a = A, b = B, c = C, m = m, n = n, k = k, b_trans = true, dtype = cute.bf16,

@@ -623,13 +623,19 @@ function M.plan(A, B, C, opts)
     local p = require("cute.lib.gemm_sm90").plan(Av, Bv, Cv, { m = m, n = n, k = k, l = batch },
       { a = { ad[1], ad[2], ad[3] }, b = { bd[2], bd[1], bd[3] } }, alpha, beta, opts)
     p.C, p.kernel_name = C, "sm90"
-    p.why = why .. string.format("; tile 128x%dx%d, %d stages, group %d (%s)", p.config.bn, p.config.bk,
-      p.config.stages, p.config.group, p.config_source)
+    local cl = p.config.cluster
+    p.why = why .. string.format("; tile %dx%dx%d, %d stages, group %d (%s)%s", p.config.bm, p.config.bn,
+      p.config.bk, p.config.stages, p.config.group, p.config_source, cl and string.format(
+        "; cluster %dx%d (the pair shares %s: TMA multicast)", cl[1], cl[2], cl[1] == 2 and "B" or "A") or "")
     return p, opts
   end
   if opts.bias ~= nil or opts.activation ~= nil or opts.epilogue ~= nil or opts.bias_mode ~= nil then
     err.raise("cute.gemm: fused epilogues (opts.bias, activation, epilogue) run in the Hopper kernel only, and this "
       .. "problem runs %s", why)
+  end
+  if opts.config ~= nil and opts.config.cluster ~= nil then
+    err.raise("cute.gemm: opts.config.cluster is the Hopper kernel's (with opts.kernel = \"sm90\"), and this problem "
+      .. "runs %s", why)
   end
   local base = M.pick(m, n, k, dt)
   local cfg = {}

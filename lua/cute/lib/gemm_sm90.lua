@@ -26,7 +26,11 @@
 --   * the tile scheduler: tile t = blockIdx.x, + gridDim.x, ... in grouped
 --     order (GROUP tiles of M share a column of B tiles, so that the CTAs
 --     running at once share A and B in L2); both roles walk the same tiles,
---     and the barriers' phases carry on from tile to tile.
+--     and the barriers' phases carry on from tile to tile;
+--   * cfg.cluster = {2, 1} or {1, 2}: clusters of two CTAs on pairs of adjacent
+--     tiles that share B or A; each CTA loads half of the shared operand's
+--     stage with a multicast TMA load into both, and a stage is released to
+--     the producers of both CTAs (see build() and M.cluster_tile_coords).
 --
 -- TMA zero-fills what lies outside the matrices (and still completes the full
 -- byte count), so ragged M, N and K need no predicates in the main loop.
@@ -84,6 +88,15 @@ local function tma_load_3d(desc, smem_ptr, x, y, z, bar_ptr)
     { smem_ptr:addr(), desc.ptr:cast("generic"):addr(), x, y, z, bar_ptr:addr() }, { memory = true })
 end
 
+-- The same load written into every CTA of the cluster in `mask` (16 bits, bit
+-- r = the CTA of rank r), at the same shared-memory offset in each, completing
+-- the transaction on each one's barrier at `bar_ptr`'s offset (sm_90a).
+local function tma_load_3d_multicast(desc, smem_ptr, x, y, z, bar_ptr, mask)
+  cute.asm("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+    .. " [$0], [$1, {$2, $3, $4}], [$5], $6;", "r,l,r,r,r,r,h",
+    { smem_ptr:addr(), desc.ptr:cast("generic"):addr(), x, y, z, bar_ptr:addr(), mask }, { memory = true })
+end
+
 -- Integer division and minimum of run-time values or Lua numbers (the
 -- scheduler below runs traced in the kernel and on numbers in the tests).
 local function idiv(a, b)
@@ -109,6 +122,29 @@ function M.tile_coords(t, tiles_m, tiles_n, group)
   local gsize = imin(tiles_m - first_m, group)
   local g = r % per_group
   return first_m + g % gsize, idiv(g, gsize), l
+end
+
+--- The tile scheduler of a cluster (cfg.cluster = {cm, cn}, one of them 2):
+-- the clusters walk linear pair index t over ceil(tiles_m / cm) x ceil(tiles_n
+-- / cn) pairs (grouped as tile_coords, `group` counting M tiles), and the CTA
+-- of rank `rank` takes tile (pm * cm + rank, pn) ({2, 1}: the pair's tiles
+-- are vertically adjacent) or (pm, pn * cn + rank) ({1, 2}: horizontally).
+-- The second tile of a pair may lie past M or N (its CTA still loads and
+-- computes it, for its partner's sake, and stores nothing).
+-- @return m tile, n tile, batch
+function M.cluster_tile_coords(t, tiles_m, tiles_n, group, cluster, rank)
+  local cm, cn = cluster[1], cluster[2]
+  local pm, pn = idiv(tiles_m + (cm - 1), cm), idiv(tiles_n + (cn - 1), cn)
+  local g = cm == 2 and math.max(1, math.floor(group / 2)) or group
+  local a, b, l = M.tile_coords(t, pm, pn, g)
+  if cm == 2 then return a * 2 + rank, b, l end
+  return a, b * 2 + rank, l
+end
+
+--- The pairs a cluster of cfg.cluster walks over for tiles_m x tiles_n tiles.
+function M.cluster_pairs(tiles_m, tiles_n, cluster)
+  local cm, cn = cluster[1], cluster[2]
+  return idiv(tiles_m + (cm - 1), cm) * idiv(tiles_n + (cn - 1), cn)
 end
 
 local kernels = {}
@@ -160,6 +196,12 @@ local function build(cfg, trace_key)
   if PP and BM ~= 64 then
     err.raise("cute.gemm: the ping-pong schedule takes 64-row tiles, got bm = %s", tostring(BM))
   end
+  -- cfg.cluster = {2, 1} or {1, 2} (nil: no cluster): a cluster of two CTAs on a
+  -- pair of adjacent tiles that shares one operand ({2, 1}: vertically adjacent
+  -- tiles share B; {1, 2}: horizontally adjacent ones share A); each CTA loads
+  -- half of that operand's stage and multicasts it into both
+  local CL = cfg.cluster
+  local MC_A, MC_B = CL ~= nil and CL[2] == 2, CL ~= nil and CL[1] == 2
   local mma = cute.make_tiled_mma(atom, { PP and 1 or BM / 64, 1, 1 })
   local consumers = 256 -- two consumer warpgroups
   local tile_threads = mma.size -- the threads of one tile's MMA: 256 cooperative, 128 ping-pong
@@ -181,6 +223,7 @@ local function build(cfg, trace_key)
   if TSTORE then fused = fused .. "_tmastore" end
   if PP then fused = fused .. "_pingpong" end
   if GROUPS then fused = "_grouped" .. fused end
+  if CL then fused = fused .. "_cluster" .. CL[1] .. "x" .. CL[2] end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
       -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
@@ -206,19 +249,32 @@ local function build(cfg, trace_key)
         num_stages = STAGES, tx_count = tx_bytes,
         producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
         consumer_group = P.CooperativeGroup(P.Agent.Thread, tile_threads),
+        cluster_shape = CL, -- across a cluster: a release arrives on both CTAs' empty barriers
       }
 
       -- the tile scheduler: tile t -> (m tile, n tile, batch), grouped along M
       local tiles_m = (Mr + (BM - 1)) / BM
       local tiles_n = (Nr + (BN - 1)) / BN
       local total = GROUPS and tstart[GROUPS] or tiles_m * tiles_n * L
+      -- a cluster walks pairs of tiles (both CTAs the same sequence), the CTA of rank
+      -- `rank` one tile of each pair
+      local rank = nil
+      if CL then
+        total = M.cluster_pairs(tiles_m, tiles_n, CL) * L
+        rank = cute.block_rank_in_cluster()
+      end
       local ktiles = (K + (BK - 1)) / BK
       -- tile t -> {bm, bn: the tile in its problem; a_row, b_row: the first rows of
       -- its A and B boxes; a_l, b_l: their batches; l: C's batch; row0, rows: the
       -- problem's first row in C and its rows}
       local function coords(t)
         if not GROUPS then
-          local bm, bn, l = M.tile_coords(t, tiles_m, tiles_n, GROUP)
+          local bm, bn, l
+          if CL then
+            bm, bn, l = M.cluster_tile_coords(t, tiles_m, tiles_n, GROUP, CL, rank)
+          else
+            bm, bn, l = M.tile_coords(t, tiles_m, tiles_n, GROUP)
+          end
           return { bm = bm, bn = bn, a_row = bm * BM, b_row = bn * BN, a_l = l, b_l = l, l = l, row0 = 0, rows = Mr }
         end
         -- grouped: problem e is the last whose first tile is at or before t (the
@@ -235,6 +291,31 @@ local function build(cfg, trace_key)
           rows = rows }
       end
       local first, step = cute.block_idx().x, cute.grid_dim().x
+      if CL then first, step = first / 2, step / 2 end -- the cluster's index, the clusters
+
+      -- the TMA loads of one operand's stage s: every box; of the shared operand
+      -- (multicast), this CTA's half of the boxes, into both CTAs (mask 0b11)
+      local function load(desc, boxes, raw, stage_elems, s, row, kt, l, bar, shared)
+        if not shared then
+          for _, bx in ipairs(boxes) do
+            local c = bx.coords(row, kt * BK, l)
+            tma_load_3d(desc, raw:ptr_at(s * stage_elems + bx.smem_offset), c[1], c[2], c[3], bar)
+          end
+          return
+        end
+        -- box k of CTA 0 and box k of CTA 1 lie a fixed distance apart (in the tile
+        -- and in shared memory): CTA `rank`'s is CTA 0's plus rank times that
+        local per = #boxes / 2
+        for k = 1, per do
+          local b0, b1 = boxes[k], boxes[per + k]
+          local c, z0, z1 = b0.coords(row, kt * BK, l), b0.coords(0, 0, 0), b1.coords(0, 0, 0)
+          for i = 1, 3 do
+            if z1[i] ~= z0[i] then c[i] = c[i] + rank * (z1[i] - z0[i]) end
+          end
+          local off = s * stage_elems + b0.smem_offset + rank * (b1.smem_offset - b0.smem_offset)
+          tma_load_3d_multicast(desc, raw:ptr_at(off), c[1], c[2], c[3], bar, 3)
+        end
+      end
 
       if wgi == 0 then
         -- the producer warpgroup: one thread issues every load
@@ -247,14 +328,8 @@ local function build(cfg, trace_key)
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
               local s = ps.index
-              for _, bx in ipairs(boxesA) do
-                local c = bx.coords(tc.a_row, kt * BK, tc.a_l)
-                tma_load_3d(descA, sA_raw:ptr_at(s * stage_a + bx.smem_offset), c[1], c[2], c[3], bar)
-              end
-              for _, bx in ipairs(boxesB) do
-                local c = bx.coords(tc.b_row, kt * BK, tc.b_l)
-                tma_load_3d(descB, sB_raw:ptr_at(s * stage_b + bx.smem_offset), c[1], c[2], c[3], bar)
-              end
+              load(descA, boxesA, sA_raw, stage_a, s, tc.a_row, kt, tc.a_l, bar, MC_A)
+              load(descB, boxesB, sB_raw, stage_b, s, tc.b_row, kt, tc.b_l, bar, MC_B)
               pipe:producer_commit(ps)
               ps:advance()
             end
@@ -353,46 +428,56 @@ local function build(cfg, trace_key)
           rs:advance()
 
           -- the epilogue: alpha acc + beta C in C's dtype, straight from the registers
-          local Cl = C[{ _, _, l }]
-          if GROUPS then -- the problem's rows of C
-            Cl = cute.make_tensor(Cl:ptr_at({ tc.row0, 0 }), cute.make_layout({ tc.rows, Nr }, Cl.layout.stride))
-          end
-          local gC = cute.local_tile(Cl, { BM, BN }, { bm, bn })
-          local tCgC = thr:partition_C(gC)
-          local function value(i, old)
-            local v
-            if tacc.is_integer then -- integer alpha and beta (plan checks), in i32
-              v = acc[i] * alpha:to(tacc)
-              if cfg.beta then v = v + old:to(tacc) * beta:to(tacc) end
+          local function epilogue()
+            local Cl = C[{ _, _, l }]
+            if GROUPS then -- the problem's rows of C
+              Cl = cute.make_tensor(Cl:ptr_at({ tc.row0, 0 }), cute.make_layout({ tc.rows, Nr }, Cl.layout.stride))
+            end
+            local gC = cute.local_tile(Cl, { BM, BN }, { bm, bn })
+            local tCgC = thr:partition_C(gC)
+            local function value(i, old)
+              local v
+              if tacc.is_integer then -- integer alpha and beta (plan checks), in i32
+                v = acc[i] * alpha:to(tacc)
+                if cfg.beta then v = v + old:to(tacc) * beta:to(tacc) end
+              else
+                v = acc[i] * alpha
+                if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
+              end
+              if cfg.bias or cfg.act or cfg.fn then
+                v = M.fused(cfg, v, bias, tc.row0 + bm * BM + tCcC[i][1], bn * BN + tCcC[i][2], l)
+              end
+              return v:to(C.dtype)
+            end
+            if TSTORE then
+              store_tile(value, bm, bn, l)
+              return
+            end
+            local rm, rn = tc.rows - bm * BM, Nr - bn * BN
+            if rm >= BM and rn >= BN then
+              if cfg.beta then
+                -- element by element: a whole fragment of 32-bit C next to the
+                -- accumulators would not fit in 232 registers
+                for i = 0, n - 1 do tCgC[i] = value(i, tCgC[i]) end
+              else
+                local out = cute.make_fragment_like(acc, C.dtype)
+                for i = 0, n - 1 do out[i] = value(i) end
+                cute.copy(out, tCgC)
+              end
             else
-              v = acc[i] * alpha
-              if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
+              for i = 0, n - 1 do
+                local c = tCcC[i]
+                if rm > c[1] and rn > c[2] then tCgC[i] = value(i, cfg.beta and tCgC[i]) end
+              end
             end
-            if cfg.bias or cfg.act or cfg.fn then
-              v = M.fused(cfg, v, bias, tc.row0 + bm * BM + tCcC[i][1], bn * BN + tCcC[i][2], l)
-            end
-            return v:to(C.dtype)
           end
-          if TSTORE then
-            store_tile(value, bm, bn, l)
-            return
-          end
-          local rm, rn = tc.rows - bm * BM, Nr - bn * BN
-          if rm >= BM and rn >= BN then
-            if cfg.beta then
-              -- element by element: a whole fragment of 32-bit C next to the
-              -- accumulators would not fit in 232 registers
-              for i = 0, n - 1 do tCgC[i] = value(i, tCgC[i]) end
-            else
-              local out = cute.make_fragment_like(acc, C.dtype)
-              for i = 0, n - 1 do out[i] = value(i) end
-              cute.copy(out, tCgC)
-            end
+          if CL then
+            -- the second tile of a cluster's pair may lie past C: its CTA loaded and
+            -- computed it for the partner's sake (the shared loads, the releases) and
+            -- stores nothing
+            if bm * BM < tc.rows and bn * BN < Nr then epilogue() end
           else
-            for i = 0, n - 1 do
-              local c = tCcC[i]
-              if rm > c[1] and rn > c[2] then tCgC[i] = value(i, cfg.beta and tCgC[i]) end
-            end
+            epilogue()
           end
         end
 
@@ -421,7 +506,16 @@ local function build(cfg, trace_key)
         end
         if TSTORE and lt == 0 then A.cp_async_bulk_wait_group(0) end
       end
+      if CL then
+        -- no CTA exits while its partner may still write into its shared memory or
+        -- arrive on its barriers (the warps reconverged first: the barrier is .aligned,
+        -- and one lane of warp 0 ran the producer's loop alone)
+        cute.sync_warp()
+        A.cluster_arrive()
+        A.cluster_wait()
+      end
     end, { arch = "sm_90a", trace_key = trace_key, preprocess = true,
+      cluster = CL and { 2, 1, 1 } or nil, -- (a 1-d grid: the pair is ranks 0 and 1 along x)
       -- libnvvm at -opt=1 (ptxas stays at -O3): the same SASS speed on the H100 (bench/nvvm_opt_probe.lua:
       -- e4m3 8192^3 1.001x, bf16 1.018x, alternating same-run rounds) and about half the compile time (e4m3
       -- 914 -> 450 ms there; opt 3 duplicated the main loop)
@@ -441,6 +535,7 @@ function M.kernel(cfg)
     "b_major", "groups", "tma_store", "schedule" } do
     key[#key + 1] = tostring(cfg[k])
   end
+  if cfg.cluster then key[#key + 1] = "cluster" .. cfg.cluster[1] .. "x" .. cfg.cluster[2] end
   local cache = kernels
   if cfg.fn then
     if not fn_ids[cfg.fn] then
@@ -553,24 +648,33 @@ end
 -- wgmma layouts (K-major SW128 atoms tiled over BM x BK and BN x BK). The atom
 -- checks that TMA's write (dense boxes, K fastest, 128B swizzle) is exactly
 -- the layout the wgmma descriptors read; the kernel issues one box an operand
--- a stage, so each tile must be one box.
+-- a stage, so each tile must be one box. In a cluster (cfg.cluster) the
+-- shared operand's atom multicasts: its tile split over the 2 CTAs (a K-major
+-- tile as two boxes of half the rows).
 function M.tma_atoms(cfg, Av, Bv)
   local cp = cute.nvgpu.cpasync
   local ta = cute.dtype.get(INPUTS[cfg.a_dtype].storage or cfg.a_dtype)
   local amaj, bmaj = cfg.a_major or "k", cfg.b_major or "k"
   local layA = wg.make_smem_layout_a(major_mode(amaj), { cfg.bm, cfg.bn, cfg.bk }, ta)
   local layB = wg.make_smem_layout_b(major_mode(bmaj), { cfg.bm, cfg.bn, cfg.bk }, ta)
-  local atomA = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), Av, layA, { cfg.bm, cfg.bk })
-  local atomB = cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), Bv, layB, { cfg.bn, cfg.bk })
+  local cl = cfg.cluster
+  local function atom(view, lay, rows, shared)
+    if shared then
+      return cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SMulticastOp(), view, lay, { rows, cfg.bk }, 2)
+    end
+    return cp.make_tiled_tma_atom(cp.CopyBulkTensorTileG2SOp(), view, lay, { rows, cfg.bk })
+  end
+  local atomA = atom(Av, layA, cfg.bm, cl ~= nil and cl[2] == 2)
+  local atomB = atom(Bv, layB, cfg.bn, cl ~= nil and cl[1] == 2)
   for _, x in ipairs { { atomA, amaj }, { atomB, bmaj } } do
     local a, major = x[1], x[2]
     local d = a.dim_modes
-    -- K-major: TMA dimensions (K, rows, L), one 128B-swizzled box; MN-major: (rows, K,
-    -- L), a box a swizzle atom's width of rows (64 with the 128B swizzle; 32 or 16 rows,
-    -- 64B or 32B, in narrower tiles)
+    -- K-major: TMA dimensions (K, rows, L), one 128B-swizzled box (one a CTA when
+    -- multicast); MN-major: (rows, K, L), a box a swizzle atom's width of rows (64 with
+    -- the 128B swizzle; 32 or 16 rows, 64B or 32B, in narrower tiles)
     local want = major == "k" and { 1, 0, 2 } or { 0, 1, 2 }
-    if (major == "k" and (#a.boxes ~= 1 or a.swizzle ~= "128B")) or d[1] ~= want[1] or d[2] ~= want[2]
-      or d[3] ~= want[3] then
+    if (major == "k" and (#a.boxes ~= a.num_multicast or a.swizzle ~= "128B")) or d[1] ~= want[1]
+      or d[2] ~= want[2] or d[3] ~= want[3] then
       err.raise("cute.gemm: gemm_sm90 loads a %s-major tile as TMA boxes over %s; got %s",
         major == "k" and "K" or "MN", major == "k" and "(K, rows, L), one 128B-swizzled box" or "(rows, K, L)",
         tostring(a))
@@ -757,6 +861,38 @@ function M.fused_config(cfg, opts, m, n, integer)
   return bias
 end
 
+--- Checks cfg.cluster (opts.config.cluster) and normalises it: nil or {1, 1}
+-- (no cluster: cfg.cluster = nil), {2, 1} (two CTAs on vertically adjacent
+-- tiles share B) or {1, 2} (horizontally adjacent tiles share A).
+-- @param cfg the configuration being planned
+-- @param grouped whether the GEMM is grouped (which takes no cluster)
+-- @usage M.check_cluster(cfg, false)
+function M.check_cluster(cfg, grouped)
+  local cl = cfg.cluster
+  if cl == nil then return end
+  local ok = type(cl) == "table" and (#cl == 2 or (#cl == 3 and cl[3] == 1))
+  local cm, cn = ok and cl[1], ok and cl[2]
+  if not ok or not ((cm == 1 and cn == 1) or (cm == 2 and cn == 1) or (cm == 1 and cn == 2)) then
+    local shown = tostring(cl)
+    if type(cl) == "table" then
+      local t = {}
+      for i = 1, #cl do t[i] = tostring(cl[i]) end
+      shown = "{" .. table.concat(t, ", ") .. "}"
+    end
+    err.raise("cute.gemm: gemm_sm90's cluster is {1, 1} (none), {2, 1} (two CTAs on vertically adjacent tiles "
+      .. "share B) or {1, 2} (horizontally adjacent tiles share A), got %s", shown)
+  end
+  if cm * cn == 1 then
+    cfg.cluster = nil
+    return
+  end
+  if grouped then
+    err.raise("cute.gemm: a grouped GEMM does not run in clusters (a pair's tiles may lie in two problems); leave "
+      .. "opts.config.cluster at {1, 1}, got {%d, %d}", cm, cn)
+  end
+  cfg.cluster = { cm, cn }
+end
+
 --- The launch for kernel views Av (M, K, L), Bv (N, K, L), Cv (M, N, L)
 -- (cute.lib.gemm.plan made them and checked M.unsupported): the kernel, its
 -- arguments, grid and block.
@@ -767,12 +903,18 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   local cfg = { bk = bk }
   for k, v in pairs(M.CONFIG) do cfg[k] = v end
   local source, report = "opts.config", nil
-  if opts.config == nil then
+  -- a config of a cluster alone keeps the tile the heuristic (or the tuner) picks
+  local tile_given = false
+  for k in pairs(opts.config or {}) do
+    if k ~= "cluster" then tile_given = true end
+  end
+  if not tile_given then
     local chosen
     chosen, source, report = tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name)
     for k, v in pairs(chosen) do cfg[k] = v end
   end
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
+  M.check_cluster(cfg, opts.group_offsets ~= nil)
   -- 2 consumer warpgroups (the register split 40 / 232 is for 384 threads),
   -- one 128B swizzle row of K, one TMA box of B (at most 256 rows)
   if cfg.schedule ~= nil and cfg.schedule ~= "cooperative" and cfg.schedule ~= "pingpong" then
@@ -843,9 +985,14 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
       oob = "zero" }
   end
   local sms = sm_count()
+  local grid = math.min(tiles, sms)
+  if cfg.cluster then -- clusters of 2, one a pair of tiles
+    grid = 2 * math.min(M.cluster_pairs(math.ceil(m / cfg.bm), math.ceil(n / cfg.bn), cfg.cluster) * batch,
+      math.max(1, math.floor(sms / 2)))
+  end
   return {
     kernel = M.kernel(cfg), args = args, group_tensors = group_tensors,
-    grid = { math.min(tiles, sms), 1, 1 }, block = 384, config = cfg, config_source = source,
+    grid = { grid, 1, 1 }, block = 384, config = cfg, config_source = source,
     tune_report = report,
   }
 end

@@ -1116,7 +1116,7 @@ OPS["wgmma.mma_async"] = function(self, v, d)
 end
 
 -- Inline PTX: the few forms cutelua's own kernels and specs write by hand
--- (fences, a TMA load, mbarrier init / arrive.expect_tx / try_wait, a bulk
+-- (fences, a TMA load and its multicast form, mbarrier init / arrive.expect_tx / try_wait, a bulk
 -- load); anything else is refused.
 OPS.asm = function(self, v, d)
   local text = ffi.string(ir.str_get(self.m, tonumber(self:imm(v, 0))))
@@ -1142,6 +1142,21 @@ OPS.asm = function(self, v, d)
         return self:emit(string.format("%s(tonumber(%s), %s, %s, nil, %d, %s)", self:helper("tma_load"),
           opnd(tonumber(desc)), sh(tonumber(dst)), sh(tonumber(bar)), self:site(v, "tma.load (inline PTX)", 0),
           table.concat(c, ", ")))
+      end
+    end
+  end
+  rank, rest = t:match("^ ?cp%.async%.bulk%.tensor%.(%d)d%.shared::cluster%.global%." ..
+    "mbarrier::complete_tx::bytes%.multicast::cluster (%[.*)$")
+  if rank and not d then
+    local dst, desc, cs, bar, mk = rest:match("^%[%$(%d+)%], %[%$(%d+), {([^}]*)}%], %[%$(%d+)%], %$(%d+); ?$")
+    if dst then
+      local c = {}
+      for k in cs:gmatch("%$(%d+)") do c[#c + 1] = opnd(tonumber(k)) end
+      if #c == tonumber(rank) then
+        self:hop()
+        return self:emit(string.format("%s(tonumber(%s), %s, %s, %s, %d, %s)", self:helper("tma_load"),
+          opnd(tonumber(desc)), sh(tonumber(dst)), sh(tonumber(bar)), opnd(tonumber(mk)),
+          self:site(v, "tma.load.multicast (inline PTX)", 0), table.concat(c, ", ")))
       end
     end
   end

@@ -285,6 +285,41 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.matches("schedule is \"cooperative\" or \"pingpong\"", refused { bn = 128, stages = 4, schedule = "ping" })
   end)
 
+  it("clusters of 2: the shared operand's half-stage multicast, both CTAs' releases, cluster barriers", function()
+    for _, c in ipairs {
+      { { 2, 1 }, nil, 16 }, -- cooperative: 2 CTAs x 8 consumer warps release a stage
+      { { 1, 2 }, { bm = 64, bn = 128, stages = 6, schedule = "pingpong" }, 8 }, -- a warpgroup a tile: 2 x 4
+    } do
+      local config = { cluster = c[1] }
+      for k, v in pairs(c[2] or {}) do config[k] = v end
+      local p, h = compile(cute.bf16, 4096, 4096, 4096, { kernel = "sm90", config = config, c_dtype = cute.bf16 })
+      local tag = "_cluster" .. c[1][1] .. "x" .. c[1][2]
+      assert.equal(tag, p.kernel.name:sub(-#tag))
+      assert.equal(0, p.grid[1] % 2)
+      local r = h:resources()[p.kernel.name]
+      assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
+      assert.is_nil(h:log():find("(C75", 1, true), h:log())
+      local ptx = h:ptx()
+      assert.matches("%.reqnctapercluster 2, 1, 1", ptx)
+      -- the shared operand: one K-major box of half its rows from each CTA, into both (mask 3);
+      -- the other operand as before
+      assert.equal(1, H.count(ptx, "mbarrier::complete_tx::bytes.multicast::cluster"))
+      assert.equal(2, H.count(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"))
+      -- the stage's bytes still expected whole: half of the shared tile comes from the partner
+      assert.matches("mbarrier%.arrive%.expect_tx%.shared::cta%.b64 _, %[%%r%d+%], " .. (p.config.bm + p.config.bn)
+        * 128 .. ";", ptx)
+      local inits = {}
+      for cnt in ptx:gmatch("mbarrier%.init%.shared::cta%.b64 %[%%r%d+%], (%d+);") do
+        inits[cnt] = (inits[cnt] or 0) + 1
+      end
+      assert.same({ ["1"] = p.config.stages, [tostring(c[3])] = p.config.stages }, inits)
+      assert.matches("mapa%.shared::cluster", ptx) -- a release arrives on the partner's empty barrier too
+      assert.matches("barrier%.cluster%.arrive%.relaxed%.aligned", ptx) -- after the barriers' init
+      assert.matches("barrier%.cluster%.arrive%.release%.aligned", ptx) -- before exit
+      assert.matches("barrier%.cluster%.wait", ptx)
+    end
+  end)
+
   it("fused epilogues: bias by column or row, activations, a user function; refusals", function()
     local A, B = fakes(cute.bf16, 1000, 768, 512)
     local C = cute.fake_tensor(cute.bf16, { 1000, 768 }, "row")
@@ -719,6 +754,24 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     check(cute.bf16, 4096, 4096, 4096, { config = cfg, c_dtype = cute.bf16, samples = 2000 })
     check(cute.bf16, 1000, 777, 136, { config = cfg })
     check(cute.f16, 130, 257, 64, { config = cfg, c_dtype = cute.f16 })
+  end)
+
+  it("clusters of 2 with TMA multicast, {2, 1} and {1, 2}: both schedules, fp8, ragged, 2048^3 #gpu", function()
+    if not need_sm90() then return end
+    for _, cl in ipairs { { 2, 1 }, { 1, 2 } } do
+      -- ragged: 8 x 6 tiles of 128 x 256 (the heuristic's), 16 x 12 of 64 x 128 (ping-pong); K not a k-tile multiple
+      check(cute.bf16, 1000, 1500, 520, { config = { cluster = cl } })
+      check(cute.bf16, 1000, 1500, 520, { config = { cluster = cl, bm = 64, bn = 128, stages = 6,
+        schedule = "pingpong" }, c_dtype = cute.bf16 })
+      -- an odd number of tiles along the paired mode: a pair's second tile past C
+      check(cute.bf16, 1100, 1300, 136, { config = { cluster = cl, bn = 128, stages = 6 }, c_dtype = cute.bf16 })
+      check(cute.bf16, 2048, 2048, 2048, { config = { cluster = cl }, c_dtype = cute.bf16, samples = 2000 })
+      check(cute.bf16, 2048, 2048, 2048, { config = { cluster = cl, bm = 64, bn = 128, stages = 6,
+        schedule = "pingpong" }, samples = 2000 })
+      check(cute.e4m3, 1000, 1500, 528, { config = { cluster = cl }, c_dtype = cute.bf16, rtol = 2 ^ -8 })
+      check(cute.bf16, 700, 900, 200, { config = { cluster = cl, bn = 128, stages = 6 }, a_layout = "col",
+        b_layout = "row" }) -- MN-major: the shared operand split by boxes
+    end
   end)
 
   it("batched #gpu", function()
