@@ -976,10 +976,10 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   return st
 end
 
--- The split count of a call whose longest sequence is `longest` keys.
-local function decode_split_count(st, longest)
+-- The split count of a call whose longest sequence is `keys` keys.
+local function decode_split_count(st, keys)
   if st.num_splits then return st.num_splits end
-  local tiles = math.max(1, math.ceil(longest / st.cfg.bn))
+  local tiles = math.max(1, math.ceil(keys / st.cfg.bn))
   return M.decode_splits(st.ctas, tiles, st.slots)
 end
 
@@ -1184,8 +1184,8 @@ local function packed_view(e, t, lay)
   return v
 end
 
---- decode's plan cache: {entries, plans (made since the start), hits,
--- evictions}; with clear = true, frees every entry's workspace and empties it.
+--- decode's plan cache: {entries, plans (made), hits, evictions}; with
+-- clear = true, frees every entry's workspace, empties it and zeroes the counters.
 -- @param clear optional: empty the cache
 -- @return the counters
 -- @usage local s = cute.lib.attention.decode_cache(); print(s.plans, s.hits)
@@ -1193,6 +1193,7 @@ function M.decode_cache(clear)
   if clear then
     for _, e in pairs(cache.entries) do free_entry(e) end
     cache.entries, cache.count = {}, 0
+    stats.plans, stats.hits, stats.evictions = 0, 0, 0
   end
   return { entries = cache.count, plans = stats.plans, hits = stats.hits, evictions = stats.evictions }
 end
@@ -1226,7 +1227,9 @@ function M.decode(Q, Kcache, Vcache, O, opts)
   if tensor.is_device_tensor(Q) and not Q.fake then -- (what the caller did not give is made, as forward does)
     local qs = L.shape(Q.layout)
     if O == nil and type(qs) == "table" and #qs == 4 then O = cute.tensor(Q.dtype, qs, "row") end
-    if lse == nil and type(qs) == "table" and #qs == 4 then lse = cute.tensor(cute.f32, { qs[1], qs[3], qs[2] }, "row") end
+    if lse == nil and type(qs) == "table" and #qs == 4 then
+      lse = cute.tensor(cute.f32, { qs[1], qs[3], qs[2] }, "row")
+    end
   end
   local key = O ~= nil and decode_key(Q, Kcache, Vcache, O, opts)
   local e = key and cache.entries[key]
@@ -1260,19 +1263,19 @@ function M.decode(Q, Kcache, Vcache, O, opts)
       return M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the tensor)
     end
   end
-  local longest = st.capacity
+  local most = st.capacity -- the longest sequence
   local lens = opts.cache_seqlens
   local lens_dev = lens
   if e.lsen then
     local changed = false
-    longest = 0
+    most = 0
     local last = e.lens_last
     for i = 1, st.B do
       local x = lens[i]
       if type(x) ~= "number" or x % 1 ~= 0 or x < 0 or x > st.capacity then
         return M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the length)
       end
-      if x > longest then longest = x end
+      if x > most then most = x end
       if x ~= last[i] then changed = true end
     end
     if changed then
@@ -1285,10 +1288,11 @@ function M.decode(Q, Kcache, Vcache, O, opts)
     end
     lens_dev = e.lens_dev
   end
-  local splits = e.splits_of[longest]
+  local tiles = math.ceil(most / st.cfg.bn)
+  local splits = e.splits_of[tiles]
   if not splits then
-    splits = decode_split_count(st, longest)
-    e.splits_of[longest] = splits
+    splits = decode_split_count(st, most)
+    e.splits_of[tiles] = splits
   end
   local v = entry_variant(e, splits)
   local q, o, l = Q, O, lse
