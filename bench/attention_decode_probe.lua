@@ -9,6 +9,7 @@
 -- cache is at most 1 GiB (the check copies it to the host). About 40 s on an H100.
 --   cutelua bench/attention_decode_probe.lua [b:cache[:splits] ...]   e.g. 1:32768 8:8192:16
 --   CUTELUA_NO_TORCH=1: without the torch peer
+--   CUTELUA_DECODE_TILE=64x4: opts.config = {bm = 64, warps = 4} (rows a query tile and warps a CTA)
 io.stdout:setvbuf("line")
 local cute = require "cute"
 local A = cute.lib.attention
@@ -25,6 +26,12 @@ if #cases == 0 then
   end
 end
 local hq, hkv, d = 32, 8, 128
+local config
+if os.getenv("CUTELUA_DECODE_TILE") then
+  local bm, w = os.getenv("CUTELUA_DECODE_TILE"):match("^(%d+)x(%d+)$")
+  if not bm then error("CUTELUA_DECODE_TILE must be BMxWARPS, e.g. 64x4", 0) end
+  config = { bm = tonumber(bm), warps = tonumber(w) }
+end
 
 local info = cute.device_info()
 print(string.format("%s (%d SMs)", info.name, info.sm_count))
@@ -62,7 +69,7 @@ for _, c in ipairs(cases) do
   local V = cute.tensor(cute.bf16, { b, cache, hkv, d }, "row"):uniform(-1, 1, 6)
   local O = cute.tensor(cute.bf16, { b, 1, hq, d }, "row"):fill(0 / 0)
   local LSE = cute.tensor(cute.f32, { b, hq, 1 }, "row")
-  local opts = { lse = LSE, num_splits = splits }
+  local opts = { lse = LSE, num_splits = splits, config = config }
   local bytes = 2 * b * cache * hkv * d * 2
   A.decode(Q, K, V, O, opts)
   cute.synchronize()

@@ -804,10 +804,11 @@ local function lengths(x, b, limit, fake)
   return x, dev
 end
 
--- Registers a thread of the decode kernel (64-row tiles, 4 warps) takes, from
--- ptxas (sm_80 / sm_90a, bf16, split or not): head dim 64 156-173, 128
--- 237-244, 256 255 (and spills); rounded up for the occupancy model.
-local DECODE_REGS = { [64] = 176, [128] = 248, [256] = 256 }
+-- Registers a thread of the decode kernel takes, from ptxas (sm_80 / sm_90a,
+-- bf16, split or not; 64-row tiles of 4 warps and 16-row tiles of one): head
+-- dim 64 156-175, 128 237-252, 256 255 (and spills); rounded up for the
+-- occupancy model.
+local DECODE_REGS = { [64] = 176, [128] = 256, [256] = 256 }
 
 --- CTAs of `threads` threads, `smem` bytes of shared memory and `regs`
 -- registers a thread that one SM holds at once (at least 1): the least of
@@ -947,8 +948,13 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   local plan = sm80_plan(kp, fopts, "decode")
   local cfg = plan.config
   cfg.causal, cfg.has_right = kp.causal, kp.window[2] >= 0
-  -- a few query rows: 64-row tiles of 4 warps (the parallelism is in the splits)
-  if not (opts.config and (opts.config.bm or opts.config.warps)) then cfg.bm, cfg.warps = 64, 4 end
+  -- the parallelism is in the splits: up to 16 query rows (one token's packed
+  -- heads, or a few tokens) a tile of one warp, so that no warp computes rows
+  -- of padding and an SM holds more CTAs (three at head dim 128 on an H100,
+  -- more bytes in flight); more rows, or head dim 256, 64-row tiles of 4 warps
+  if not (opts.config and (opts.config.bm or opts.config.warps)) then
+    if kp.sq <= 16 and p.d <= 128 then cfg.bm, cfg.warps = 16, 1 else cfg.bm, cfg.warps = 64, 4 end
+  end
   if paged then
     cfg.bn = math.min(cfg.bn, page)
     if page % 16 ~= 0 or page % cfg.bn ~= 0 then

@@ -22,7 +22,7 @@ local function make(c)
   local O = cute.tensor(dt, { B, sq, hq, d }, "row"):fill(0 / 0)
   local lse = cute.tensor(cute.f32, { B, hq, sq }, "row"):fill(0 / 0)
   local Kc, Vc, bt
-  local opts = { cache_seqlens = c.lens, num_splits = c.splits, causal = c.causal, lse = lse }
+  local opts = { cache_seqlens = c.lens, num_splits = c.splits, causal = c.causal, lse = lse, config = c.config }
   if c.page then
     local per = math.ceil(c.cache / c.page)
     local pages = B * per + 3
@@ -102,6 +102,10 @@ local small = {
     cache = 200, lens = { 190, 77 }, splits = 2, causal = true, packed = true },
   { name = "one token, GQA 4:1, paged (pages of 32), f16, no split", dtype = "f16", hq = 4, hkv = 1, cache = 128,
     lens = { 128, 33 }, page = 32, splits = 1, packed = true },
+  { name = "one token, GQA 8:2 in 64-row tiles of 4 warps (config), split in 3", hq = 8, hkv = 2, cache = 200,
+    lens = { 200, 65 }, splits = 3, packed = true, config = { bm = 64, warps = 4 } },
+  { name = "one token, GQA 32:2 (16 rows a tile, all used), head dim 128, split in 2", hq = 32, hkv = 2, d = 128,
+    cache = 130, lens = { 130, 64 }, splits = 2, packed = true },
 }
 
 local large = {
@@ -224,9 +228,15 @@ describe("cute.lib.attention.decode on the simulated sm_90a", function()
     local q = fake(cute.bf16, { 1, 1, 32, 128 })
     local kc = fake(cute.bf16, { 1, 32768, 8, 128 })
     local p = A.decode_plan(q, kc, kc, nil, {})
-    -- 8 CTAs a split (the 4 query heads of each of 8 KV heads in one tile), 2 CTAs an SM
+    -- 8 CTAs a split (the 4 query heads of each of 8 KV heads in a 16-row tile
+    -- of one warp), 3 CTAs an SM (70 KB of shared memory): 396 resident; 47
+    -- splits of at most 11 key tiles make one wave
+    assert.same({ 47, 8, 1 }, p.grid)
+    assert.equals(32, p.block)
+    assert.same({ 47, 1, 4, 8, 128 }, require("cute.layout").shape(p.args[4].layout)) -- (splits, B, G, Hkv, D)
+    -- 64-row tiles of 4 warps: 2 CTAs an SM, 264 resident
+    p = A.decode_plan(q, kc, kc, nil, { config = { bm = 64, warps = 4 } })
     assert.same({ 32, 8, 1 }, p.grid)
-    assert.same({ 32, 1, 4, 8, 128 }, require("cute.layout").shape(p.args[4].layout)) -- (splits, B, G, Hkv, D)
   end)
 end)
 
