@@ -1100,6 +1100,8 @@ local function value_key(v)
   return tostring(v)
 end
 
+local stream_ids = setmetatable({ n = 0 }, { __mode = "k" })
+
 -- The key of a call, or nil when the call is not one the cache takes (then
 -- decode plans it, raising on what is wrong).
 local function decode_key(Q, Kc, Vc, O, opts)
@@ -1109,16 +1111,29 @@ local function decode_key(Q, Kc, Vc, O, opts)
   for _, t in ipairs { Q, Kc, Vc, O } do
     if not tensor.is_device_tensor(t) or t.fake then return nil end
   end
-  local lens = opts.cache_seqlens
+  local lens, stream = opts.cache_seqlens, opts.stream
+  if lens ~= nil and type(lens) ~= "table" then return nil end
+  local sid = "-"
+  if type(stream) == "cdata" then -- (a CUstream: its handle)
+    sid = tostring(stream.handle)
+  elseif type(stream) == "table" then -- (the simulator's streams: one id each)
+    sid = stream_ids[stream]
+    if not sid then
+      stream_ids.n = stream_ids.n + 1
+      sid = "sim stream " .. stream_ids.n
+      stream_ids[stream] = sid
+    end
+  elseif stream ~= nil then
+    return nil
+  end
   local dev = runtime.current_device()
   local where = dev == "sim" and ("sim " .. cute.device_info().arch) or (dev .. "/" .. runtime.generation(dev))
-  local stream = opts.stream
   return table.concat({ tensor_key(Q), tensor_key(Kc), tensor_key(Vc), tensor_key(O),
     value_key(opts.scale), value_key(opts.causal), value_key(opts.window), value_key(opts.num_splits),
     value_key(opts.page_size), value_key(opts.arch), value_key(opts.config), value_key(opts.lse),
     value_key(opts.block_table),
     lens == nil and "all" or (tensor.is_device_tensor(lens) and tensor_key(lens) or ("list" .. #lens)),
-    where, stream and tostring(stream.handle) or "-" }, "|")
+    where, sid }, "|")
 end
 
 local function free_entry(e)

@@ -187,6 +187,18 @@ describe("cute.lib.attention.decode's plan cache on the simulator", function()
     assert.equals(2, s.evictions)
     assert.equals(0, A.decode_cache(true).entries)
   end)
+  it("keeps a plan (and workspace) a stream", function()
+    local c = { cache = 128, splits = 2, lens = { 128, 70 } }
+    local Q, Kc, Vc, O, lse, opts, bt = make(c)
+    local s1, s2 = cute.stream(), cute.stream()
+    for _, s in ipairs { s1, s2, s1, s2 } do
+      opts.stream = s
+      assert.is_true(check(c, Q, Kc, Vc, O, lse, opts, bt).rows > 0)
+    end
+    local st = A.decode_cache()
+    assert.equals(2, st.plans)
+    assert.equals(2, st.hits)
+  end)
   it("makes O and LSE when not given, new ones each call", function()
     local c = { cache = 64, splits = 2, lens = { 64, 50 } }
     local Q, Kc, Vc, _, _, opts = make(c)
