@@ -743,10 +743,11 @@ local MAX_SPLITS = 128
 M.DECODE_MAX_SPLITS = MAX_SPLITS
 
 -- The combine step of split-KV: O[b, i, h, :] = sum_s exp(LSE_s - LSE) O_s, LSE = log sum_s exp(LSE_s).
--- One CTA a row (b, i, h), a thread a column d: the first warp reads the
--- splits' LSEs (a lane every 32nd split), reduces them with shuffles and puts
--- each split's weight exp(LSE_s - LSE) in shared memory; then every thread
--- sums its column over the splits, several loads in flight.
+-- One CTA a row (b, i, h), a thread a column d: the first warp loads the
+-- splits' LSEs at once (lane l splits l, l + 32, l + 64, l + 96, in
+-- registers), reduces them with shuffles and puts each split's weight
+-- exp(LSE_s - LSE) in shared memory (0 past the splits); then every thread
+-- sums its column over the splits, 16 loads in flight.
 local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, splits)
   local row = cute.block_idx().x
   local d = cute.thread_idx().x
@@ -756,25 +757,30 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
   local b = row / (hq * sq)
   local w = cute.smem_allocator():tensor(cute.f32, cute.make_layout(MAX_SPLITS), 16)
   if d < 32 then
+    local v = {}
     local mx = NEG_INF
-    for s in cute.range(d, splits, 32) do mx = cute.max(mx, Lp[{ s, b, h, i }]) end
+    for k = 1, MAX_SPLITS / 32 do -- (loads clamped to the last split, their values dropped)
+      local s = d + 32 * (k - 1)
+      v[k] = cute.where(s < splits, Lp[{ cute.min(s, splits - 1), b, h, i }], NEG_INF)
+      mx = cute.max(mx, v[k])
+    end
     mx = cute.warp_reduce_shuffle(mx, cute.max)
     local base = cute.where(mx == NEG_INF, 0.0, mx)
     local sum = 0.0
-    for s in cute.range(d, splits, 32) do sum = sum + cute.exp2((Lp[{ s, b, h, i }] - base) * LOG2E) end
+    for k = 1, #v do sum = sum + cute.exp2((v[k] - base) * LOG2E) end
     sum = cute.warp_reduce_shuffle(sum, function(x, y) return x + y end)
     local empty = sum == 0.0
     local lse = cute.where(empty, NEG_INF, base + cute.log(cute.where(empty, 1.0, sum)))
-    for s in cute.range(d, splits, 32) do
-      w[s] = cute.where(empty, 0.0, cute.exp2((Lp[{ s, b, h, i }] - lse) * LOG2E))
+    for k = 1, #v do
+      w[d + 32 * (k - 1)] = cute.where(empty, 0.0, cute.exp2((v[k] - lse) * LOG2E))
     end
     if d == 0 then LSE[{ b, h, i }] = lse end
   end
   cute.sync_threads()
   local acc = 0.0
-  for s in cute.range(splits, { unroll = 8 }) do acc = acc + w[s] * Op[{ s, b, i, h, d }] end
+  for s in cute.range(splits, { unroll = 16 }) do acc = acc + w[s] * Op[{ s, b, i, h, d }] end
   O[{ b, i, h, d }] = acc:to(O.dtype)
-end, { preprocess = true, trace_key = "cute.lib.attention:combine v2" })
+end, { preprocess = true, trace_key = "cute.lib.attention:combine v3" })
 
 local DECODE_OPTIONS = { scale = true, causal = true, window = true, lse = true, cache_seqlens = true,
   block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true }
