@@ -795,6 +795,7 @@ local function lengths(x, b, limit, fake)
     if x.dtype ~= cute.i32 or L.size(x.layout) ~= b then
       fail("opts.cache_seqlens must be %d i32 lengths (one a sequence), got %s", b, tostring(x))
     end
+    if not x:valid() then fail("opts.cache_seqlens was freed (or its device was reset)") end
     return nil, x
   end
   if type(x) ~= "table" or #x ~= b then
@@ -1285,13 +1286,12 @@ function M.decode(Q, Kcache, Vcache, O, opts)
   e.used = cache.clock
   local st = e.st
   -- what the key does not say: the tensors still valid, the lengths in range
-  for _, t in ipairs { Q, Kcache, Vcache, O, lse, opts.block_table, opts.cache_seqlens } do
-    if tensor.is_device_tensor(t) and not t:valid() then
-      return M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the tensor)
-    end
+  local bt, lens = opts.block_table, opts.cache_seqlens
+  if not (Q:valid() and Kcache:valid() and Vcache:valid() and O:valid() and lse:valid() and (bt == nil or bt:valid())
+      and (not tensor.is_device_tensor(lens) or lens:valid())) then
+    return M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the tensor)
   end
   local most = st.capacity -- the longest sequence
-  local lens = opts.cache_seqlens
   local lens_dev = lens
   if e.lsen then
     local changed = false
@@ -1327,7 +1327,7 @@ function M.decode(Q, Kcache, Vcache, O, opts)
     q, o, l = packed_view(e, Q, st.q_layout), packed_view(e, O, st.o_layout), packed_view(e, lse, st.l_layout)
   end
   local a = v.args
-  a[1], a[2], a[3], a[12], a[13] = q, Kcache, Vcache, lens_dev or false, opts.block_table or false
+  a[1], a[2], a[3], a[12], a[13] = q, Kcache, Vcache, lens_dev or false, bt or false
   local stream = opts.stream
   local c = v.combine
   if c then

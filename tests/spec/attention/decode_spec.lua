@@ -165,6 +165,12 @@ describe("cute.lib.attention.decode's plan cache on the simulator", function()
     freed:free()
     msg = H.error_of(function() A.decode(freed, Kc, Vc, O, opts) end)
     assert.matches("Q was freed", msg)
+    -- lengths on the device, freed after a call
+    opts.cache_seqlens = cute.tensor(cute.i32, 1):copy_from({ 100 })
+    A.decode(Q, Kc, Vc, O, opts)
+    opts.cache_seqlens:free()
+    msg = H.error_of(function() A.decode(Q, Kc, Vc, O, opts) end)
+    assert.matches("opts%.cache_seqlens was freed", msg)
   end)
   it("plans again for other options, and keeps at most DECODE_CACHE_ENTRIES plans", function()
     local c = { cache = 64, splits = 2, lens = { 64, 50 } }
