@@ -81,9 +81,9 @@ for _, c in ipairs(cases) do
     chk = ok and "ok" or ("FAILED: " .. tostring(e))
   end
   local p = A.decode_plan(Q, K, V, O, opts)
-  local whole = cute.bench(function() A.decode(Q, K, V, O, opts) end, { bytes = bytes, flush_l2 = true })
+  local whole = cute.bench(function() A.decode(Q, K, V, O, opts) end, { bytes = bytes, flush_l2 = true, min_time_ms = 100, max_reps = 2000 })
   local l1 = p.kernel { grid = p.grid, block = p.block }
-  local k1 = cute.bench(function() l1(unpack(p.args)) end, { bytes = bytes, flush_l2 = true })
+  local k1 = cute.bench(function() l1(unpack(p.args)) end, { bytes = bytes, flush_l2 = true, min_time_ms = 100, max_reps = 2000 })
   local line = string.format("b%d cache %d: %s; grid %dx%dx%d; whole %.1f us %.0f GB/s (%.2f), split kernel %.1f us "
     .. "%.0f GB/s (%.2f)", b, cache, p.why, p.grid[1], p.grid[2], p.grid[3], whole.median_ms * 1e3, whole.gbps,
     whole.gbps / copy, k1.median_ms * 1e3, k1.gbps, k1.gbps / copy)

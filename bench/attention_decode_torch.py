@@ -7,23 +7,41 @@ bench/attention_decode_probe.lua (which runs it once and reads its lines).
 
 Prints one line a shape and backend: "torch BACKEND B:CACHE MS" (or "unavailable").
 Q is (B, Hq, 1, D), K and V (B, Hkv, CACHE, D) bf16 with enable_gqa=True (torch 2.5
-and later), so each backend reads the cache once as cute's decode does. Exits 77
-without torch or a GPU."""
+and later), so each backend reads the cache once as cute's decode does. The L2 is
+flushed (a buffer of twice its size zeroed) before each timed call, as the probe
+does. Exits 77 without torch or a GPU."""
 import os
 import sys
 
 try:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    from torch_timing import median_ms
 except Exception:  # noqa: BLE001
     sys.exit(77)
 if not torch.cuda.is_available():
     sys.exit(77)
 
+
+def median_ms(f, flush, warmup=3, reps=30):
+    """The median of `reps` timed calls of f (CUDA events around each), the L2 flushed before each."""
+    for _ in range(warmup):
+        f()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        start.record()
+        f()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
 HQ, HKV, D = (int(os.environ.get(k, v)) for k, v in (("HQ", 32), ("HKV", 8), ("D", 128)))
 print("# " + torch.cuda.get_device_name() + " torch " + torch.__version__, flush=True)
+L2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20) or (64 << 20)
+FLUSH = torch.empty(2 * L2, dtype=torch.uint8, device="cuda")
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "cudnn": SDPBackend.CUDNN_ATTENTION}
 for arg in sys.argv[1:]:
@@ -33,7 +51,8 @@ for arg in sys.argv[1:]:
     for name, backend in BACKENDS.items():
         try:
             with sdpa_kernel(backend):
-                ms = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+                ms = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+                               FLUSH)
             print(f"torch {name} {b}:{cache} {ms:.5f}", flush=True)
         except Exception as e:  # noqa: BLE001
             print(f"torch {name} {b}:{cache} unavailable {type(e).__name__}", flush=True)
