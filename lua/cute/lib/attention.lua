@@ -1289,7 +1289,8 @@ function M.decode(Q, Kcache, Vcache, O, opts)
   local bt, lens = opts.block_table, opts.cache_seqlens
   if not (Q:valid() and Kcache:valid() and Vcache:valid() and O:valid() and lse:valid() and (bt == nil or bt:valid())
       and (not tensor.is_device_tensor(lens) or lens:valid())) then
-    return M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the tensor)
+    M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the tensor)
+    fail("a tensor of this call was freed")
   end
   local most = st.capacity -- the longest sequence
   local lens_dev = lens
@@ -1300,7 +1301,8 @@ function M.decode(Q, Kcache, Vcache, O, opts)
     for i = 1, st.B do
       local x = lens[i]
       if type(x) ~= "number" or x % 1 ~= 0 or x < 0 or x > st.capacity then
-        return M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the length)
+        M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the length)
+        fail("opts.cache_seqlens[%d] is %s: a length from 0 to %d", i, tostring(x), st.capacity)
       end
       if x > most then most = x end
       if x ~= last[i] then changed = true end
