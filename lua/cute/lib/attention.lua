@@ -952,16 +952,25 @@ local function decode_setup(Q, Kc, Vc, O, opts)
     kp.q, kp.o, kp.lse = view(p.q, st.q_layout), view(p.o, st.o_layout), view(p.lse, st.l_layout)
     kp.sq, kp.hq, kp.causal, kp.window = G, p.hkv, false, { -1, -1 }
   end
-  local plan = sm80_plan(kp, fopts, "decode")
-  local cfg = plan.config
-  cfg.causal, cfg.has_right = kp.causal, kp.window[2] >= 0
   -- the parallelism is in the splits: up to 16 query rows (one token's packed
   -- heads, or a few tokens) a tile of one warp, so that no warp computes rows
   -- of padding and an SM holds more CTAs (three at head dim 128 on an H100,
   -- more bytes in flight); more rows, or head dim 256, 64-row tiles of 4 warps
-  if not (opts.config and (opts.config.bm or opts.config.warps)) then
-    if kp.sq <= 16 and p.d <= 128 then cfg.bm, cfg.warps = 16, 1 else cfg.bm, cfg.warps = 64, 4 end
+  local given = {}
+  if type(opts.config) == "table" then
+    for key, v in pairs(opts.config) do given[key] = v end
   end
+  if not (given.bm or given.warps) then
+    if kp.sq <= 16 and p.d <= 128 then given.bm, given.warps = 16, 1 else given.bm, given.warps = 64, 4 end
+  elseif not given.warps then -- (one of the two given: the other from it, 16 rows a warp)
+    given.warps = type(given.bm) == "number" and math.max(1, math.min(4, math.floor(given.bm / 16))) or nil
+  elseif not given.bm then
+    given.bm = type(given.warps) == "number" and 16 * given.warps or nil
+  end
+  if opts.config == nil or type(opts.config) == "table" then fopts.config = given end
+  local plan = sm80_plan(kp, fopts, "decode")
+  local cfg = plan.config
+  cfg.causal, cfg.has_right = kp.causal, kp.window[2] >= 0
   if paged then
     cfg.bn = math.min(cfg.bn, page)
     if page % 16 ~= 0 or page % cfg.bn ~= 0 then

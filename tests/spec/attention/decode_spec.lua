@@ -104,6 +104,8 @@ local small = {
     lens = { 128, 33 }, page = 32, splits = 1, packed = true },
   { name = "one token, GQA 8:2 in 64-row tiles of 4 warps (config), split in 3", hq = 8, hkv = 2, cache = 200,
     lens = { 200, 65 }, splits = 3, packed = true, config = { bm = 64, warps = 4 } },
+  { name = "one token, GQA 8:2, config {bm = 32} (its 2 warps derived), split in 2", hq = 8, hkv = 2, cache = 100,
+    lens = { 100 }, splits = 2, packed = true, config = { bm = 32 } },
   { name = "one token, GQA 32:2 (16 rows a tile, all used), head dim 128, split in 2", hq = 32, hkv = 2, d = 128,
     cache = 130, lens = { 130, 64 }, splits = 2, packed = true },
 }
