@@ -737,7 +737,17 @@ end
 -- ---------------------------------------------------------------------------
 -- Decode: a few query tokens against a long KV cache
 
+-- The most key splits a decode launch takes (the combine kernel's weights sit in
+-- shared memory, one a split).
+local MAX_SPLITS = 128
+M.DECODE_MAX_SPLITS = MAX_SPLITS
+
 -- The combine step of split-KV: O[b, i, h, :] = sum_s exp(LSE_s - LSE) O_s, LSE = log sum_s exp(LSE_s).
+-- One CTA a row (b, i, h), a thread a column d: the first warp loads the
+-- splits' LSEs at once (lane l splits l, l + 32, l + 64, l + 96, in
+-- registers), reduces them with shuffles and puts each split's weight
+-- exp(LSE_s - LSE) in shared memory (0 past the splits); then every thread
+-- sums its column over the splits, 16 loads in flight.
 local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, splits)
   local row = cute.block_idx().x
   local d = cute.thread_idx().x
@@ -745,32 +755,48 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
   local h = row % hq
   local i = (row / hq) % sq
   local b = row / (hq * sq)
-  local mx = NEG_INF
-  for s in cute.range(splits) do mx = cute.max(mx, Lp[{ s, b, h, i }]) end
-  local base = cute.where(mx == NEG_INF, 0.0, mx)
-  local sum = 0.0
-  for s in cute.range(splits) do sum = sum + cute.exp2((Lp[{ s, b, h, i }] - base) * LOG2E) end
-  local empty = sum == 0.0
-  local lse = cute.where(empty, NEG_INF, base + cute.log(cute.where(empty, 1.0, sum)))
-  local acc = 0.0
-  for s in cute.range(splits) do
-    local w = cute.where(empty, 0.0, cute.exp2((Lp[{ s, b, h, i }] - lse) * LOG2E))
-    acc = acc + w * Op[{ s, b, i, h, d }]
+  local w = cute.smem_allocator():tensor(cute.f32, cute.make_layout(MAX_SPLITS), 16)
+  if d < 32 then
+    local v = {}
+    local mx = NEG_INF
+    for k = 1, MAX_SPLITS / 32 do -- (loads clamped to the last split, their values dropped)
+      local s = d + 32 * (k - 1)
+      v[k] = cute.where(s < splits, Lp[{ cute.min(s, splits - 1), b, h, i }], NEG_INF)
+      mx = cute.max(mx, v[k])
+    end
+    mx = cute.warp_reduce_shuffle(mx, cute.max)
+    local base = cute.where(mx == NEG_INF, 0.0, mx)
+    local sum = 0.0
+    for k = 1, #v do sum = sum + cute.exp2((v[k] - base) * LOG2E) end
+    sum = cute.warp_reduce_shuffle(sum, function(x, y) return x + y end)
+    local empty = sum == 0.0
+    local lse = cute.where(empty, NEG_INF, base + cute.log(cute.where(empty, 1.0, sum)))
+    for k = 1, #v do
+      w[d + 32 * (k - 1)] = cute.where(empty, 0.0, cute.exp2((v[k] - lse) * LOG2E))
+    end
+    if d == 0 then LSE[{ b, h, i }] = lse end
   end
+  cute.sync_threads()
+  local acc = 0.0
+  for s in cute.range(splits, { unroll = 16 }) do acc = acc + w[s] * Op[{ s, b, i, h, d }] end
   O[{ b, i, h, d }] = acc:to(O.dtype)
-  if d == 0 then LSE[{ b, h, i }] = lse end
-end, { preprocess = true, trace_key = "cute.lib.attention:combine v1" })
+end, { preprocess = true, trace_key = "cute.lib.attention:combine v3" })
 
 local DECODE_OPTIONS = { scale = true, causal = true, window = true, lse = true, cache_seqlens = true,
   block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true }
+local DECODE_OPTION_NAMES = {}
+for n in pairs(DECODE_OPTIONS) do DECODE_OPTION_NAMES[#DECODE_OPTION_NAMES + 1] = n end
+table.sort(DECODE_OPTION_NAMES)
 
--- A list of B lengths (Lua list or i32 tensor) as a device tensor (and the list when known).
+-- A list of B lengths (Lua list or i32 tensor) as a device tensor, and the list
+-- when given as one (a device tensor is not read back: no synchronisation).
 local function lengths(x, b, limit, fake)
   if tensor.is_device_tensor(x) then
     if x.dtype ~= cute.i32 or L.size(x.layout) ~= b then
       fail("opts.cache_seqlens must be %d i32 lengths (one a sequence), got %s", b, tostring(x))
     end
-    return (not x.fake) and x:to_host():to_table() or nil, x
+    if not x:valid() then fail("opts.cache_seqlens was freed (or its device was reset)") end
+    return nil, x
   end
   if type(x) ~= "table" or #x ~= b then
     fail("opts.cache_seqlens must be a list (or i32 tensor) of %d lengths, one a sequence", b)
@@ -785,26 +811,64 @@ local function lengths(x, b, limit, fake)
   return x, dev
 end
 
---- What decode would launch: the split kernel's plan (kernel, args, grid, block,
--- config, problem, why) and, when the keys are split, combine = {kernel, args,
--- grid, block} and the workspace (partial O and LSE, f32). Same arguments as decode.
--- @param Q the new queries (B, Sq, Hq, D), Sq small
--- @param Kc the key cache: (B, S_cache, Hkv, D), or paged (pages, page_size, Hkv, D)
--- @param Vc the value cache, Kc's shape
--- @param O the output, Q's shape (nil: made)
--- @param opts optional: decode's options
--- @return the plan
--- @usage local p = cute.lib.attention.decode_plan(q, kc, vc, nil, { cache_seqlens = lens, num_splits = 8 })
-function M.decode_plan(Q, Kc, Vc, O, opts)
-  opts = opts or {}
+-- Registers a thread of the decode kernel takes, from ptxas (sm_80 / sm_90a,
+-- bf16, split or not; 64-row tiles of 4 warps and 16-row tiles of one): head
+-- dim 64 156-175, 128 237-252, 256 255 (and spills); rounded up for the
+-- occupancy model.
+local DECODE_REGS = { [64] = 176, [128] = 256, [256] = 256 }
+
+--- CTAs of `threads` threads, `smem` bytes of shared memory and `regs`
+-- registers a thread that one SM holds at once (at least 1): the least of
+-- what its shared memory (1 KiB reserved a CTA), registers (allocated 256 a
+-- warp at a time) and threads allow. info: a device_info table.
+-- @param info the device (cute.device_info())
+-- @param threads threads a CTA
+-- @param smem bytes of shared memory a CTA
+-- @param regs registers a thread
+-- @return CTAs an SM
+-- @usage local n = cute.lib.attention.ctas_per_sm(cute.device_info(), 128, 81920, 248)
+function M.ctas_per_sm(info, threads, smem, regs)
+  local warps = math.ceil(threads / 32)
+  local by_smem = math.floor((info.smem_per_sm or 233472) / (smem + 1024))
+  local by_regs = math.floor((info.registers_per_sm or 65536) / (warps * math.ceil(regs * 32 / 256) * 256))
+  local by_threads = math.floor((info.max_threads_per_sm or 2048) / (warps * 32))
+  return math.max(1, math.min(by_smem, by_regs, by_threads, 32))
+end
+
+-- The cost of a CTA beyond its key tiles (its prologue, epilogue and share of
+-- the combine), in key tiles: the wave model's only tuned constant.
+M.DECODE_CTA_OVERHEAD = 2
+
+--- The number of key splits of a decode launch: `ctas` CTAs a split (query
+-- tiles x heads x batch), the longest sequence `tiles` key tiles long, `slots`
+-- CTAs resident on the whole GPU at once (SMs x CTAs an SM). Each split is at
+-- least two key tiles (at most MAX_SPLITS splits); among those counts, the one
+-- that minimises waves x (tiles a split + DECODE_CTA_OVERHEAD), where waves =
+-- ceil(ctas splits / slots) (CTAs of one launch, equal work, finish a wave
+-- at a time), the smallest on a tie.
+-- @param ctas CTAs a split
+-- @param tiles key tiles of the longest sequence
+-- @param slots CTAs the GPU holds at once
+-- @return the split count
+-- @usage local s = cute.lib.attention.decode_splits(8, 512, 264) -- 32
+function M.decode_splits(ctas, tiles, slots)
+  local most = math.max(1, math.min(MAX_SPLITS, math.floor(tiles / 2)))
+  local best, best_cost = 1, math.huge
+  for s = 1, most do
+    local cost = math.ceil(ctas * s / slots) * (math.ceil(tiles / s) + M.DECODE_CTA_OVERHEAD)
+    if cost < best_cost then best, best_cost = s, cost end
+  end
+  return best
+end
+
+-- Everything of a decode call but its split count: the checks, the problem,
+-- the kernel configuration (split unset) and the occupancy model.
+local function decode_setup(Q, Kc, Vc, O, opts)
   if type(opts) ~= "table" then fail("opts must be a table, got %s", type(opts)) end
-  local names = {}
-  for n in pairs(DECODE_OPTIONS) do names[#names + 1] = n end
-  table.sort(names)
   for key in pairs(opts) do
     if not DECODE_OPTIONS[key] then
-      fail("unknown decode option '%s'%s (the options are: %s)", tostring(key), err.did_you_mean(tostring(key), names),
-        table.concat(names, ", "))
+      fail("unknown decode option '%s'%s (the options are: %s)", tostring(key),
+        err.did_you_mean(tostring(key), DECODE_OPTION_NAMES), table.concat(DECODE_OPTION_NAMES, ", "))
     end
   end
   local qs = dims(Q, "Q", 4, "(B, Sq, Hq, D)")
@@ -830,6 +894,10 @@ function M.decode_plan(Q, Kc, Vc, O, opts)
   end
   if opts.cache_seqlens == nil and paged then
     fail("paged caches need opts.cache_seqlens (the length of each sequence)")
+  end
+  local splits = opts.num_splits
+  if splits ~= nil and (type(splits) ~= "number" or splits % 1 ~= 0 or splits < 1 or splits > MAX_SPLITS) then
+    fail("opts.num_splits must be a whole number from 1 to %d, got %s", MAX_SPLITS, tostring(splits))
   end
   -- the problem as forward sees it, with the caches as K and V (shapes checked there)
   local fopts = { scale = opts.scale, causal = opts.causal, window = opts.window, lse = opts.lse, arch = opts.arch,
@@ -868,27 +936,41 @@ function M.decode_plan(Q, Kc, Vc, O, opts)
   -- (B, Hkv, G): views of the same memory.
   local kp = p -- the problem the kernel sees
   local G = p.hq / p.hkv
+  local st = { B = B, G = G, d = p.d, paged = paged, page = page, capacity = capacity, arch = opts.arch,
+    num_splits = splits }
   if p.sq == 1 and G > 1 and p.window[1] < 0 and not (opts.config and opts.config.pack == false) then
-    local function view(t, shape, stride)
-      local lay = L.make_layout(shape, stride)
-      if t.fake then return tensor.fake_tensor(t.dtype, shape, lay, { align = t:alignment() }) end
-      return tensor.from_ptr(t:data_ptr(), t.dtype, lay)
+    local function view(t, lay)
+      if t.fake then return tensor.fake_tensor(t.dtype, L.shape(lay), lay, { align = t:alignment() }) end
+      return t:view(lay)
     end
     local qd, od, ld = L.stride(p.q.layout), L.stride(p.o.layout), L.stride(p.lse.layout)
+    st.q_layout = L.make_layout({ B, G, p.hkv, p.d }, { qd[1], qd[3], G * qd[3], 1 })
+    st.o_layout = L.make_layout({ B, G, p.hkv, p.d }, { od[1], od[3], G * od[3], 1 })
+    st.l_layout = L.make_layout({ B, p.hkv, G }, { ld[1], G * ld[2], ld[2] })
     kp = {}
     for key, v in pairs(p) do kp[key] = v end
-    kp.q = view(p.q, { B, G, p.hkv, p.d }, { qd[1], qd[3], G * qd[3], 1 })
-    kp.o = view(p.o, { B, G, p.hkv, p.d }, { od[1], od[3], G * od[3], 1 })
-    kp.lse = view(p.lse, { B, p.hkv, G }, { ld[1], G * ld[2], ld[2] })
+    kp.q, kp.o, kp.lse = view(p.q, st.q_layout), view(p.o, st.o_layout), view(p.lse, st.l_layout)
     kp.sq, kp.hq, kp.causal, kp.window = G, p.hkv, false, { -1, -1 }
   end
+  -- the parallelism is in the splits: up to 16 query rows (one token's packed
+  -- heads, or a few tokens) a tile of one warp, so that no warp computes rows
+  -- of padding and an SM holds more CTAs (three at head dim 128 on an H100,
+  -- more bytes in flight); more rows, or head dim 256, 64-row tiles of 4 warps
+  local given = {}
+  if type(opts.config) == "table" then
+    for key, v in pairs(opts.config) do given[key] = v end
+  end
+  if not (given.bm or given.warps) then
+    if kp.sq <= 16 and p.d <= 128 then given.bm, given.warps = 16, 1 else given.bm, given.warps = 64, 4 end
+  elseif not given.warps then -- (one of the two given: the other from it, 16 rows a warp)
+    given.warps = type(given.bm) == "number" and math.max(1, math.min(4, math.floor(given.bm / 16))) or nil
+  elseif not given.bm then
+    given.bm = type(given.warps) == "number" and 16 * given.warps or nil
+  end
+  if opts.config == nil or type(opts.config) == "table" then fopts.config = given end
   local plan = sm80_plan(kp, fopts, "decode")
-  plan.problem = p
   local cfg = plan.config
   cfg.causal, cfg.has_right = kp.causal, kp.window[2] >= 0
-  -- a few query rows: 64-row tiles of 4 warps (the parallelism is in the splits)
-  if not (opts.config and (opts.config.bm or opts.config.warps)) then cfg.bm, cfg.warps = 64, 4 end
-  plan.block = cfg.warps * 32
   if paged then
     cfg.bn = math.min(cfg.bn, page)
     if page % 16 ~= 0 or page % cfg.bn ~= 0 then
@@ -897,42 +979,260 @@ function M.decode_plan(Q, Kc, Vc, O, opts)
   end
   cfg.paged, cfg.seqlens = paged, dev ~= nil
   cfg.even_k = false
-  -- splits: enough CTAs to fill the GPU twice over, each at least two key tiles
-  local m_blocks = math.ceil(kp.sq / cfg.bm)
-  local ctas = m_blocks * kp.hq * B
-  local tiles = math.max(1, math.ceil(p.sk / cfg.bn))
-  local splits = opts.num_splits
-  if splits == nil then
-    local ok, info = pcall(cute.device_info)
-    local sms = ok and info.sm_count or 108
-    splits = math.max(1, math.min(math.ceil(2 * sms / ctas), math.floor(tiles / 2), 64))
-  elseif type(splits) ~= "number" or splits % 1 ~= 0 or splits < 1 then
-    fail("opts.num_splits must be a whole number >= 1, got %s", tostring(splits))
+  st.p, st.kp, st.cfg, st.packed = p, kp, cfg, kp ~= p
+  st.sq, st.hq = kp.sq, kp.hq -- the kernel's rows and heads
+  st.scalars = { plan.args[8], plan.args[9], plan.args[10], plan.args[11] } -- scale log2 e, hratio, left, right
+  st.block = cfg.warps * 32
+  st.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
+  st.m_blocks = math.ceil(kp.sq / cfg.bm)
+  st.ctas = st.m_blocks * kp.hq * B
+  -- the GPU the split count is planned for: the current device, else (no GPU)
+  -- an H100 for an sm_90 target and an A100 otherwise
+  local ok, info = pcall(cute.device_info)
+  if not ok then
+    local hopper = (opts.arch or ""):match("^sm_9") ~= nil
+    info = { sm_count = hopper and 132 or 108, smem_per_sm = hopper and 233472 or 167936, registers_per_sm = 65536,
+      max_threads_per_sm = 2048 }
   end
+  st.slots = info.sm_count * M.ctas_per_sm(info, st.block, st.smem, DECODE_REGS[p.d] or 255)
+  return st
+end
+
+-- The split count of a call whose longest sequence is `keys` keys.
+local function decode_split_count(st, keys)
+  if st.num_splits then return st.num_splits end
+  local tiles = math.max(1, math.ceil(keys / st.cfg.bn))
+  return M.decode_splits(st.ctas, tiles, st.slots)
+end
+
+-- The launches of a split count: {kernel, args, grid, block, config, combine,
+-- ...} with the user's tensors' slots of args (and combine.args) false; Ow,
+-- Lw: the partial O and LSE (split > 1).
+local function decode_variant(st, splits, Ow, Lw)
+  local cfg = {}
+  for key, v in pairs(st.cfg) do cfg[key] = v end
   cfg.split = splits > 1
   local kern = M.kernel(cfg)
-  if opts.arch then kern = kern:with { arch = opts.arch } end
-  local mk = Q.fake and tensor.fake_tensor or cute.tensor
-  local Ow, Lw = kp.o, kp.lse
-  if cfg.split then
-    Ow = mk(cute.f32, { splits, B, kp.sq, kp.hq, p.d }, "row")
-    Lw = mk(cute.f32, { splits, B, kp.hq, kp.sq }, "row")
-  end
-  plan.kernel = kern
-  plan.args = { kp.q, Kc, Vc, Ow, Lw, false, false, plan.args[8], plan.args[9], plan.args[10], plan.args[11],
-    dev or false, bt or false, page and cute.i32(page) or false, cute.i32(splits) }
-  plan.grid = { splits * m_blocks, kp.hq, B }
-  plan.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
-  plan.why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles%s", splits,
-    splits > 1 and "s" or "", paged and (" from pages of " .. page) or "", cfg.bm, cfg.bn,
-    kp ~= p and string.format(", the %d query heads of a KV head in one tile", G) or "")
+  if st.arch then kern = kern:with { arch = st.arch } end
+  local s = st.scalars
+  local v = {
+    kernel = kern, splits = splits, config = cfg, block = st.block, smem = st.smem,
+    grid = { splits * st.m_blocks, st.hq, st.B },
+    args = { false, false, false, Ow or false, Lw or false, false, false, s[1], s[2], s[3], s[4], false, false,
+      st.page and cute.i32(st.page) or false, cute.i32(splits) },
+    why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles%s", splits,
+      splits > 1 and "s" or "", st.paged and (" from pages of " .. st.page) or "", cfg.bm, cfg.bn,
+      st.packed and string.format(", the %d query heads of a KV head in one tile", st.G) or ""),
+  }
   if cfg.split then
     local ck = combine_kernel
-    if opts.arch then ck = ck:with { arch = opts.arch } end
-    plan.combine = { kernel = ck, args = { Ow, Lw, kp.o, kp.lse, cute.i32(splits) }, grid = B * kp.sq * kp.hq,
-      block = p.d }
+    if st.arch then ck = ck:with { arch = st.arch } end
+    v.combine = { kernel = ck, args = { Ow, Lw, false, false, cute.i32(splits) }, grid = st.B * st.sq * st.hq,
+      block = st.d }
   end
+  return v
+end
+
+-- The shapes of the partial O and LSE of `splits` splits.
+local function workspace_shapes(st, splits)
+  return { splits, st.B, st.sq, st.hq, st.d }, { splits, st.B, st.hq, st.sq }
+end
+
+--- What decode would launch: the split kernel's plan (kernel, args, grid, block,
+-- config, problem, why) and, when the keys are split, combine = {kernel, args,
+-- grid, block} and the workspace (partial O and LSE, f32). Same arguments as
+-- decode; it plans afresh each call (decode keeps its plans in a cache).
+-- @param Q the new queries (B, Sq, Hq, D), Sq small
+-- @param Kc the key cache: (B, S_cache, Hkv, D), or paged (pages, page_size, Hkv, D)
+-- @param Vc the value cache, Kc's shape
+-- @param O the output, Q's shape (nil: made)
+-- @param opts optional: decode's options
+-- @return the plan
+-- @usage local p = cute.lib.attention.decode_plan(q, kc, vc, nil, { cache_seqlens = lens, num_splits = 8 })
+function M.decode_plan(Q, Kc, Vc, O, opts)
+  local st = decode_setup(Q, Kc, Vc, O, opts or {})
+  local p, kp = st.p, st.kp
+  local splits = decode_split_count(st, p.sk)
+  local mk = Q.fake and tensor.fake_tensor or cute.tensor
+  local Ow, Lw
+  if splits > 1 then
+    local os_, ls = workspace_shapes(st, splits)
+    Ow, Lw = mk(cute.f32, os_, "row"), mk(cute.f32, ls, "row")
+  end
+  local plan = decode_variant(st, splits, Ow, Lw)
+  local a = plan.args
+  a[1], a[2], a[3], a[12], a[13] = kp.q, p.k, p.v, p.cache_seqlens or false, p.block_table or false
+  if plan.combine then
+    plan.combine.args[3], plan.combine.args[4] = kp.o, kp.lse
+  else
+    a[4], a[5] = kp.o, kp.lse
+  end
+  plan.problem = p
   return plan
+end
+
+-- ---------------------------------------------------------------------------
+-- decode's plan cache: a call whose tensors have the shapes, strides, dtypes
+-- and alignments of an earlier one, with the same options, on the same device
+-- and stream, takes that call's plan: no checks beyond the key, no planning, no
+-- allocation. An entry holds the kernels, the launch configurations, the
+-- split workspace (one per entry, so per stream) and the device copy of Lua
+-- lengths; the user's tensors are put into the arguments for the launch and
+-- taken out after it.
+
+local runtime = require "cute.runtime"
+local ffi = require "ffi"
+
+local cache = { entries = {}, count = 0, clock = 0 }
+local stats = { plans = 0, hits = 0, evictions = 0 }
+M.DECODE_CACHE_ENTRIES = 16
+
+-- A tensor's part of the key: dtype, shape, strides, alignment (cached on the
+-- tensor: tensors never change layout).
+local function tensor_key(t)
+  local k = rawget(t, "_decode_key")
+  if not k then
+    k = t.dtype.name .. "(" .. table.concat(t._sl, ",") .. ":" .. table.concat(t._dl, ",") .. ")" .. t._align
+    rawset(t, "_decode_key", k)
+  end
+  return k
+end
+
+local function value_key(v)
+  local tv = type(v)
+  if tv == "number" then return string.format("%.17g", v) end
+  if tv == "table" then
+    if tensor.is_device_tensor(v) then return tensor_key(v) end
+    local keys = {}
+    for key in pairs(v) do keys[#keys + 1] = tostring(key) end
+    table.sort(keys)
+    for i, key in ipairs(keys) do
+      local x = v[key]
+      if x == nil then x = v[tonumber(key)] end
+      keys[i] = key .. "=" .. (type(x) == "table" and tostring(x) or value_key(x))
+    end
+    return "{" .. table.concat(keys, ",") .. "}"
+  end
+  return tostring(v)
+end
+
+local stream_ids = setmetatable({ n = 0 }, { __mode = "k" })
+
+-- The key of a call, or nil when the call is not one the cache takes (then
+-- decode plans it, raising on what is wrong).
+local function decode_key(Q, Kc, Vc, O, opts)
+  for key in pairs(opts) do
+    if not DECODE_OPTIONS[key] then return nil end
+  end
+  for _, t in ipairs { Q, Kc, Vc, O } do
+    if not tensor.is_device_tensor(t) or t.fake then return nil end
+  end
+  local lens, stream = opts.cache_seqlens, opts.stream
+  if lens ~= nil and type(lens) ~= "table" then return nil end
+  local sid = "-"
+  if type(stream) == "cdata" then -- (a CUstream: its handle)
+    sid = tostring(stream.handle)
+  elseif type(stream) == "table" then -- (the simulator's streams: one id each)
+    sid = stream_ids[stream]
+    if not sid then
+      stream_ids.n = stream_ids.n + 1
+      sid = "sim stream " .. stream_ids.n
+      stream_ids[stream] = sid
+    end
+  elseif stream ~= nil then
+    return nil
+  end
+  local dev = runtime.current_device()
+  local where = dev == "sim" and ("sim " .. cute.device_info().arch) or (dev .. "/" .. runtime.generation(dev))
+  return table.concat({ tensor_key(Q), tensor_key(Kc), tensor_key(Vc), tensor_key(O),
+    value_key(opts.scale), value_key(opts.causal), value_key(opts.window), value_key(opts.num_splits),
+    value_key(opts.page_size), value_key(opts.arch), value_key(opts.config), value_key(opts.lse),
+    value_key(opts.block_table),
+    lens == nil and "all" or (tensor.is_device_tensor(lens) and tensor_key(lens) or ("list" .. #lens)),
+    where, sid }, "|")
+end
+
+local function free_entry(e)
+  for _, t in ipairs { e.Ow, e.Lw, e.lens_dev } do
+    if t and t:valid() then t:free() end
+  end
+end
+
+-- A new cache entry for a call (planning it, which checks everything).
+local function new_entry(key, Q, Kc, Vc, O, opts)
+  local st = decode_setup(Q, Kc, Vc, O, opts)
+  stats.plans = stats.plans + 1
+  local e = { key = key, st = st, variants = {}, splits_of = {}, views = setmetatable({}, { __mode = "k" }),
+    ws_splits = 0, lsen = opts.cache_seqlens ~= nil and not tensor.is_device_tensor(opts.cache_seqlens) }
+  if e.lsen then -- Lua lengths: the entry's device copy (made by setup), its host staging and what it holds
+    e.lens_dev = st.p.cache_seqlens
+    e.lens_host = ffi.new("int32_t[?]", st.B)
+    e.lens_last = {}
+    for i = 1, st.B do e.lens_last[i] = opts.cache_seqlens[i] end
+  end
+  -- the entry keeps no user tensor: only layouts and numbers
+  st.p, st.kp = nil, nil
+  if cache.count >= M.DECODE_CACHE_ENTRIES then -- evict the least recently used
+    local old
+    for _, x in pairs(cache.entries) do
+      if not old or x.used < old.used then old = x end
+    end
+    cache.entries[old.key] = nil
+    cache.count = cache.count - 1
+    stats.evictions = stats.evictions + 1
+    free_entry(old)
+  end
+  cache.entries[key] = e
+  cache.count = cache.count + 1
+  return e
+end
+
+-- The entry's launches for a split count, with the workspace grown to it
+-- (a view of the first `splits` partial results of the largest so far).
+local function entry_variant(e, splits)
+  local v = e.variants[splits]
+  if v then return v end
+  local st = e.st
+  local Ow, Lw
+  if splits > 1 then
+    if splits > e.ws_splits then
+      local os_, ls = workspace_shapes(st, splits)
+      e.Ow, e.Lw = cute.tensor(cute.f32, os_, "row"), cute.tensor(cute.f32, ls, "row")
+      e.ws_splits, e.variants = splits, {}
+    end
+    local os_, ls = workspace_shapes(st, splits)
+    Ow = e.Ow:view(L.make_layout(os_, L.stride(e.Ow.layout)))
+    Lw = e.Lw:view(L.make_layout(ls, L.stride(e.Lw.layout)))
+  end
+  v = decode_variant(st, splits, Ow, Lw)
+  v.launch = { grid = v.grid, block = v.block }
+  if v.combine then v.combine.launch = { grid = v.combine.grid, block = v.combine.block } end
+  e.variants[splits] = v
+  return v
+end
+
+-- t seen through the entry's packed layout (memoised a tensor).
+local function packed_view(e, t, lay)
+  local v = e.views[t]
+  if not v then
+    v = t:view(lay)
+    e.views[t] = v
+  end
+  return v
+end
+
+--- decode's plan cache: {entries, plans (made), hits, evictions}; with
+-- clear = true, frees every entry's workspace, empties it and zeroes the counters.
+-- @param clear optional: empty the cache
+-- @return the counters
+-- @usage local s = cute.lib.attention.decode_cache(); print(s.plans, s.hits)
+function M.decode_cache(clear)
+  if clear then
+    for _, e in pairs(cache.entries) do free_entry(e) end
+    cache.entries, cache.count = {}, 0
+    stats.plans, stats.hits, stats.evictions = 0, 0, 0
+  end
+  return { entries = cache.count, plans = stats.plans, hits = stats.hits, evictions = stats.evictions }
 end
 
 --- Attention of a few new query tokens against a long KV cache (decoding):
@@ -943,9 +1243,12 @@ end
 -- page_size, Hkv, D) with opts.block_table ((B, max_pages) i32 device tensor:
 -- sequence b's token t is in page block_table[b, t // page_size]). opts: cache_seqlens
 -- (B lengths, a Lua list or i32 device tensor; default the cache's capacity;
--- paged caches need it), num_splits (default: enough CTAs to fill the GPU),
--- page_size (checked against the caches), scale, causal, window, lse ((B, Hq,
--- Sq) f32), arch, config, stream. Returns O and LSE.
+-- paged caches need it), num_splits (1 to 128; default: from a wave model of
+-- the GPU), page_size (checked against the caches), scale, causal, window,
+-- lse ((B, Hq, Sq) f32), arch, config, stream. Returns O and LSE (made when
+-- not given: pass both for calls that allocate nothing). Plans are cached:
+-- a call like an earlier one (shapes, strides, dtypes, options, device,
+-- stream) launches at once.
 -- @param Q the new queries (B, Sq, Hq, D)
 -- @param Kcache the key cache
 -- @param Vcache the value cache
@@ -954,16 +1257,106 @@ end
 -- @return O and LSE
 -- @usage local o = cute.lib.attention.decode(q, kc, vc, nil, { cache_seqlens = lens })
 function M.decode(Q, Kcache, Vcache, O, opts)
-  local plan = M.decode_plan(Q, Kcache, Vcache, O, opts)
-  local p = plan.problem
-  if p.q.fake then fail("decode needs real tensors; decode_plan() takes fake ones") end
-  local stream = opts and opts.stream
-  plan.kernel { grid = plan.grid, block = plan.block, stream = stream } (unpack(plan.args))
-  if plan.combine then
-    local c = plan.combine
-    c.kernel { grid = c.grid, block = c.block, stream = stream } (unpack(c.args))
+  opts = opts or {}
+  if type(opts) ~= "table" then fail("opts must be a table, got %s", type(opts)) end
+  if tensor.is_device_tensor(Q) and Q.fake then fail("decode needs real tensors; decode_plan() takes fake ones") end
+  local lse = opts.lse
+  if tensor.is_device_tensor(Q) and not Q.fake then -- (what the caller did not give is made, as forward does)
+    local qs = L.shape(Q.layout)
+    if O == nil and type(qs) == "table" and #qs == 4 then O = cute.tensor(Q.dtype, qs, "row") end
+    if lse == nil and type(qs) == "table" and #qs == 4 then
+      lse = cute.tensor(cute.f32, { qs[1], qs[3], qs[2] }, "row")
+    end
   end
-  return p.o, p.lse
+  local key = O ~= nil and decode_key(Q, Kcache, Vcache, O, opts)
+  local e = key and cache.entries[key]
+  if not e then
+    local o2 = opts
+    if lse ~= opts.lse then
+      o2 = {}
+      for k, v in pairs(opts) do o2[k] = v end
+      o2.lse = lse
+    end
+    if not key then -- (not a call the cache takes: planned and launched once)
+      local plan = M.decode_plan(Q, Kcache, Vcache, O, o2)
+      local stream = opts.stream
+      plan.kernel { grid = plan.grid, block = plan.block, stream = stream } (unpack(plan.args))
+      if plan.combine then
+        local c = plan.combine
+        c.kernel { grid = c.grid, block = c.block, stream = stream } (unpack(c.args))
+      end
+      return plan.problem.o, plan.problem.lse
+    end
+    e = new_entry(key, Q, Kcache, Vcache, O, o2)
+  else
+    stats.hits = stats.hits + 1
+  end
+  cache.clock = cache.clock + 1
+  e.used = cache.clock
+  local st = e.st
+  -- what the key does not say: the tensors still valid, the lengths in range
+  local bt, lens = opts.block_table, opts.cache_seqlens
+  if not (Q:valid() and Kcache:valid() and Vcache:valid() and O:valid() and lse:valid() and (bt == nil or bt:valid())
+      and (not tensor.is_device_tensor(lens) or lens:valid())) then
+    M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the tensor)
+    fail("a tensor of this call was freed")
+  end
+  local most = st.capacity -- the longest sequence
+  local lens_dev = lens
+  if e.lsen then
+    local changed = false
+    most = 0
+    local last = e.lens_last
+    for i = 1, st.B do
+      local x = lens[i]
+      if type(x) ~= "number" or x % 1 ~= 0 or x < 0 or x > st.capacity then
+        M.decode_plan(Q, Kcache, Vcache, O, opts) -- (raises, naming the length)
+        fail("opts.cache_seqlens[%d] is %s: a length from 0 to %d", i, tostring(x), st.capacity)
+      end
+      if x > most then most = x end
+      if x ~= last[i] then changed = true end
+    end
+    if changed then
+      local h = e.lens_host
+      for i = 1, st.B do
+        h[i - 1] = lens[i]
+        last[i] = lens[i]
+      end
+      e.lens_dev.buffer:copy_from_host(h, 4 * st.B, e.lens_dev.offset, opts.stream)
+    end
+    lens_dev = e.lens_dev
+  end
+  local tiles = math.ceil(most / st.cfg.bn)
+  local splits = e.splits_of[tiles]
+  if not splits then
+    splits = decode_split_count(st, most)
+    e.splits_of[tiles] = splits
+  end
+  local v = entry_variant(e, splits)
+  local q, o, l = Q, O, lse
+  if st.packed then
+    q, o, l = packed_view(e, Q, st.q_layout), packed_view(e, O, st.o_layout), packed_view(e, lse, st.l_layout)
+  end
+  local a = v.args
+  a[1], a[2], a[3], a[12], a[13] = q, Kcache, Vcache, lens_dev or false, bt or false
+  local stream = opts.stream
+  local c = v.combine
+  if c then
+    c.args[3], c.args[4] = o, l
+  else
+    a[4], a[5] = o, l
+  end
+  v.launch.stream = stream
+  local ok, why = pcall(v.kernel.launch, v.kernel, v.launch, unpack(a))
+  if ok and c then
+    c.launch.stream = stream
+    ok, why = pcall(c.kernel.launch, c.kernel, c.launch, unpack(c.args))
+    c.args[3], c.args[4], c.launch.stream = false, false, nil
+  end
+  a[1], a[2], a[3], a[12], a[13], v.launch.stream = false, false, false, false, false, nil
+  if not c then a[4], a[5] = false, false end
+  if not ok then error(why, 0) end
+  return O, lse
 end
 
 return M

@@ -1,0 +1,60 @@
+"""torch's scaled_dot_product_attention at decode shapes (one query token a sequence
+against a KV cache, GQA heads), each backend alone, for the same-run peer of
+bench/attention_decode_probe.lua (which runs it once and reads its lines).
+
+    python3 bench/attention_decode_torch.py B:CACHE ...     e.g. 1:32768 8:8192
+    options (environment): HQ (32), HKV (8), D (128)
+
+Prints one line a shape and backend: "torch BACKEND B:CACHE MS" (or "unavailable").
+Q is (B, Hq, 1, D), K and V (B, Hkv, CACHE, D) bf16 with enable_gqa=True (torch 2.5
+and later), so each backend reads the cache once as cute's decode does. The L2 is
+flushed (a buffer of twice its size zeroed) before each timed call, as the probe
+does. Exits 77 without torch or a GPU."""
+import os
+import sys
+
+try:
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except Exception:  # noqa: BLE001
+    sys.exit(77)
+if not torch.cuda.is_available():
+    sys.exit(77)
+
+
+def median_ms(f, flush, warmup=3, reps=30):
+    """The median of `reps` timed calls of f (CUDA events around each), the L2 flushed before each."""
+    for _ in range(warmup):
+        f()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        start.record()
+        f()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+HQ, HKV, D = (int(os.environ.get(k, v)) for k, v in (("HQ", 32), ("HKV", 8), ("D", 128)))
+print("# " + torch.cuda.get_device_name() + " torch " + torch.__version__, flush=True)
+L2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20) or (64 << 20)
+FLUSH = torch.empty(2 * L2, dtype=torch.uint8, device="cuda")
+BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "cudnn": SDPBackend.CUDNN_ATTENTION}
+for arg in sys.argv[1:]:
+    b, cache = (int(x) for x in arg.split(":"))
+    q = torch.randn(b, HQ, 1, D, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(b, HKV, cache, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    for name, backend in BACKENDS.items():
+        try:
+            with sdpa_kernel(backend):
+                ms = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+                               FLUSH)
+            print(f"torch {name} {b}:{cache} {ms:.5f}", flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"torch {name} {b}:{cache} unavailable {type(e).__name__}", flush=True)
+    del q, k, v
+    torch.cuda.empty_cache()
