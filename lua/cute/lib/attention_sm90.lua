@@ -584,6 +584,7 @@ local function sm_count()
   local ok, info = pcall(cute.device_info)
   return ok and type(info) == "table" and info.sm_count or 132
 end
+M.sm_count = sm_count
 
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
@@ -607,7 +608,11 @@ function M.plan(pr, opts)
   local why = M.unsupported(pr)
   if why then return nil, why end
   local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge)
-  for k, v in pairs((opts or {}).config or {}) do cfg[k] = v end
+  local given = (opts or {}).config or {}
+  -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does
+  -- not fit next to O's 128 registers and S's 40 a thread)
+  if given.persistent and pr.d == 256 then cfg.bn = 64 end
+  for k, v in pairs(given) do cfg[k] = v end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   local big = 2 ^ 30
   local function clamp(x) return math.min(x, big) end
@@ -620,7 +625,7 @@ function M.plan(pr, opts)
   end
   local mblocks = math.ceil(pr.sq / cfg.bm)
   local grid = { mblocks, pr.hq, pr.batch }
-  local why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages", cfg.bm, cfg.bn, cfg.stages)
+  why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages", cfg.bm, cfg.bn, cfg.stages)
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas
