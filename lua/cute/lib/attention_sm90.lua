@@ -30,6 +30,12 @@
 -- Tensors are FlashAttention's layout, seen by the kernel as (B, S, H, D)
 -- views with D contiguous: a variable-length batch is B = 1 and S = the
 -- packed total, its sequences found by the offsets cu_q, cu_k.
+--
+-- config.persistent (opt-in): a persistent grid, one CTA an SM walking the
+-- (query block, head, batch) work tiles (longest first under a causal mask),
+-- the rings' phases and the ping-pong turns carried from tile to tile, Q
+-- released by the consumers after a tile's last S so that the next tile's Q
+-- and first K/V load during its last P V and epilogue.
 -- docs/attention.md ("The Hopper kernel") has the design and its figures.
 local cute = require "cute"
 local err = require "cute._err"
