@@ -2,6 +2,9 @@
 -- (not a timed test): checks each case against float64 on sampled rows with O
 -- poisoned first, then times the forward shapes and prints TFLOP/s.
 --   cutelua bench/attention_sm90_probe.lua [check|time|all]
+-- PERSISTENT=1: the persistent grid (config.persistent) too: each case checked
+-- with it (and on a grid capped at 7 CTAs), then timed next to the default in
+-- alternating rounds at S 512 to 8192, head dims 64 and 128 (ATTN_D: one).
 local cute = require "cute"
 local a90 = require "cute.lib.attention_sm90"
 
@@ -11,6 +14,14 @@ local config = {}
 for k, v in (os.getenv("ATTN_CFG") or ""):gmatch("(%w+)=(%w+)") do
   config[k] = tonumber(v)
   if k == "pingpong" then config[k] = v == "1" end
+end
+local PERSISTENT = os.getenv("PERSISTENT") == "1"
+-- config with fields of extra added
+local function with(extra)
+  local c = {}
+  for k, v in pairs(config) do c[k] = v end
+  for k, v in pairs(extra) do c[k] = v end
+  return c
 end
 
 
@@ -53,10 +64,10 @@ local function run(p)
 end
 
 -- float64 reference on sampled rows
-local function check(c, pr, t, samples)
+local function check(c, pr, t, samples, cfg)
   t.O:fill(0 / 0)
   t.LSE:fill(0 / 0)
-  local p = assert(a90.plan(pr, { config = config }))
+  local p = assert(a90.plan(pr, { config = cfg or config }))
   run(p)
   cute.synchronize()
   local hq, hk, hv, ho, hl = t.Q:to_host(), t.K:to_host(), t.V:to_host(), t.O:to_host(), t.LSE:to_host()
@@ -127,13 +138,61 @@ if what == "check" or what == "all" then
     { b = 1, hq = 4, hkv = 2, d = 128, varlen = { { 100, 150 }, { 300, 260 }, { 1, 77 } }, causal = true },
     { b = 1, hq = 2, hkv = 2, sq = 256, sk = 256, d = 128, dtype = "f16" },
   }
-  for ci, c in ipairs(cases) do
-    local pr, t = make(c)
-    local ok, e, n = pcall(check, c, pr, t, 12)
-    print(string.format("case %d (d %d, %s%s%s%s): %s", ci, c.d, c.varlen and "varlen" or (c.sq .. "x" .. c.sk),
-      c.causal and ", causal" or "", c.window and ", window" or "", c.hq ~= c.hkv and ", gqa" or "",
-      ok and string.format("ok, %d rows, max |err| %.2e", n, e) or ("FAILED: " .. tostring(e))))
+  local variants = { { "", config } }
+  if PERSISTENT then
+    variants[2] = { ", persistent", with { persistent = true } }
+    variants[3] = { ", persistent on 7 CTAs", with { persistent = true, max_ctas = 7 } }
   end
+  for ci, c in ipairs(cases) do
+    for _, v in ipairs(variants) do
+      local pr, t = make(c)
+      local ok, e, n = pcall(check, c, pr, t, 12, v[2])
+      print(string.format("case %d (d %d, %s%s%s%s%s): %s", ci, c.d, c.varlen and "varlen" or (c.sq .. "x" .. c.sk),
+        c.causal and ", causal" or "", c.window and ", window" or "", c.hq ~= c.hkv and ", gqa" or "", v[1],
+        ok and string.format("ok, %d rows, max |err| %.2e", n, e) or ("FAILED: " .. tostring(e))))
+      for _, x in pairs(t) do if type(x) == "table" and x.free then x:free() end end
+    end
+  end
+end
+
+-- PERSISTENT=1: the default grid and the persistent one on the same problem, in
+-- alternating rounds (each settles 100 ms untimed first); the median of the rounds
+if PERSISTENT and (what == "time" or what == "all") then
+  local ds = { 64, 128 }
+  if os.getenv("ATTN_D") then ds = { tonumber(os.getenv("ATTN_D")) } end
+  for _, d in ipairs(ds) do
+    for _, causal in ipairs { false, true } do
+      for _, s in ipairs { 512, 1024, 2048, 8192 } do
+        local hq = d == 64 and 32 or 16
+        local b = math.max(1, math.floor(16384 / s))
+        local c = { b = b, hq = hq, hkv = hq, sq = s, sk = s, d = d, causal = causal }
+        local pr, t = make(c)
+        local flops = 4 * b * hq * s * s * d * (causal and 0.5 or 1)
+        local vs = {}
+        for i, cfg in ipairs { config, with { persistent = true } } do
+          local p = assert(a90.plan(pr, { config = cfg }))
+          vs[i] = { p = p, launch = p.kernel { grid = p.grid, block = p.block }, ms = {} }
+        end
+        for _ = 1, 5 do
+          for _, v in ipairs(vs) do
+            cute.bench(function() v.launch(unpack(v.p.args)) end, { min_time_ms = 100 })
+            local r = cute.bench(function() v.launch(unpack(v.p.args)) end, { min_time_ms = 100 })
+            v.ms[#v.ms + 1] = r.median_ms
+          end
+        end
+        local tf = {}
+        for i, v in ipairs(vs) do
+          table.sort(v.ms)
+          tf[i] = flops / (v.ms[math.ceil(#v.ms / 2)] * 1e-3) / 1e12
+        end
+        print(string.format(
+          "persistent d=%d causal=%s b=%d h=%d s=%d: default %.1f, persistent %.1f TFLOP/s (%.3fx; %d CTAs)", d,
+          tostring(causal), b, hq, s, tf[1], tf[2], tf[2] / tf[1], vs[2].p.grid[1]))
+        for _, x in pairs(t) do if type(x) == "table" and x.free then x:free() end end
+      end
+    end
+  end
+  return
 end
 
 if what == "time" or what == "all" then

@@ -30,6 +30,12 @@
 -- Tensors are FlashAttention's layout, seen by the kernel as (B, S, H, D)
 -- views with D contiguous: a variable-length batch is B = 1 and S = the
 -- packed total, its sequences found by the offsets cu_q, cu_k.
+--
+-- config.persistent (opt-in): a persistent grid, one CTA an SM walking the
+-- (query block, head, batch) work tiles (longest first under a causal mask),
+-- the rings' phases and the ping-pong turns carried from tile to tile, Q
+-- released by the consumers after a tile's last S so that the next tile's Q
+-- and first K/V load during its last P V and epilogue.
 -- docs/attention.md ("The Hopper kernel") has the design and its figures.
 local cute = require "cute"
 local err = require "cute._err"
@@ -146,37 +152,48 @@ local function build(cfg, trace_key)
   end
   local q_elems, kv_elems = BM * D, BN * D
   local _ = cute._
-  local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
-    cfg.pingpong and "_pingpong" or "")
+  -- cfg.persistent: a CTA an SM walking work tiles (cfg.lpt: longest first, for
+  -- causal masks), its pipelines' phases and the ping-pong turns carried on from
+  -- tile to tile (M.plan, docs/attention.md "A persistent grid")
+  local PERSIST, LPT = cfg.persistent, cfg.lpt
+  local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
+    cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
-    -- KV head; varlen: then cu_q, cu_k (sq, sk unused)
+    -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
+    -- work tiles' query blocks, heads and batches
     local extra = { ... }
     cute.launch_bounds(threads, 1)
     local tid = cute.thread_idx().x
     local wgi = tid / 128
-    -- the query blocks in reverse: under a causal mask the last rows see the most
-    -- keys, and their CTAs start first
-    local qblk = cute.grid_dim().x - 1 - cute.block_idx().x
-    local h, b = cute.block_idx().y, cute.block_idx().z
-    local hk = h / group
-    local q_start, k_start = cute.var(cute.i32, 0), cute.var(cute.i32, 0)
-    local Sq, Sk = cute.var(cute.i32, sq), cute.var(cute.i32, sk)
-    local bt = b -- the TMA batch coordinate (0 for a packed batch)
-    if cfg.varlen then
-      local cu_q, cu_k = extra[1], extra[2]
-      q_start.value = cu_q[b]
-      k_start.value = cu_k[b]
-      Sq.value = cu_q[b + 1] - q_start.value
-      Sk.value = cu_k[b + 1] - k_start.value
-      bt = 0
+    -- a work tile (query block qblk of head h of batch b): its sequence, its
+    -- first row q0, the diagonal, the key blocks it needs [n_lo, n_hi)
+    local function tile_info(qblk, h, b)
+      local w = { h = h, b = b, hk = h / group }
+      w.q_start, w.k_start = cute.var(cute.i32, 0), cute.var(cute.i32, 0)
+      w.Sq, w.Sk = cute.var(cute.i32, sq), cute.var(cute.i32, sk)
+      w.bt = b -- the TMA batch coordinate (0 for a packed batch)
+      if cfg.varlen then
+        local cu_q, cu_k = extra[1], extra[2]
+        w.q_start.value = cu_q[b]
+        w.k_start.value = cu_k[b]
+        w.Sq.value = cu_q[b + 1] - w.q_start.value
+        w.Sk.value = cu_k[b + 1] - w.k_start.value
+        w.bt = 0
+      end
+      w.q0 = qblk * BM
+      w.off = w.Sk.value - w.Sq.value -- the diagonal: query i sees keys up to i + off (bottom-right aligned)
+      w.q_last = cute.min(w.q0 + BM, w.Sq.value) - 1
+      w.n_hi = cute.min((w.Sk.value + (BN - 1)) / BN, (cute.max(w.q_last + w.off + right + 1, 0) + (BN - 1)) / BN)
+      w.n_lo = cute.max(w.q0 + w.off - left, 0) / BN
+      return w
     end
-    local q0 = qblk * BM
-    local off = Sk.value - Sq.value -- the diagonal: query i sees keys up to i + off (bottom-right aligned)
-    -- the key blocks this CTA needs: [n_lo, n_hi)
-    local q_last = cute.min(q0 + BM, Sq.value) - 1
-    local n_hi = cute.min((Sk.value + (BN - 1)) / BN, (cute.max(q_last + off + right + 1, 0) + (BN - 1)) / BN)
-    local n_lo = cute.max(q0 + off - left, 0) / BN
+    local w0 -- the CTA's one tile (not persistent)
+    if not PERSIST then
+      -- the query blocks in reverse: under a causal mask the last rows see the most
+      -- keys, and their CTAs start first
+      w0 = tile_info(cute.grid_dim().x - 1 - cute.block_idx().x, cute.block_idx().y, cute.block_idx().z)
+    end
     local smem = cute.smem_allocator()
     local sQ_raw = smem:tensor(dt, cute.make_layout(q_elems), 1024)
     local sK_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
@@ -191,26 +208,54 @@ local function build(cfg, trace_key)
     local pipeQ = pipe(1, q_elems * dt.bytes)
     local pipeK = pipe(STAGES, kv_elems * dt.bytes)
     local pipeV = pipe(STAGES, kv_elems * dt.bytes)
-    local live = q0 < Sq.value -- (a varlen CTA past its sequence's end has nothing to do)
+    -- (a varlen tile past its sequence's end has nothing to do)
+    local function is_live(w) return w.q0 < w.Sq.value end
+    local live = not PERSIST and is_live(w0)
+
+    -- the persistent grid's work tiles: t = blockIdx.x, + gridDim.x, ... of
+    -- mblocks x heads x batches; lpt: the last query blocks (the most keys under a
+    -- causal mask) first, the heads and batches of one query block side by side;
+    -- otherwise a (batch, head)'s query blocks one after another (its K and V stay
+    -- in L2 while its tiles run)
+    local mblocks, heads, batches, first, step, total
+    if PERSIST then
+      local nx = cfg.varlen and 3 or 1
+      mblocks, heads, batches = extra[nx], extra[nx + 1], extra[nx + 2]
+      first, step, total = cute.block_idx().x, cute.grid_dim().x, mblocks * heads * batches
+    end
+    local function tile_of(t)
+      if LPT then
+        local r = t % (heads * batches)
+        return tile_info(mblocks - 1 - t / (heads * batches), r % heads, r / heads)
+      end
+      local r = t / mblocks
+      return tile_info(t % mblocks, r % heads, r / heads)
+    end
 
     if wgi == 0 then
       A.setmaxnreg_dec(24)
-      if tid == 0 and live then
-        local pq = P.make_pipeline_state(P.PipelineUserType.Producer, 1)
+      -- one tile's loads; st: the pipelines' states (made here for the first tile)
+      local function produce(w, st)
+        st.pq = st.pq or P.make_pipeline_state(P.PipelineUserType.Producer, 1)
+        local pq = st.pq
+        -- (persistent: the consumers released the previous tile's Q)
         pipeQ:producer_acquire(pq)
         for j = 0, dboxes - 1 do
-          tma_load_4d(descQ, sQ_raw:ptr_at(j * BM * 64), j * 64, q_start.value + q0, h, bt,
+          tma_load_4d(descQ, sQ_raw:ptr_at(j * BM * 64), j * 64, w.q_start.value + w.q0, w.h, w.bt,
             pipeQ:producer_get_barrier(pq))
         end
-        local pk = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
-        local pv = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
+        if PERSIST then pq:advance() end
+        st.pk = st.pk or P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
+        st.pv = st.pv or P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
+        local pk, pv = st.pk, st.pv
+        local n_lo, n_hi = w.n_lo, w.n_hi
         -- K runs a block ahead of V (K_{n+1} before V_n): the consumers need S's
         -- operands first, and V's stage frees later (after its P V)
         local function load_k(n)
           pipeK:producer_acquire(pk)
           for j = 0, dboxes - 1 do
-            tma_load_4d(descK, sK_raw:ptr_at(pk.index * kv_elems + j * BN * 64), j * 64, k_start.value + n * BN, hk,
-              bt, pipeK:producer_get_barrier(pk))
+            tma_load_4d(descK, sK_raw:ptr_at(pk.index * kv_elems + j * BN * 64), j * 64, w.k_start.value + n * BN,
+              w.hk, w.bt, pipeK:producer_get_barrier(pk))
           end
           pk:advance()
         end
@@ -219,11 +264,26 @@ local function build(cfg, trace_key)
           if n + 1 < n_hi then load_k(n + 1) end
           pipeV:producer_acquire(pv)
           for j = 0, dboxes - 1 do
-            tma_load_4d(descV, sV_raw:ptr_at(pv.index * kv_elems + j * BN * 64), j * 64, k_start.value + n * BN, hk,
-              bt, pipeV:producer_get_barrier(pv))
+            tma_load_4d(descV, sV_raw:ptr_at(pv.index * kv_elems + j * BN * 64), j * 64, w.k_start.value + n * BN,
+              w.hk, w.bt, pipeV:producer_get_barrier(pv))
           end
           pv:advance()
         end
+      end
+      if PERSIST then
+        if tid == 0 then
+          -- the rings carry on across tiles: the next tile's Q (once the consumers
+          -- release it) and first K and V load while the consumers finish this one
+          local st = { pq = P.make_pipeline_state(P.PipelineUserType.Producer, 1),
+            pk = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES),
+            pv = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES) }
+          for t in cute.range(first, total, step) do
+            local w = tile_of(t)
+            if is_live(w) then produce(w, st) end
+          end
+        end
+      elseif tid == 0 and live then
+        produce(w0, {})
       end
     else
       A.setmaxnreg_inc(CONSUMER_REGS)
@@ -250,28 +310,56 @@ local function build(cfg, trace_key)
       local mx = { cute.var(cute.f32, -math.huge), cute.var(cute.f32, -math.huge) }
       local sum = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
       local row_of = { tScS[0][1], tScS[2][1] } -- the two rows in the tile
-      if live then
-        local cq = P.make_pipeline_state(P.PipelineUserType.Consumer, 1)
+      -- ping-pong (cfg.pingpong): the two warpgroups take turns to issue their
+      -- wgmma (named barriers 1 and 2, one a warpgroup), so that one's softmax
+      -- runs while the other's products use the tensor cores. Both take the same
+      -- turns a tile (its key blocks are the CTA's, whichever rows are past Sq), so
+      -- a persistent CTA's turns carry on from tile to tile: warpgroup 0 starts the
+      -- first, and warpgroup 1's last arrive of a tile starts the next
+      local me = wgi - 1
+      local function my_turn() if PINGPONG then cute.barrier(1 + me, consumers) end end
+      local function their_turn() if PINGPONG then cute.barrier(2 - me, consumers, "arrive") end end
+
+      -- one tile; st: the pipelines' states (made here for the first tile)
+      local function consume(w, st)
+        local q0, n_lo, n_hi, off, q_last = w.q0, w.n_lo, w.n_hi, w.off, w.q_last
+        local Sq, Sk = w.Sq, w.Sk
+        if PERSIST then -- the previous tile's state
+          accO:fill(0.0)
+          for r = 1, 2 do
+            mx[r].value = -math.huge
+            sum[r].value = 0.0
+          end
+        end
+        st.cq = st.cq or P.make_pipeline_state(P.PipelineUserType.Consumer, 1)
+        local cq = st.cq
         pipeQ:consumer_wait(cq)
-        local ck = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
-        local cv = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
+        -- (persistent) Q is free once the tile's last S is done: the producer loads
+        -- the next tile's during the last P V and the epilogue
+        local function release_q()
+          pipeQ:consumer_release(cq)
+          cq:advance()
+        end
+        st.ck = st.ck or P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
+        st.cv = st.cv or P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
+        local ck, cv = st.ck, st.cv
         -- S = Q K^T for the K tile in stage st, issued (not waited for)
-        local function issue_s(st)
+        local function issue_s(s)
           A.warpgroup_fence_operand(accS)
           A.warpgroup_fence()
           for kb = 0, D / 16 - 1 do
             mmaS:set(wg.Field.ACCUMULATE, kb > 0)
-            cute.gemm(mmaS, accS, tSsQ[{ _, _, kb }], tSsK[{ _, _, kb, st }], accS)
+            cute.gemm(mmaS, accS, tSsQ[{ _, _, kb }], tSsK[{ _, _, kb, s }], accS)
           end
           A.warpgroup_commit_group()
         end
         -- O += P V for the V tile in stage st, issued
-        local function issue_o(st)
+        local function issue_o(s)
           A.warpgroup_fence_operand(accO)
           A.warpgroup_fence()
           for kb = 0, BN / 16 - 1 do
             mmaO:set(wg.Field.ACCUMULATE, true)
-            cute.gemm(mmaO, accO, tOrP[{ _, _, kb }], tOsV[{ _, _, kb, st }], accO)
+            cute.gemm(mmaO, accO, tOrP[{ _, _, kb }], tOsV[{ _, _, kb, s }], accO)
           end
           A.warpgroup_commit_group()
         end
@@ -317,14 +405,8 @@ local function build(cfg, trace_key)
           for i = 0, ns - 1 do tOrP[i] = accS[i]:to(dt) end
         end
 
-        -- ping-pong (cfg.pingpong): the two warpgroups take turns to issue their
-        -- wgmma (named barriers 1 and 2, one a warpgroup), so that one's softmax
-        -- runs while the other's products use the tensor cores
-        local me = wgi - 1
-        local function my_turn() if PINGPONG then cute.barrier(1 + me, consumers) end end
-        local function their_turn() if PINGPONG then cute.barrier(2 - me, consumers, "arrive") end end
         if n_hi > n_lo then
-          if PINGPONG and me == 1 then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
+          if PINGPONG and me == 1 and not PERSIST then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
           -- the first block: S, its softmax, P (O is still zero: no rescale)
           pipeK:consumer_wait(ck)
           my_turn()
@@ -359,6 +441,7 @@ local function build(cfg, trace_key)
             for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
             to_p()
           end
+          if PERSIST then release_q() end
           -- the last block's P V
           pipeV:consumer_wait(cv)
           my_turn()
@@ -369,6 +452,7 @@ local function build(cfg, trace_key)
           pipeV:consumer_release(cv)
           cv:advance()
         end
+        if PERSIST and n_hi <= n_lo then release_q() end
         -- the epilogue: the row sums across the quad, O / sum, LSE
         local inv = {}
         for r = 0, 1 do
@@ -380,10 +464,10 @@ local function build(cfg, trace_key)
           local lse = cute.where(empty, -math.huge, (mx[r + 1].value + cute.log2(s)) * LN2)
           local row = q0 + row_of[r + 1]
           if ct % 4 == 0 and row < Sq.value then
-            LSE[{ bt, h, q_start.value + row }] = lse
+            LSE[{ w.bt, w.h, w.q_start.value + row }] = lse
           end
         end
-        local gO = cute.make_tensor(O:ptr_at({ bt, q_start.value + q0, h, 0 }),
+        local gO = cute.make_tensor(O:ptr_at({ w.bt, w.q_start.value + q0, w.h, 0 }),
           cute.make_layout({ BM, D }, { O.layout.stride[2], 1 }))
         local tOgO = thrO:partition_C(gO)
         local out = cute.make_fragment_like(accO, dt)
@@ -396,17 +480,31 @@ local function build(cfg, trace_key)
           end
         end
       end
+      if PERSIST then
+        local st = { cq = P.make_pipeline_state(P.PipelineUserType.Consumer, 1),
+          ck = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES),
+          cv = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES) }
+        if PINGPONG and me == 1 then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
+        for t in cute.range(first, total, step) do
+          local w = tile_of(t)
+          if is_live(w) then consume(w, st) end
+        end
+      elseif live then
+        consume(w0, {})
+      end
     end
   end, { arch = "sm_90a", trace_key = trace_key, preprocess = true, ftz = true })
 end
 
---- The kernel for a configuration {dtype, d, bm, bn, stages, varlen}.
+--- The kernel for a configuration {dtype, d, bm, bn, stages, varlen,
+-- pingpong, persistent, lpt}.
 -- @param cfg the configuration
 -- @return the cute.kernel
 -- @usage local k = M.kernel({ dtype = "bf16", d = 128, bm = 128, bn = 128, stages = 2 })
 function M.kernel(cfg)
   local key = table.concat({ cfg.dtype, cfg.d, cfg.bm, cfg.bn, cfg.stages, tostring(cfg.varlen),
     tostring(cfg.pingpong) }, ",")
+  if cfg.persistent then key = key .. ",persistent" .. (cfg.lpt and ",lpt" or "") end
   local k = kernels[key]
   if not k then
     k = build(cfg, "cute.lib.attention_sm90:" .. key)
@@ -487,6 +585,13 @@ function M.unsupported(pr)
   return nil
 end
 
+-- Streaming multiprocessors of the device (132, an H100 SXM's, when there is none).
+local function sm_count()
+  local ok, info = pcall(cute.device_info)
+  return ok and type(info) == "table" and info.sm_count or 132
+end
+M.sm_count = sm_count
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -495,7 +600,13 @@ end
 -- for causal), q4, k4, v4, o4 ((B, S, H, D) views), lse3 ((B, H, S) f32
 -- view), cu_q, cu_k (i32 device tensors of B + 1 offsets, varlen only).
 -- @param pr the problem
--- @param opts options: config (override {bm, bn, stages})
+-- opts.config.persistent = true: a persistent grid, min(work tiles, SMs) CTAs
+-- (one fits an SM: the consumers' setmaxnreg takes the register file), each
+-- walking the (query block, head, batch) tiles t = blockIdx.x, + gridDim.x, ...;
+-- config.lpt (default: with a causal mask, a right bound and no left one) takes
+-- the last query blocks first; config.max_ctas caps the grid (tests: a few CTAs
+-- that walk many tiles).
+-- @param opts options: config (override {bm, bn, stages, pingpong, persistent, lpt, max_ctas})
 -- @return the plan, or nil and a sentence
 -- @usage local p = M.plan(problem, {})
 function M.plan(pr, opts)
@@ -503,7 +614,11 @@ function M.plan(pr, opts)
   local why = M.unsupported(pr)
   if why then return nil, why end
   local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge)
-  for k, v in pairs((opts or {}).config or {}) do cfg[k] = v end
+  local given = (opts or {}).config or {}
+  -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does
+  -- not fit next to O's 128 registers and S's 40 a thread)
+  if given.persistent and pr.d == 256 then cfg.bn = 64 end
+  for k, v in pairs(given) do cfg[k] = v end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   local big = 2 ^ 30
   local function clamp(x) return math.min(x, big) end
@@ -514,10 +629,28 @@ function M.plan(pr, opts)
     args[#args + 1] = pr.cu_q
     args[#args + 1] = pr.cu_k
   end
+  local mblocks = math.ceil(pr.sq / cfg.bm)
+  local grid = { mblocks, pr.hq, pr.batch }
+  why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages", cfg.bm, cfg.bn, cfg.stages)
+  if cfg.persistent then
+    if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
+    local mc = cfg.max_ctas
+    if mc ~= nil and (type(mc) ~= "number" or mc < 1 or mc % 1 ~= 0) then
+      err.raise("attention_sm90: config.max_ctas is %s, expected a whole number from 1", tostring(mc))
+    end
+    local tiles = mblocks * pr.hq * pr.batch
+    local sms = sm_count()
+    local ctas = math.max(1, math.min(tiles, sms, mc or math.huge))
+    grid = { ctas, 1, 1 }
+    for _, x in ipairs { mblocks, pr.hq, pr.batch } do args[#args + 1] = cute.i32(x) end
+    why = string.format("%s; persistent: %d CTAs (one an SM of %d) walk %d work tiles, %s", why, ctas, sms, tiles,
+      cfg.lpt and "the last query blocks first (causal: the longest tiles)"
+        or "a (batch, head)'s query blocks together (its K and V stay in L2)")
+  elseif cfg.max_ctas ~= nil then
+    err.raise("attention_sm90: config.max_ctas caps a persistent grid; set config.persistent = true with it")
+  end
   return {
-    kernel = M.kernel(cfg), args = args, grid = { math.ceil(pr.sq / cfg.bm), pr.hq, pr.batch },
-    block = 128 + cfg.bm / 64 * 128, config = cfg,
-    why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages", cfg.bm, cfg.bn, cfg.stages),
+    kernel = M.kernel(cfg), args = args, grid = grid, block = 128 + cfg.bm / 64 * 128, config = cfg, why = why,
   }
 end
 

@@ -1,9 +1,10 @@
 -- The Hopper attention kernel (cute.lib.attention_sm90) compiled for sm_90a on
 -- the CPU: its plan per head dimension and mask, the reasons it refuses a
 -- problem, the kernel's resources (no spill, no serialized wgmma) and, with a
--- disassembler, its SASS (HGMMA for both products, UTMALDG, setmaxnreg).
--- Results are checked on the GPU by tests/spec/attention (the #gpu tests,
--- through cute.lib.attention) and bench/attention_sm90_probe.lua.
+-- disassembler, its SASS (HGMMA for both products, UTMALDG, setmaxnreg); the
+-- persistent grid's plan and kernels. Results are checked on the GPU by
+-- tests/spec/attention (the #gpu tests, through cute.lib.attention), by the
+-- persistent grid's #gpu tests below and by bench/attention_sm90_probe.lua.
 local cute = require "cute"
 local a90 = require "cute.lib.attention_sm90"
 local H = require "tests.spec.trace.helper"
@@ -41,6 +42,49 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     -- opts.config overrides; a varlen problem gets its own kernel
     local p = assert(a90.plan(problem { varlen = true }, { config = { bn = 128, pingpong = false } }))
     assert.equal("attention_sm90_bf16_d128_128x128_varlen", p.kernel.name)
+  end)
+
+  it("plans a persistent grid on request: min(tiles, SMs) CTAs, longest tiles first under a causal mask", function()
+    local sms = a90.sm_count()
+    -- 1000 rows: 8 query blocks of 128 x 8 heads x 2 batches = 128 tiles (6 x 8 x 2 = 96 at BM 192)
+    local cases = {
+      { { d = 128 }, 128, false, 176 },
+      { { d = 128, right = 0 }, 128, true, 128 }, -- causal: the last query blocks first
+      { { d = 128, left = 100, right = 10 }, 128, false, 128 }, -- a window: every tile alike
+      { { d = 64 }, 96, false, 128 },
+      { { d = 256 }, 128, false, 64 }, -- 64-key blocks (80 would spill)
+    }
+    for _, c in ipairs(cases) do
+      local p = assert(a90.plan(problem(c[1]), { config = { persistent = true } }))
+      assert.same({ math.min(c[2], sms), 1, 1 }, p.grid)
+      assert.equal(c[3], p.config.lpt)
+      assert.equal(c[4], p.config.bn)
+      assert.matches("persistent: " .. math.min(c[2], sms) .. " CTAs", p.why)
+      assert.matches("walk " .. c[2] .. " work tiles", p.why)
+      assert.matches(c[3] and "_persistent_lpt$" or "_persistent$", p.kernel.name)
+      -- the tiles' extents (query blocks, heads, batches) follow the usual arguments
+      local n = #p.args
+      local ext = { p.args[n - 2].value, p.args[n - 1].value, p.args[n].value }
+      assert.same({ math.ceil(1000 / p.config.bm), 8, 2 }, ext)
+    end
+    -- config.max_ctas caps the grid; lpt can be set either way; without persistent it is an error
+    local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
+      lpt = false } }))
+    assert.same({ 3, 1, 1 }, p.grid)
+    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent", p.kernel.name)
+    -- the default stays one CTA a query block of a head of a batch
+    assert.same({ 8, 8, 2 }, assert(a90.plan(problem(), {})).grid)
+    assert.matches("max_ctas caps a persistent grid",
+      H.error_of(function() return a90.plan(problem(), { config = { max_ctas = 3 } }) end))
+    assert.matches("max_ctas is 0", H.error_of(function()
+      return a90.plan(problem(), { config = { persistent = true, max_ctas = 0 } })
+    end))
+    -- cute.lib.attention's plan says so
+    local Q = cute.fake_tensor(cute.bf16, { 2, 1000, 8, 128 }, "row")
+    local lp = cute.lib.attention.plan(Q, Q, Q, nil, { arch = "sm_90a", causal = true,
+      config = { persistent = true } })
+    assert.equal("sm90", lp.kernel_name)
+    assert.matches("persistent: %d+ CTAs .* the last query blocks first", lp.why)
   end)
 
   it("says why it cannot take a problem", function()
@@ -81,6 +125,24 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
+  it("compiles the persistent kernels (each head dimension, causal, varlen) without spills", function()
+    for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 }, { d = 256, right = 0 },
+      { d = 128, varlen = true, right = 0 }, { d = 64, varlen = true }, { d = 128, dtype = cute.f16 } } do
+      local p = assert(a90.plan(problem(o), { config = { persistent = true } }))
+      local h = p.kernel:compile(unpack(p.args))
+      local r = h:resources()[p.kernel.name]
+      assert.equal(0, r.spill_stores, p.kernel.name)
+      assert.equal(0, r.spill_loads, p.kernel.name)
+      assert.equal(0, r.stack, p.kernel.name)
+      local ptx = h:ptx()
+      assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. p.config.bn .. "k16%.f32%.", ptx)
+      assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. o.d .. "k16%.f32%.", ptx)
+      assert.matches("cp%.async%.bulk%.tensor%.4d", ptx)
+      assert.matches("setmaxnreg%.inc%.sync%.aligned%.u32 " .. (p.config.bm == 192 and 160 or 240), ptx)
+      assert.matches("%%nctaid%.x", ptx) -- the tile loop's step
+    end
+  end)
+
   it("SASS: HGMMA for both products, UTMALDG.4D, setmaxnreg (when a disassembler is present)", function()
     local p = assert(a90.plan(problem { d = 128 }, {}))
     local h = p.kernel:compile(unpack(p.args))
@@ -97,4 +159,43 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.matches("USETMAXREG%.TRY_ALLOC%.CTAPOOL UP%d, 0xf0", sass)
     assert.is_nil(sass:find("LDL", 1, true))
   end)
+end)
+
+describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
+  package.path = "tests/spec/attention/?.lua;" .. package.path
+  local C = require "cases"
+  -- each against float64 on sampled rows, O and LSE poisoned first; ctas caps the
+  -- grid so that each CTA walks many tiles
+  local cases = {
+    { name = "head dim 64, S 512", b = 8, sq = 512, sk = 512, hq = 16, d = 64 },
+    { name = "head dim 64, S 512, causal", b = 8, sq = 512, sk = 512, hq = 16, d = 64, causal = true },
+    { name = "head dim 128, S 512, causal", b = 8, sq = 512, sk = 512, hq = 16, d = 128, causal = true },
+    { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
+    { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
+    { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
+    { name = "head dim 64, S 2048, causal, GQA 16:4", b = 2, sq = 2048, sk = 2048, hq = 16, hkv = 4, d = 64,
+      causal = true },
+    { name = "head dim 256, 777 x 2048, causal", b = 1, sq = 777, sk = 2048, hq = 4, d = 256, causal = true },
+    { name = "head dim 128, causal, Sq 3000 > Sk 1000 (masked rows), 7 CTAs", sq = 3000, sk = 1000, hq = 4, d = 128,
+      causal = true, ctas = 7 },
+    { name = "head dim 128, window {256, 0}, 2048, 5 CTAs", sq = 2048, sk = 2048, hq = 8, hkv = 2, d = 128,
+      window = { 256, 0 }, ctas = 5 },
+    { name = "varlen, 5 sequences, causal, head dim 128, 9 CTAs", varlen = { { 0, 1000, 1001, 1500, 3000, 3100 },
+      { 0, 1000, 2100, 2600, 4100, 4300 } }, hq = 4, d = 128, causal = true, ctas = 9, device_offsets = true },
+  }
+  for _, c in ipairs(cases) do
+    it(c.name .. " #gpu", function()
+      local cfg = { persistent = true, max_ctas = c.ctas }
+      c.opts = { causal = c.causal, window = c.window, config = cfg }
+      c.samples = 300
+      local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")
+      local K = cute.fake_tensor(cute.bf16, { 1, 64, c.hkv or c.hq, c.d }, "row")
+      local p = cute.lib.attention.plan(Q, K, K, nil, { causal = c.causal, window = c.window, config = cfg })
+      assert.equal("sm90", p.kernel_name, p.why)
+      assert.matches("persistent", p.why)
+      local r = C.run(c)
+      assert.is_true(r.rows > 0)
+      if c.sq == 3000 then assert.is_true(r.masked_rows > 0) end
+    end)
+  end
 end)

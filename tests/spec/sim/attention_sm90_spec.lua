@@ -2,7 +2,8 @@
 -- SS and RS, warp specialisation, ping-pong) run on the CPU simulator as an sm_90a
 -- device, through cute.lib.attention.forward, against float64 on every row with O
 -- poisoned first: each head dimension, causal, a sliding window, grouped-query
--- heads, Sq ~= Sk (rows that see no key: O = 0, LSE = -inf), varlen, f16.
+-- heads, Sq ~= Sk (rows that see no key: O = 0, LSE = -inf), varlen, f16; and
+-- the persistent grid (config.persistent) on a few CTAs with the same cases.
 local cute = require "cute"
 local H = require "tests.spec.trace.helper"
 
@@ -21,9 +22,17 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local K = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 1)
     local V = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 2)
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
-    local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k }
+    local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k,
+      config = c.ctas and { persistent = true, max_ctas = c.ctas } or nil }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
+    if c.ctas then -- a persistent grid of c.ctas CTAs, each walking several tiles
+      assert.same({ c.ctas, 1, 1 }, p.grid)
+      assert.matches("persistent: " .. c.ctas .. " CTAs", p.why)
+      local tiles = tonumber(p.why:match("walk (%d+) work tiles"))
+      assert.is_true(tiles >= 2 * c.ctas, p.why)
+      assert.equal(c.lpt or false, p.config.lpt)
+    end
     local o, lse = cute.lib.attention.forward(Q, K, V, O, opts)
     local r = cute.testing.check_attention(Q, K, V, o, lse, { causal = c.causal, window = c.window,
       cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, what = c.what })
@@ -41,6 +50,24 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     assert.is_true(r.masked_rows > 0) -- the first 120 rows see no key
     run { b = 1, sq = 260, sk = 260, hq = 2, hkv = 1, d = 64, window = { 50, 10 }, what = "window" }
     run { b = 1, sq = 150, sk = 150, hq = 2, hkv = 2, d = 128, dtype = cute.f16, causal = true, what = "f16" }
+  end)
+
+  -- a persistent grid capped at 2-3 CTAs: each walks several (query block, head,
+  -- batch) tiles, its pipelines' phases and ping-pong turns carried from tile to tile
+  it("a persistent grid: head dimensions 64, 128 and 256, ragged lengths, grouped-query heads", function()
+    run { b = 2, sq = 200, sk = 200, hq = 2, hkv = 1, d = 64, ctas = 3, what = "persistent d64, gqa" }
+    run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, ctas = 2, what = "persistent d128, Sq < Sk" }
+    run { b = 1, sq = 140, sk = 90, hq = 2, hkv = 2, d = 256, ctas = 2, what = "persistent d256, Sq > Sk" }
+  end)
+
+  it("a persistent grid: causal (longest tiles first, tiles that see no key), a window, varlen", function()
+    local r = run { b = 2, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, ctas = 3, lpt = true,
+      what = "persistent causal, Sq > Sk" }
+    assert.is_true(r.masked_rows > 0) -- the first 120 rows see no key: the first query block's tiles none
+    run { b = 1, sq = 260, sk = 260, hq = 2, hkv = 2, d = 64, window = { 50, 10 }, ctas = 2,
+      what = "persistent window" }
+    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
+      causal = true, ctas = 3, lpt = true, what = "persistent varlen" }
   end)
 
   it("variable-length batches (packed sequences)", function()
