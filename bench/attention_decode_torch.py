@@ -20,22 +20,7 @@ except Exception:  # noqa: BLE001
     sys.exit(77)
 if not torch.cuda.is_available():
     sys.exit(77)
-
-
-def median_ms(f, flush, warmup=3, reps=30):
-    """The median of `reps` timed calls of f (CUDA events around each), the L2 flushed before each."""
-    for _ in range(warmup):
-        f()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        start.record()
-        f()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
+from torch_timing import median_ms  # noqa: E402 (bench/, after the checks above)
 
 
 HQ, HKV, D = (int(os.environ.get(k, v)) for k, v in (("HQ", 32), ("HKV", 8), ("D", 128)))
@@ -52,7 +37,7 @@ for arg in sys.argv[1:]:
         try:
             with sdpa_kernel(backend):
                 ms = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True),
-                               FLUSH)
+                               before=FLUSH.zero_)
             print(f"torch {name} {b}:{cache} {ms:.5f}", flush=True)
         except Exception as e:  # noqa: BLE001
             print(f"torch {name} {b}:{cache} unavailable {type(e).__name__}", flush=True)

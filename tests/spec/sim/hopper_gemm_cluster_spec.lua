@@ -8,19 +8,14 @@
 -- models the cluster (DSMEM, remote mbarrier arrivals, multicast TMA) and reports a
 -- hang as a deadlock.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local G = require "cute.lib.gemm"
 local S90 = require "cute.lib.gemm_sm90"
 
 describe("cute.gemm's Hopper kernel in clusters of 2 on the simulator (sm_90a)", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim", { arch = "sm_90a" })
-  end)
-  teardown(function()
-    cute.set_device("sim", { arch = "sm_80" })
-    cute.set_device(old)
-  end)
+  local sim = H.simulator({ arch = "sm_90a" })
+  setup(sim.enter)
+  teardown(sim.leave)
 
   -- cute.gemm of a random M x K by K x N (A and B in layouts al and bl) into a poisoned
   -- C of dtype cdt with the given config; checks the plan (the cluster's kernel, an

@@ -5,18 +5,13 @@
 -- ones, ragged edges, alpha and beta, fused epilogues, grouped GEMMs; the
 -- simulator's checks stay silent on all of them. Outputs are poisoned first.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local G = require "cute.lib.gemm"
 
 describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim", { arch = "sm_90a" })
-  end)
-  teardown(function()
-    cute.set_device("sim", { arch = "sm_80" })
-    cute.set_device(old)
-  end)
+  local sim = H.simulator({ arch = "sm_90a" })
+  setup(sim.enter)
+  teardown(sim.leave)
 
   -- A (M x K) and B (K x N) in the given layouts ("row" or "col"), random; C poisoned.
   local function operands(dt, m, n, k, cdt, al, bl)
