@@ -19,6 +19,7 @@
 -- the MMA form from 3 rows, where SIMT's multiply-adds become the limit).
 local cute = require "cute"
 local common = require "cute.lib.common"
+local err = require "cute._err"
 
 local M = {}
 
@@ -212,14 +213,15 @@ end
 -- mma form (1.6 vs 2.2 TB/s at 16x8192x8192) whatever S and R; the cause is
 -- not found yet (see docs/hopper.md, "Decode"). Opt-in until it wins.
 local function build_wide(cfg, trace_key)
-  local S, R = cfg.steps, cfg.ring
+  local S, R, Q = cfg.steps, cfg.ring, cfg.run or 1
+  assert(S % Q == 0, "gemv's wide form: the steps of a chunk must be a multiple of the steps of a run")
   local KC = 128 * S -- k a chunk
   local LD = KC + 8 -- (a row of the chunk in shared memory, padded)
   local THREADS = WARPS * 32
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
   local dt = cute.dtype.get(cfg.dtype)
   local atom = cute.make_mma_atom(cute.nvgpu.warp.MmaF16BF16Op(dt, cute.f32, { 16, 8, 16 }))
-  local name = "gemv_wide_" .. cfg.dtype .. "_s" .. S .. "r" .. R .. fused
+  local name = "gemv_wide_" .. cfg.dtype .. "_s" .. S .. "r" .. R .. (Q > 1 and ("q" .. Q) or "") .. fused
   return cute.kernel(name, function(A, B, C, alpha, beta, ...)
     local bias = ... -- (cfg.bias: the bias tensor)
     local Mr, K, N = A.layout.shape[1], A.layout.shape[2], B.layout.shape[1]
@@ -230,10 +232,11 @@ local function build_wide(cfg, trace_key)
     local l = cute.block_idx().z
     local bcol = B[{ cute.min(n0 + g, N - 1), cute._, l }]
     local sA = cute.make_smem_tensor(dt, cute.make_layout({ 16, KC, 2 }, { LD, 1, 16 * LD }), 16)
-    -- B's ring: vector v (8 values) of thread tid in slot r; a thread's vectors
-    -- 16 bytes from its neighbours' (no bank conflicts)
-    local sB = cute.make_smem_tensor(dt, cute.make_layout({ 8, THREADS, 4, R },
-      { 1, 8, 8 * THREADS, 8 * THREADS * 4 }), 16)
+    -- B's ring: a slot holds a run of Q steps, vector v (8 values) of thread tid
+    -- at v (4 a step); a thread's vectors 16 bytes from its neighbours' (no bank
+    -- conflicts)
+    local sB = cute.make_smem_tensor(dt, cute.make_layout({ 8, THREADS, 4 * Q, R },
+      { 1, 8, 8 * THREADS, 8 * THREADS * 4 * Q }), 16)
     -- the chunk copy: thread tid moves KC / 16 contiguous k of row tid / 16
     local PER = KC / 16
     local crow = tid / 16
@@ -244,20 +247,24 @@ local function build_wide(cfg, trace_key)
     end
     local chunks = K / KC
     local steps = chunks * S
-    -- the copies of step kt (128 k of this warp's columns; past the last, none read)
-    local function b_issue(kt)
-      local k0 = cute.min(kt, steps - 1) * 128 + t * 8
-      local slot = kt % R
-      for v = 0, 3 do
-        cute.arch.cp_async(sB:ptr_at({ 0, tid, v, slot }), bcol:ptr_at(k0 + 32 * v), 16, "cg",
-          cute.max(cute.min(steps - kt, 1), 0) * 16)
+    local runs = steps / Q
+    -- the copies of run j (Q steps of 128 k of this warp's columns, 256 Q contiguous
+    -- bytes a column; past the last, none read)
+    local function b_issue(j)
+      local k0 = cute.min(j, runs - 1) * (128 * Q) + t * 8
+      local slot = j % R
+      for q = 0, Q - 1 do
+        for v = 0, 3 do
+          cute.arch.cp_async(sB:ptr_at({ 0, tid, 4 * q + v, slot }), bcol:ptr_at(k0 + 128 * q + 32 * v), 16, "cg",
+            cute.max(cute.min(runs - j, 1), 0) * 16)
+        end
       end
       cute.arch.cp_async_commit_group()
     end
     local acc = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
     local function mma(b, a0, a1) mma_step(atom, acc, b, a0, a1) end
     if chunks > 0 then
-      for kt = 0, R - 2 do b_issue(kt) end
+      for j = 0, R - 2 do b_issue(j) end
       a_put(a_fetch(0), 0)
       cute.sync_threads()
     end
@@ -265,13 +272,16 @@ local function build_wide(cfg, trace_key)
       local buf = c % 2
       local nxt = a_fetch(cute.min(c + 1, chunks - 1)) -- (the last chunk fetches itself again: unused)
       for s = 0, S - 1 do
-        local kt = c * S + s
-        b_issue(kt + R - 1)
-        cute.arch.cp_async_wait_group(R - 1)
-        local slot = kt % R
+        local q = s % Q
+        local j = c * (S / Q) + math.floor(s / Q) -- (this step's run)
+        if q == 0 then
+          b_issue(j + R - 1)
+          cute.arch.cp_async_wait_group(R - 1)
+        end
+        local slot = j % R
         local b = {}
         for v = 0, 3 do
-          local x = sB[{ cute._, tid, v, slot }]:load()
+          local x = sB[{ cute._, tid, 4 * q + v, slot }]:load()
           for e = 0, 7 do b[8 * v + e] = x[e] end
         end
         local a0 = common.thread_slice_1d(sA[{ g, cute._, buf }], s, t, 8, 4, 4):load()
@@ -292,7 +302,9 @@ local function build_wide(cfg, trace_key)
     for j = 0, 3 do
       -- value j: row g + 8 (j / 2), column 2 t + j % 2
       local row, n = g + 8 * math.floor(j / 2), n0 + 2 * t + j % 2
-      if row < Mr and n < N then C[{ row, n, l }] = c_value(cfg, C, acc[j + 1].value, alpha, beta, bias, row, n, l) end
+      if row < Mr and n < N then
+        C[{ row, n, l }] = c_value(cfg, C, acc[j + 1].value, alpha, beta, bias, row, n, l)
+      end
     end
   end, { trace_key = trace_key, preprocess = true })
 end
@@ -305,7 +317,8 @@ function M.kernel(cfg)
   local make = cfg.wide and build_wide or cfg.mma and build_mma or build
   if cfg.fn then return make(cfg, nil) end -- (traced per function: no key stands for it)
   local key = {}
-  local fields = { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn", "unroll", "wide", "steps", "ring" }
+  local fields = { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn", "unroll", "wide", "steps", "ring",
+    "run" }
   for i, f in ipairs(fields) do
     key[i] = tostring(cfg[f])
   end
@@ -358,14 +371,18 @@ function M.plan(Av, Bv, Cv, alpha, beta, opts)
   local args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) }
   if bias then args[6] = bias end
   -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "mma", "mma<WN>", "mma<WN>u<UNROLL>",
-  -- or the wide form "mmaw" / "mmaw<STEPS>r<RING>")
+  -- or the wide form "mmaw" / "mmaw<STEPS>r<RING>[q<RUN>]")
   local mode = M.override or os.getenv("CUTELUA_GEMV") or ""
   cfg.mma = mode:match("^mma") ~= nil or (mode ~= "simt" and m > M.SIMT_ROWS) or nil
-  local steps, ring = mode:match("^mmaw(%d*)r?(%d*)$")
+  local steps, ring, run = mode:match("^mmaw(%d*)r?(%d*)q?(%d*)$")
   if steps then
-    steps, ring = tonumber(steps) or 4, tonumber(ring) or 4
+    steps, ring, run = tonumber(steps) or 4, tonumber(ring) or 4, tonumber(run) or 1
+    if steps % run ~= 0 then
+      err.raise("cute.lib.gemv: mode %s: the steps of a chunk (%d) must be a multiple of a run's (%d)", mode, steps,
+        run)
+    end
     -- the wide form: 64 columns a CTA, A through shared memory (build_wide)
-    cfg.mma, cfg.wide, cfg.steps, cfg.ring, cfg.m = true, true, steps, ring, nil
+    cfg.mma, cfg.wide, cfg.steps, cfg.ring, cfg.run, cfg.m = true, true, steps, ring, run > 1 and run or nil, nil
     return { kernel = M.kernel(cfg), args = args, grid = { math.ceil(n / (8 * WARPS)), 1, batch },
       block = WARPS * 32, config = cfg }
   end

@@ -691,7 +691,7 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     if not need_sm90() then return end
     local gemv = require "cute.lib.gemv"
     finally(function() gemv.override = nil end)
-    for _, mode in ipairs { "mmaw4r4", "mmaw2r8", "mmaw4r8" } do
+    for _, mode in ipairs { "mmaw4r4", "mmaw2r8", "mmaw4r3q2" } do
       gemv.override = mode
       check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000, want = "gemv" })
       check(cute.bf16, 11, 1000, 1096, { c_dtype = cute.f32, samples = 2000, want = "gemv" }) -- (ragged N, K's tail)

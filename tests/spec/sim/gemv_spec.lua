@@ -31,7 +31,7 @@ describe("cute.lib.gemv (on the simulator)", function()
     local gemv = require "cute.lib.gemv"
     finally(function() gemv.override = nil end)
     local seed = os.time() % 1000 + 7
-    for _, mode in ipairs { "mma", "mma1", "mma2", "mma4", "mma8", "mmaw1r2", "mmaw2r5" } do
+    for _, mode in ipairs { "mma", "mma1", "mma2", "mma4", "mma8", "mmaw1r2", "mmaw2r5", "mmaw2r3q2" } do
       gemv.override = mode
       for _, c in ipairs { { 16, 1040, 70, 1 }, { 9, 1000, 33, 1 }, { 12, 24, 17, 1 }, { 1, 520, 20, 2 } } do
         local m, k, n, L = c[1], c[2], c[3], c[4]
