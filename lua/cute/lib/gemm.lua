@@ -772,6 +772,23 @@ local function launch_cached(A, B, C, opts, extra, make_plan)
   return p
 end
 
+--- A function that launches a plan (M.plan's) as cute.gemm does: its kernel,
+-- then, for a split-K plan, the reduction of the k-slices (plan.reduce).
+-- @param p the plan
+-- @param stream optional: a cute.Stream
+-- @return a function() that launches it
+-- @usage local run = cute.lib.gemm.launcher(cute.lib.gemm.plan(A, B, C, opts)); run()
+function M.launcher(p, stream)
+  local k = p.kernel { grid = p.grid, block = p.block, stream = stream }
+  local r = p.reduce
+  local rk = r and r.kernel { grid = r.grid, block = r.block, stream = stream }
+  local args = p.args
+  return function()
+    k(unpack(args))
+    if rk then rk(unpack(r.args)) end
+  end
+end
+
 -- C = alpha * A @ B + beta * C on device tensors (M.gemm)
 local function host_gemm(A, B, C, opts)
   local p = launch_cached(A, B, C, opts, nil, function() return (M.plan(A, B, C, opts)) end)
