@@ -16,6 +16,7 @@
 --   SPLITK=4 cutelua bench/gemm_sm90_probe.lua [MxNxK ...]   split-K (opts.config.split_k = 4, the tile as above,
 --                                                    the heuristic's without SM90) timed next to the default plan
 --                                                    and cuBLAS in the same run; sizes default to 128x8192x8192
+--   AUTO_SPLITK=1 cutelua bench/gemm_sm90_probe.lua  the default plan with gemm_sm90.AUTO_SPLIT_K on
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -55,6 +56,8 @@ if cl and cl ~= "" and cl ~= "none" and cl ~= "1x1" then
   opts.config.cluster = { tonumber(cm), tonumber(cn) }
 end
 
+-- AUTO_SPLITK=1: cute.lib.gemm_sm90.AUTO_SPLIT_K on (the default plan may then split K)
+if os.getenv("AUTO_SPLITK") == "1" then require("cute.lib.gemm_sm90").AUTO_SPLIT_K = true end
 -- SPLITK: the same options with opts.config.split_k (the tile of SM90 if given)
 local split_opts = nil
 if splitk then
@@ -84,9 +87,8 @@ for _, s in ipairs(sizes) do
   local chk = cute.testing.check_gemm(A, B, C, { samples = 500 })
   print(string.format("  checked %d entries against float64, max relative error %.2e", chk.checked, chk.max_rel))
   local rg = cute.bench(function() cute.gemm(A, B, C, opts) end, { flops = flops })
-  local launch = p.kernel { grid = p.grid, block = p.block }
-  local args = p.args
-  local rk = cute.bench(function() launch(unpack(args)) end, { flops = flops })
+  local launch = G.launcher(p) -- (a split-K plan: both kernels)
+  local rk = cute.bench(launch, { flops = flops })
   print(string.format("  cute.gemm  %7.1f TFLOP/s", rg.tflops))
   print(string.format("  kernel     %7.1f TFLOP/s", rk.tflops))
   if nocluster then
@@ -94,7 +96,7 @@ for _, s in ipairs(sizes) do
     local launch0, args0 = p0.kernel { grid = p0.grid, block = p0.block }, p0.args
     launch0(unpack(args0)) -- (compiled before timing)
     local r0 = cute.bench(function() launch0(unpack(args0)) end, { flops = flops })
-    local r1 = cute.bench(function() launch(unpack(args)) end, { flops = flops })
+    local r1 = cute.bench(launch, { flops = flops })
     print(string.format("  no cluster %7.1f TFLOP/s (%s, grid %d); in clusters again %.1f: ratio cluster / none %.3f",
       r0.tflops, p0.kernel.name, p0.grid[1], r1.tflops, r1.tflops / r0.tflops))
   end
@@ -110,7 +112,7 @@ for _, s in ipairs(sizes) do
     local chk2 = cute.testing.check_gemm(A, B, C, { samples = 500 })
     print(string.format("  split-K checked %d entries against float64, max relative error %.2e", chk2.checked,
       chk2.max_rel))
-    local r0 = cute.bench(function() launch(unpack(args)) end, { flops = flops })
+    local r0 = cute.bench(launch, { flops = flops })
     local r1 = cute.bench(run, { flops = flops })
     print(string.format("  split-K %d %7.1f TFLOP/s (both kernels); default kernel again %.1f: ratio split / "
       .. "default %.3f", ps.config.split_k or 1, r1.tflops, r0.tflops, r1.tflops / r0.tflops))

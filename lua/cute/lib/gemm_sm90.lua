@@ -1152,6 +1152,16 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
   M.check_cluster(cfg, opts.group_offsets ~= nil)
   M.check_split_k(cfg, opts.group_offsets ~= nil)
+  local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
+  local sms = sm_count()
+  -- the automatic split-K (M.AUTO_SPLIT_K) weighs the widest tile: where its tiles
+  -- are few and K long, 128 x 256 tiles in k-slices rather than the heuristic's
+  -- narrower tiles
+  local auto = M.AUTO_SPLIT_K and not opts.group_offsets and cfg.cluster == nil and cfg.schedule ~= "pingpong"
+  if auto and cfg.split_k == nil and not tile_given and (source == "heuristic" or source == "default")
+    and M.auto_split_k(m, n, k, batch, 256, bk, sms) then
+    cfg.bn, cfg.stages = 256, 4
+  end
   -- 2 consumer warpgroups (the register split 40 / 232 is for 384 threads),
   -- one 128B swizzle row of K, one TMA box of B (at most 256 rows)
   if cfg.schedule ~= nil and cfg.schedule ~= "cooperative" and cfg.schedule ~= "pingpong" then
@@ -1178,12 +1188,9 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   if INPUTS[name].acc == "i32" and (alpha % 1 ~= 0 or beta % 1 ~= 0) then
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
-  local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
   local bias = M.fused_config(cfg, opts, m, n, INPUTS[name].acc == "i32")
-  local sms = sm_count()
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
-  local split_why = M.split_k_config(cfg, m, n, k, batch, tiles, sms,
-    M.AUTO_SPLIT_K and not opts.group_offsets and cfg.cluster == nil and cfg.schedule ~= "pingpong")
+  local split_why = M.split_k_config(cfg, m, n, k, batch, tiles, sms, auto)
   -- the epilogue through shared memory and TMA stores: a 16-bit C with unit
   -- stride along N (TMA's rules for the rest), not read (beta 0), one matrix
   -- a problem (a grouped problem's rows end inside C, where TMA would not clip)

@@ -466,6 +466,14 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.equal(16, S90.auto_split_k(128, 1024, 8192, 1, 256, 64, 132)) -- 4 tiles: at most 16
     assert.is_nil(S90.auto_split_k(4096, 4096, 4096, 1, 256, 64, 132)) -- enough tiles
     assert.is_nil(S90.auto_split_k(128, 8192, 960, 1, 256, 64, 132)) -- a short K (15 k-tiles)
+    -- on: the heuristic's tile gives way to 128 x 256 tiles in k-slices
+    S90.AUTO_SPLIT_K = true
+    local ok, pa = pcall(G.plan, A, B, C, { arch = "sm_90a" })
+    S90.AUTO_SPLIT_K = false
+    assert(ok, pa)
+    assert.equal(256, pa.config.bn)
+    assert.matches("; split%-K 4 %(automatic%): 32 tiles x 4 k%-slices of 32 k%-tiles over 132 SMs$", pa.why)
+    assert.equal("gemm_sm90_splitk_reduce", pa.reduce.kernel.name)
     local function refused(config, grouped)
       local ok, msg
       if grouped then
