@@ -13,12 +13,28 @@
 --   CLUSTER=2x1 cutelua bench/gemm_sm90_probe.lua    clusters of 2 (2x1: a pair of vertically adjacent tiles
 --                                                    shares B, 1x2: A; TMA multicast), and the same tile without
 --                                                    a cluster timed in the same run ("none" or 1x1: no cluster)
+--   SPLITK=4 cutelua bench/gemm_sm90_probe.lua [MxNxK ...]   split-K (opts.config.split_k = 4, the tile as above,
+--                                                    the heuristic's without SM90) timed next to the default plan
+--                                                    and cuBLAS in the same run; sizes default to 128x8192x8192
+--   AUTO_SPLITK=1 cutelua bench/gemm_sm90_probe.lua  the default plan with gemm_sm90.AUTO_SPLIT_K on
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
+-- sizes: N (N x N x N) or MxNxK
 local sizes = {}
-for i = 1, #arg do sizes[#sizes + 1] = tonumber(arg[i]) end
-if #sizes == 0 then sizes = { 4096, 8192 } end
+for i = 1, #arg do
+  local m, n, k = arg[i]:match("^(%d+)x(%d+)x(%d+)$")
+  if m then
+    sizes[#sizes + 1] = { tonumber(m), tonumber(n), tonumber(k) }
+  elseif tonumber(arg[i]) then
+    local s = tonumber(arg[i])
+    sizes[#sizes + 1] = { s, s, s }
+  else
+    error("a size is N or MxNxK, got " .. arg[i])
+  end
+end
+local splitk = tonumber(os.getenv("SPLITK") or "")
+if #sizes == 0 then sizes = splitk and { { 128, 8192, 8192 } } or { { 4096, 4096, 4096 }, { 8192, 8192, 8192 } } end
 local opts = { kernel = os.getenv("KERNEL") }
 local dt = cute[os.getenv("DTYPE") or "bf16"]
 if os.getenv("TMA_STORE") == "0" then opts.tma_store = false end -- the register epilogue, for comparison
@@ -40,12 +56,22 @@ if cl and cl ~= "" and cl ~= "none" and cl ~= "1x1" then
   opts.config.cluster = { tonumber(cm), tonumber(cn) }
 end
 
+-- AUTO_SPLITK=1: cute.lib.gemm_sm90.AUTO_SPLIT_K on (the default plan may then split K)
+if os.getenv("AUTO_SPLITK") == "1" then require("cute.lib.gemm_sm90").AUTO_SPLIT_K = true end
+-- SPLITK: the same options with opts.config.split_k (the tile of SM90 if given)
+local split_opts = nil
+if splitk then
+  split_opts = { kernel = "sm90", tma_store = opts.tma_store, config = { split_k = splitk } }
+  for k, v in pairs(opts.kernel == "sm90" and opts.config or {}) do split_opts.config[k] = v end
+end
+
 local info = cute.device_info()
 print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1], info.compute_capability[2],
   info.sm_count))
 for _, s in ipairs(sizes) do
-  local m, n, k = s, s, s
+  local m, n, k = s[1], s[2], s[3]
   local flops = 2 * m * n * k
+  local split_tflops = nil
   local A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 1)
   local B = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2)
   local C = cute.tensor(cute.bf16, { m, n }, "row")
@@ -61,9 +87,8 @@ for _, s in ipairs(sizes) do
   local chk = cute.testing.check_gemm(A, B, C, { samples = 500 })
   print(string.format("  checked %d entries against float64, max relative error %.2e", chk.checked, chk.max_rel))
   local rg = cute.bench(function() cute.gemm(A, B, C, opts) end, { flops = flops })
-  local launch = p.kernel { grid = p.grid, block = p.block }
-  local args = p.args
-  local rk = cute.bench(function() launch(unpack(args)) end, { flops = flops })
+  local launch = G.launcher(p) -- (a split-K plan: both kernels)
+  local rk = cute.bench(launch, { flops = flops })
   print(string.format("  cute.gemm  %7.1f TFLOP/s", rg.tflops))
   print(string.format("  kernel     %7.1f TFLOP/s", rk.tflops))
   if nocluster then
@@ -71,9 +96,27 @@ for _, s in ipairs(sizes) do
     local launch0, args0 = p0.kernel { grid = p0.grid, block = p0.block }, p0.args
     launch0(unpack(args0)) -- (compiled before timing)
     local r0 = cute.bench(function() launch0(unpack(args0)) end, { flops = flops })
-    local r1 = cute.bench(function() launch(unpack(args)) end, { flops = flops })
+    local r1 = cute.bench(launch, { flops = flops })
     print(string.format("  no cluster %7.1f TFLOP/s (%s, grid %d); in clusters again %.1f: ratio cluster / none %.3f",
       r0.tflops, p0.kernel.name, p0.grid[1], r1.tflops, r1.tflops / r0.tflops))
+  end
+  if split_opts then
+    local ps = G.plan(A, B, C, split_opts)
+    print(string.format("  split-K plan: %s; %s grid %d + %s grid %d, workspace %.1f MiB", ps.why, ps.kernel.name,
+      ps.grid[1], ps.reduce and ps.reduce.kernel.name or "(no reduction)", ps.reduce and ps.reduce.grid[1] or 0,
+      ps.workspace and ps.workspace:nbytes() / 2 ^ 20 or 0))
+    local run = G.launcher(ps)
+    C:fill(0 / 0)
+    run()
+    cute.synchronize()
+    local chk2 = cute.testing.check_gemm(A, B, C, { samples = 500 })
+    print(string.format("  split-K checked %d entries against float64, max relative error %.2e", chk2.checked,
+      chk2.max_rel))
+    local r0 = cute.bench(launch, { flops = flops })
+    local r1 = cute.bench(run, { flops = flops })
+    print(string.format("  split-K %d %7.1f TFLOP/s (both kernels); default kernel again %.1f: ratio split / "
+      .. "default %.3f", ps.config.split_k or 1, r1.tflops, r0.tflops, r1.tflops / r0.tflops))
+    split_tflops = r1.tflops
   end
   if dt == cute.bf16 then
     local rb = cute.bench(function()
@@ -83,6 +126,7 @@ for _, s in ipairs(sizes) do
     print(string.format("  cuBLAS     %7.1f TFLOP/s", rb.tflops))
     print(string.format("  ratio cute.gemm / cuBLAS %.3f (kernel alone %.3f)", rg.tflops / rb.tflops,
       rk.tflops / rb.tflops))
+    if split_tflops then print(string.format("  ratio split-K / cuBLAS %.3f", split_tflops / rb.tflops)) end
   end
   A:free(); B:free(); C:free()
 end

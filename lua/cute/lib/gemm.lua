@@ -627,6 +627,7 @@ function M.plan(A, B, C, opts)
     p.why = why .. string.format("; tile %dx%dx%d, %d stages, group %d (%s)%s", p.config.bm, p.config.bn,
       p.config.bk, p.config.stages, p.config.group, p.config_source, cl and string.format(
         "; cluster %dx%d (the pair shares %s: TMA multicast)", cl[1], cl[2], cl[1] == 2 and "B" or "A") or "")
+      .. (p.split_why and ("; " .. p.split_why) or "")
     return p, opts
   end
   if opts.bias ~= nil or opts.activation ~= nil or opts.epilogue ~= nil or opts.bias_mode ~= nil then
@@ -744,6 +745,8 @@ local function launch_cached(A, B, C, opts, extra, make_plan)
   if not p then
     p = make_plan()
     p.launcher = p.kernel { grid = p.grid, block = p.block }
+    -- split-K: the reduction of the k-slices after the GEMM kernel (the plan keeps the workspace)
+    if p.reduce then p.reduce_launcher = p.reduce.kernel { grid = p.reduce.grid, block = p.reduce.block } end
     if key then
       byB = plan_cache[A] or setmetatable({}, { __mode = "k" })
       plan_cache[A] = byB
@@ -753,16 +756,37 @@ local function launch_cached(A, B, C, opts, extra, make_plan)
       byC[C] = byO
       -- (the cached plan must not hold C: a weak key its own value reaches is
       -- never collected in LuaJIT, which has no ephemerons)
-      byO[key] = { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block, launcher = p.launcher }
+      byO[key] = { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block, launcher = p.launcher,
+        reduce = p.reduce, reduce_launcher = p.reduce_launcher, workspace = p.workspace }
     end
   end
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
   if opts and opts.stream then
     p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(unpack(p.args))
+    local r = p.reduce
+    if r then r.kernel { grid = r.grid, block = r.block, stream = opts.stream }(unpack(r.args)) end
   else
     p.launcher(unpack(p.args))
+    if p.reduce then p.reduce_launcher(unpack(p.reduce.args)) end
   end
   return p
+end
+
+--- A function that launches a plan (M.plan's) as cute.gemm does: its kernel,
+-- then, for a split-K plan, the reduction of the k-slices (plan.reduce).
+-- @param p the plan
+-- @param stream optional: a cute.Stream
+-- @return a function() that launches it
+-- @usage local run = cute.lib.gemm.launcher(cute.lib.gemm.plan(A, B, C, opts)); run()
+function M.launcher(p, stream)
+  local k = p.kernel { grid = p.grid, block = p.block, stream = stream }
+  local r = p.reduce
+  local rk = r and r.kernel { grid = r.grid, block = r.block, stream = stream }
+  local args = p.args
+  return function()
+    k(unpack(args))
+    if rk then rk(unpack(r.args)) end
+  end
 end
 
 -- C = alpha * A @ B + beta * C on device tensors (M.gemm)
@@ -862,7 +886,7 @@ end
 -- scales, folded into alpha), stream, kernel ("sm80" or "sm90" forces one),
 -- arch ("sm_90a": plan for Hopper without a GPU), config (the tile: for the
 -- sm_80 kernel M.pick's bm, bn, bk, stages, wm, wn; for gemm_sm90 bn, stages,
--- group), tune (true: time gemm_sm90's tiles once and cache the winner;
+-- group, schedule, cluster, split_k), tune (true: time gemm_sm90's tiles once and cache the winner;
 -- docs/autotune.md), and the Hopper kernel's fused epilogue: bias (a device
 -- tensor, one value a column, or a row with bias_mode = "row"), activation
 -- ("relu", "gelu", "gelu_tanh", "silu") and epilogue (a function(v, m, n, l)

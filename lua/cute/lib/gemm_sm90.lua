@@ -31,6 +31,12 @@
 --     tiles that share B or A; each CTA loads half of the shared operand's
 --     stage with a multicast TMA load into both, and a stage is released to
 --     the producers of both CTAs (see build() and M.cluster_tile_coords).
+--   * cfg.split_k = S (split-K, for problems of few tiles and long K): the
+--     work units are (tile, k-slice) pairs, slice s the k-tiles [s per, min((s
+--     + 1) per, ktiles)) (per = ceil(ktiles / S), no slice empty); a unit's
+--     consumers store their raw accumulators into slice s of a workspace (S x
+--     M x N x L, the accumulator's dtype) and a second kernel
+--     (M.reduce_kernel) sums the slices and applies the whole epilogue.
 --
 -- TMA zero-fills what lies outside the matrices (and still completes the full
 -- byte count), so ragged M, N and K need no predicates in the main loop.
@@ -75,6 +81,26 @@ function M.pick_config(m, n, k, l, name, sms)
   local stage_bytes = (128 + best) * 128
   local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / stage_bytes)
   return { bm = 128, bn = best, stages = math.min(fit, best == 256 and 4 or 8) }
+end
+
+-- Automatic split-K (M.plan, when opts.config gives no split_k): off until
+-- it is measured on a GPU; opts.config.split_k = S asks for it explicitly.
+M.AUTO_SPLIT_K = false
+
+--- The split-K the automatic choice (M.AUTO_SPLIT_K) takes for an M x N x K
+-- (x L) problem with BN-wide tiles and k-tiles of `bk` on `sms` SMs: when the
+-- tiles are fewer than half the SMs and K has at least 16 k-tiles, S k-slices
+-- such that tiles x S is about the SMs (at most 16, at least 8 k-tiles a
+-- slice); nil otherwise.
+-- @return S (2 to 16) or nil
+-- @usage M.auto_split_k(128, 8192, 8192, 1, 256, 64, 132) -- 4
+function M.auto_split_k(m, n, k, l, bn, bk, sms)
+  sms = sms or sm_count()
+  local tiles = math.ceil(m / 128) * math.ceil(n / bn) * (l or 1)
+  local ktiles = math.ceil(k / bk)
+  if tiles * 2 > sms or ktiles < 16 then return nil end
+  local s = math.min(16, math.floor(sms / tiles), math.floor(ktiles / 8))
+  return s >= 2 and s or nil
 end
 
 -- TMA LOAD (swap point): a 3-d tiled TMA load of the box at (x, y, z) of the
@@ -217,6 +243,10 @@ local function build(cfg, trace_key)
   local tx_bytes = (stage_a + stage_b) * ta.bytes
   local _ = cute._
 
+  -- cfg.split: a split-K unit's raw accumulators into the workspace (C is then the
+  -- workspace (M, N, L x S) and the extra argument the slices S; M.plan leaves no
+  -- fused part, beta or TMA store in such a configuration)
+  local SPLIT = cfg.split
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
   local GROUPS = cfg.groups -- grouped: the number of problems (experts)
   local TSTORE = cfg.tma_store -- the epilogue through shared memory and TMA stores
@@ -224,11 +254,12 @@ local function build(cfg, trace_key)
   if PP then fused = fused .. "_pingpong" end
   if GROUPS then fused = "_grouped" .. fused end
   if CL then fused = fused .. "_cluster" .. CL[1] .. "x" .. CL[2] end
+  if SPLIT then fused = fused .. "_splitk" end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
       -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
       -- and first tiles (GROUPS + 1); then the bias when cfg.bias; then C's TMA
-      -- descriptor when cfg.tma_store
+      -- descriptor when cfg.tma_store; split-K: the k-slices S alone
       local extra = { ... }
       local offsets, tstart = nil, nil
       local nx = 1
@@ -236,8 +267,10 @@ local function build(cfg, trace_key)
       local bias, descC = nil, nil
       if cfg.bias then bias, nx = extra[nx], nx + 1 end
       if TSTORE then descC = extra[nx] end
+      local SK = SPLIT and extra[1] or nil
       cute.launch_bounds(threads, 1)
       local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
+      if SPLIT then L = L / SK end -- the workspace's batches: slice s of batch l at s L + l
       local tid = cute.thread_idx().x
       local wgi = tid / 128
       local smem = cute.smem_allocator()
@@ -264,10 +297,25 @@ local function build(cfg, trace_key)
         rank = cute.block_rank_in_cluster()
       end
       local ktiles = (K + (BK - 1)) / BK
+      -- split-K: unit u is k-slice u % SK of tile u / SK; a slice is `kper` k-tiles (the
+      -- last one fewer; M.plan picks S so that none is empty)
+      local kper = nil
+      if SPLIT then
+        total = total * SK
+        kper = (ktiles + (SK - 1)) / SK
+      end
       -- tile t -> {bm, bn: the tile in its problem; a_row, b_row: the first rows of
       -- its A and B boxes; a_l, b_l: their batches; l: C's batch; row0, rows: the
-      -- problem's first row in C and its rows}
+      -- problem's first row in C and its rows; kt0, nk: its first k-tile and k-tiles;
+      -- ks: its k-slice (split-K)}
       local function coords(t)
+        if SPLIT then
+          local ks, tt = t % SK, t / SK
+          local bm, bn, l = M.tile_coords(tt, tiles_m, tiles_n, GROUP)
+          local kt0 = ks * kper
+          return { bm = bm, bn = bn, a_row = bm * BM, b_row = bn * BN, a_l = l, b_l = l, l = l, row0 = 0, rows = Mr,
+            kt0 = kt0, nk = imin(kper, ktiles - kt0), ks = ks }
+        end
         if not GROUPS then
           local bm, bn, l
           if CL then
@@ -275,7 +323,8 @@ local function build(cfg, trace_key)
           else
             bm, bn, l = M.tile_coords(t, tiles_m, tiles_n, GROUP)
           end
-          return { bm = bm, bn = bn, a_row = bm * BM, b_row = bn * BN, a_l = l, b_l = l, l = l, row0 = 0, rows = Mr }
+          return { bm = bm, bn = bn, a_row = bm * BM, b_row = bn * BN, a_l = l, b_l = l, l = l, row0 = 0, rows = Mr,
+            kt0 = 0, nk = ktiles }
         end
         -- grouped: problem e is the last whose first tile is at or before t (the
         -- problems without rows have no tiles, and never the last such one)
@@ -288,7 +337,7 @@ local function build(cfg, trace_key)
         local rows = offsets[g + 1] - row0
         local bm, bn = M.tile_coords(t - tstart[g], (rows + (BM - 1)) / BM, tiles_n, GROUP)
         return { bm = bm, bn = bn, a_row = row0 + bm * BM, b_row = bn * BN, a_l = 0, b_l = g, l = 0, row0 = row0,
-          rows = rows }
+          rows = rows, kt0 = 0, nk = ktiles }
       end
       local first, step = cute.block_idx().x, cute.grid_dim().x
       if CL then first, step = first / 2, step / 2 end -- the cluster's index, the clusters
@@ -324,7 +373,8 @@ local function build(cfg, trace_key)
           local ps = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
           for t in cute.range(first, total, step) do
             local tc = coords(t)
-            for kt in cute.range(ktiles) do
+            for j in cute.range(tc.nk) do
+              local kt = SPLIT and tc.kt0 + j or j
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
               local s = ps.index
@@ -412,7 +462,7 @@ local function build(cfg, trace_key)
           pipe:consumer_wait(cs)
           batch(cs.index, true)
           cs:advance()
-          for _ in cute.range(1, ktiles) do
+          for _ in cute.range(1, tc.nk) do
             pipe:consumer_wait(cs)
             batch(cs.index, false)
             A.warpgroup_wait_group(1) -- the previous batch is done, this one in flight
@@ -429,25 +479,17 @@ local function build(cfg, trace_key)
 
           -- the epilogue: alpha acc + beta C in C's dtype, straight from the registers
           local function epilogue()
-            local Cl = C[{ _, _, l }]
+            local Cl = SPLIT and C[{ _, _, tc.ks * L + l }] or C[{ _, _, l }]
             if GROUPS then -- the problem's rows of C
               Cl = cute.make_tensor(Cl:ptr_at({ tc.row0, 0 }), cute.make_layout({ tc.rows, Nr }, Cl.layout.stride))
             end
             local gC = cute.local_tile(Cl, { BM, BN }, { bm, bn })
             local tCgC = thr:partition_C(gC)
             local function value(i, old)
-              local v
-              if tacc.is_integer then -- integer alpha and beta (plan checks), in i32
-                v = acc[i] * alpha:to(tacc)
-                if cfg.beta then v = v + old:to(tacc) * beta:to(tacc) end
-              else
-                v = acc[i] * alpha
-                if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
-              end
-              if cfg.bias or cfg.act or cfg.fn then
-                v = M.fused(cfg, v, bias, tc.row0 + bm * BM + tCcC[i][1], bn * BN + tCcC[i][2], l)
-              end
-              return v:to(C.dtype)
+              if SPLIT then return acc[i] end -- the raw partial sum (the reduction does the rest)
+              return M.epilogue_value(cfg, tacc, acc[i], old, alpha, beta, bias, function()
+                return tc.row0 + bm * BM + tCcC[i][1], bn * BN + tCcC[i][2]
+              end, l, C.dtype)
             end
             if TSTORE then
               store_tile(value, bm, bn, l)
@@ -486,8 +528,8 @@ local function build(cfg, trace_key)
           -- the main loops in turns (named barriers 1 and 2: a warpgroup waits on its
           -- own before a tile's first MMA; the other arrives on it after issuing its
           -- tile's last); the stages of the tiles it leaves to the other are skipped
-          local function skip(st)
-            local tot = st._index.value + ktiles
+          local function skip(st, nk)
+            local tot = st._index.value + nk
             st._phase.value = st._phase.value:bxor((tot / STAGES) % 2)
             st._index.value = tot % STAGES
           end
@@ -497,8 +539,9 @@ local function build(cfg, trace_key)
               cute.barrier(1 + me, consumers)
               tile(t)
             else
-              skip(cs)
-              skip(rs)
+              local nk = SPLIT and coords(t).nk or ktiles
+              skip(cs, nk)
+              skip(rs, nk)
             end
           end
         else
@@ -532,7 +575,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major", "groups", "tma_store", "schedule" } do
+    "b_major", "groups", "tma_store", "schedule", "split" } do
     key[#key + 1] = tostring(cfg[k])
   end
   if cfg.cluster then key[#key + 1] = "cluster" .. cfg.cluster[1] .. "x" .. cfg.cluster[2] end
@@ -598,6 +641,106 @@ function M.fused(cfg, v, bias, m, n, l)
     v = r
   end
   return v
+end
+
+--- The epilogue's value of one element of C: alpha x (the accumulator's
+-- dtype `tacc`: f32, or i32 with integer alpha and beta) + beta x old (C's
+-- value, when cfg.beta), then the fused parts (M.fused), in `out`, C's dtype.
+-- Shared by the GEMM's epilogue and the split-K reduction.
+-- @param cfg the kernel's configuration (beta, bias, act, fn)
+-- @param tacc the accumulator's dtype
+-- @param x the accumulated value
+-- @param old C's value (read when cfg.beta), or nil
+-- @param alpha the f32 alpha (a kernel argument)
+-- @param beta the f32 beta (a kernel argument)
+-- @param bias the bias tensor or nil
+-- @param at a function returning the element's row and column in C (called only for fused parts)
+-- @param l the batch
+-- @param out C's dtype
+-- @return the value to store
+-- @usage C[{ m, n, l }] = M.epilogue_value(cfg, cute.f32, s, nil, alpha, beta, nil, function() return m, n end, l,
+--   C.dtype)
+function M.epilogue_value(cfg, tacc, x, old, alpha, beta, bias, at, l, out)
+  local v
+  if tacc.is_integer then -- integer alpha and beta (plan checks), in i32
+    v = x * alpha:to(tacc)
+    if cfg.beta then v = v + old:to(tacc) * beta:to(tacc) end
+  else
+    v = x * alpha
+    if cfg.beta then v = cute.fma(beta, old:to(cute.f32), v) end
+  end
+  if cfg.bias or cfg.act or cfg.fn then
+    local m, n = at()
+    v = M.fused(cfg, v, bias, m, n, l)
+  end
+  return v:to(out)
+end
+
+-- ---------------------------------------------------------------------------
+-- Split-K: the reduction of the k-slices' partial sums
+
+-- The reduction's block (threads) and the elements a thread takes at most
+-- (the grid covers the output in that many passes of a grid-stride loop).
+M.REDUCE_THREADS = 256
+M.REDUCE_PER_THREAD = 4
+
+local function build_reduce(cfg, trace_key)
+  local tacc = cute.dtype.get(cfg.acc)
+  local T = M.REDUCE_THREADS
+  local fused = (cfg.beta and "_beta" or "") .. (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "")
+    .. (cfg.fn and "_epilogue" or "")
+  return cute.kernel("gemm_sm90_splitk_reduce" .. fused, function(W, C, SK, alpha, beta, ...)
+    -- W: the workspace (M, N, L x SK), slice s of batch l at s L + l; C (M, N, L); the
+    -- bias after beta when cfg.bias
+    local extra = { ... }
+    local bias = cfg.bias and extra[1] or nil
+    cute.launch_bounds(T, 1)
+    local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
+    local total = Mr * Nr * L
+    -- element e of C in (N, M, L) order: consecutive threads read consecutive
+    -- columns of each slice (the workspace's rows are contiguous)
+    for e in cute.range(cute.block_idx().x * T + cute.thread_idx().x, total, cute.grid_dim().x * T) do
+      local n = e % Nr
+      local r = e / Nr
+      local m = r % Mr
+      local l = r / Mr
+      local sum = cute.var(tacc, W[{ m, n, l }])
+      for s in cute.range(1, SK) do sum.value = sum.value + W[{ m, n, s * L + l }] end
+      local old = cfg.beta and C[{ m, n, l }] or nil
+      C[{ m, n, l }] = M.epilogue_value(cfg, tacc, sum.value, old, alpha, beta, bias, function() return m, n end, l,
+        C.dtype)
+    end
+  end, { arch = "sm_90a", trace_key = trace_key, preprocess = true })
+end
+
+local reduce_kernels = {}
+local fn_reduce_kernels = setmetatable({}, { __mode = "k" })
+
+--- The split-K reduction for a configuration {acc (the workspace's dtype:
+-- "f32" or "i32"), beta, bias, bias_dtype, act, fn}: a kernel(W, C, S, alpha,
+-- beta[, bias]) that sums the S slices of the workspace W (M, N, L x S) and
+-- stores the epilogue's value (M.epilogue_value) in C (M, N, L); M.REDUCE_THREADS
+-- threads a block, one element of C at a time, coalesced along N. Cached by
+-- its key (per user function, weakly, as M.kernel).
+-- @param cfg the configuration
+-- @return the kernel
+-- @usage local k = M.reduce_kernel({ acc = "f32", beta = false })
+function M.reduce_kernel(cfg)
+  local key = {}
+  for _, k in ipairs { "acc", "beta", "bias", "bias_dtype", "act" } do key[#key + 1] = tostring(cfg[k]) end
+  local cache = reduce_kernels
+  if cfg.fn then
+    cache = fn_reduce_kernels[cfg.fn] or {}
+    fn_reduce_kernels[cfg.fn] = cache
+  end
+  key = table.concat(key, ",")
+  local k = cache[key]
+  if not k then
+    -- (no trace key with a user function: see M.kernel)
+    k = build_reduce(cfg, not cfg.fn and ("cute.lib.gemm_sm90.reduce:" .. key) or nil)
+    cache[key] = k
+  end
+  return k
 end
 
 --- The contiguous mode of an operand view (rows, K, L) from its strides:
@@ -893,6 +1036,99 @@ function M.check_cluster(cfg, grouped)
   cfg.cluster = { cm, cn }
 end
 
+--- Checks cfg.split_k (opts.config.split_k): nil, or a whole number from 1 to
+-- 64 (1: no split); a grouped GEMM or a cluster takes none above 1.
+-- @param cfg the configuration being planned
+-- @param grouped whether the GEMM is grouped
+-- @usage M.check_split_k(cfg, false)
+function M.check_split_k(cfg, grouped)
+  local sk = cfg.split_k
+  if sk == nil then return end
+  if type(sk) ~= "number" or sk % 1 ~= 0 or sk < 1 or sk > 64 then
+    err.raise("cute.gemm: gemm_sm90's split_k is a whole number from 1 to 64 (the k-slices each tile's K is split "
+      .. "into; 1: none), got %s", tostring(sk))
+  end
+  if sk == 1 then
+    cfg.split_k = false -- (no split, and no automatic one either)
+    return
+  end
+  if grouped then
+    err.raise("cute.gemm: a grouped GEMM does not split K (its problems' tiles are walked one after the other); "
+      .. "leave opts.config.split_k at 1, got %d", sk)
+  end
+  if cfg.cluster then
+    err.raise("cute.gemm: split_k does not run in clusters (the pair scheduler walks whole tiles); take split_k = %d "
+      .. "or cluster {%d, %d}, not both", sk, cfg.cluster[1], cfg.cluster[2])
+  end
+end
+
+--- The split-K of a plan: cfg.split_k as asked (M.check_split_k checked it;
+-- false: none), or, when `auto` and none was asked, M.auto_split_k's; clamped
+-- so that no k-slice is empty (per = ceil(ktiles / S) k-tiles a slice, S =
+-- ceil(ktiles / per) slices). Sets cfg.split_k to S (nil: none) and
+-- cfg.split_source ("opts.config" or "automatic").
+-- @return the plan's words for it ("split-K 4 (automatic): 32 tiles x 4 k-slices of 32 k-tiles over 132 SMs"),
+-- or nil
+function M.split_k_config(cfg, m, n, k, batch, tiles, sms, auto)
+  local asked, source = cfg.split_k, "opts.config"
+  if asked == nil and auto then
+    asked, source = M.auto_split_k(m, n, k, batch, cfg.bn, cfg.bk, sms), "automatic"
+  end
+  cfg.split_k, cfg.split_source = nil, nil
+  if not asked then return nil end
+  local ktiles = math.ceil(k / cfg.bk)
+  local s = 1
+  if ktiles > 1 then s = math.ceil(ktiles / math.ceil(ktiles / asked)) end
+  local clamp = s < asked and string.format(", %d asked: K is %d k-tile%s of %d", asked, ktiles,
+    ktiles == 1 and "" or "s", cfg.bk) or ""
+  if s == 1 then return string.format("no split-K (%s%s)", source, clamp) end
+  cfg.split_k, cfg.split_source = s, source
+  return string.format("split-K %d (%s%s): %d tiles x %d k-slices of %d k-tiles over %d SMs", s, source, clamp,
+    tiles, s, math.ceil(ktiles / s), sms)
+end
+
+-- The split-K launch (M.plan with cfg.split_k = S): the GEMM kernel storing
+-- each unit's partial sums into a workspace (S, M, N, L) of the accumulator's
+-- dtype (slice s of batch l is the kernel's matrix s L + l), then the
+-- reduction (M.reduce_kernel) into C with the whole epilogue (plan.reduce:
+-- kernel, args, grid, block). The plan keeps the workspace (plan.workspace;
+-- freed with the plan when collected).
+function M.split_k_plan(cfg, args, Av, Cv, dims, alpha, beta, bias, sms, source, report, split_why)
+  local m, n, batch, S = dims.m, dims.n, dims.l, cfg.split_k
+  local tacc = cute.dtype.get(INPUTS[cfg.a_dtype].acc)
+  if S * m * n * batch >= 2 ^ 31 then
+    err.raise("cute.gemm: split_k = %d needs a workspace of %d x %d x %d x %d elements, past 32-bit indexing; take a "
+      .. "smaller split_k", S, S, m, n, batch)
+  end
+  -- the workspace (S, M, N, L), N contiguous, then M, L, S; the kernels' view (M, N, L x S)
+  local wl = cute.make_layout({ S, m, n, batch }, { m * n * batch, n, 1, m * n })
+  local vl = cute.make_layout({ m, n, batch * S }, { n, 1, m * n })
+  local W, Wv
+  if Av.fake then
+    W = cute.fake_tensor(tacc, { S, m, n, batch }, wl)
+    Wv = cute.fake_tensor(tacc, { m, n, batch * S }, vl)
+  else
+    W = cute.tensor(tacc, wl)
+    Wv = require("cute.tensor").from_ptr(W:data_ptr(), tacc, vl)
+  end
+  -- the GEMM kernel: no beta, fused part or TMA store (the reduction has them)
+  local kcfg = {}
+  for key, v in pairs(cfg) do kcfg[key] = v end
+  kcfg.split, kcfg.beta, kcfg.bias, kcfg.bias_dtype, kcfg.act, kcfg.fn, kcfg.tma_store = true, false, nil, nil, nil,
+    nil, nil
+  local kargs = { args[1], args[2], Wv, args[4], args[5], cute.f32(0), cute.i32(S) }
+  local units = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch * S
+  local T, per = M.REDUCE_THREADS, M.REDUCE_PER_THREAD
+  local rcfg = { acc = tacc.name, beta = cfg.beta, bias = cfg.bias, bias_dtype = cfg.bias_dtype, act = cfg.act,
+    fn = cfg.fn }
+  return {
+    kernel = M.kernel(kcfg), args = kargs, grid = { math.min(units, sms), 1, 1 }, block = 384, config = cfg,
+    config_source = source, tune_report = report, split_why = split_why, workspace = W,
+    reduce = { kernel = M.reduce_kernel(rcfg), args = { Wv, Cv, cute.i32(S), cute.f32(alpha), cute.f32(beta), bias },
+      grid = { math.max(1, math.ceil(m * n * batch / (T * per))), 1, 1 }, block = T },
+  }
+end
+
 --- The launch for kernel views Av (M, K, L), Bv (N, K, L), Cv (M, N, L)
 -- (cute.lib.gemm.plan made them and checked M.unsupported): the kernel, its
 -- arguments, grid and block.
@@ -906,7 +1142,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   -- a config of a cluster alone keeps the tile the heuristic (or the tuner) picks
   local tile_given = false
   for k in pairs(opts.config or {}) do
-    if k ~= "cluster" then tile_given = true end
+    if k ~= "cluster" and k ~= "split_k" then tile_given = true end
   end
   if not tile_given then
     local chosen
@@ -915,6 +1151,17 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   end
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
   M.check_cluster(cfg, opts.group_offsets ~= nil)
+  M.check_split_k(cfg, opts.group_offsets ~= nil)
+  local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
+  local sms = sm_count()
+  -- the automatic split-K (M.AUTO_SPLIT_K) weighs the widest tile: where its tiles
+  -- are few and K long, 128 x 256 tiles in k-slices rather than the heuristic's
+  -- narrower tiles
+  local auto = M.AUTO_SPLIT_K and not opts.group_offsets and cfg.cluster == nil and cfg.schedule ~= "pingpong"
+  if auto and cfg.split_k == nil and not tile_given and (source == "heuristic" or source == "default")
+    and M.auto_split_k(m, n, k, batch, 256, bk, sms) then
+    cfg.bn, cfg.stages = 256, 4
+  end
   -- 2 consumer warpgroups (the register split 40 / 232 is for 384 threads),
   -- one 128B swizzle row of K, one TMA box of B (at most 256 rows)
   if cfg.schedule ~= nil and cfg.schedule ~= "cooperative" and cfg.schedule ~= "pingpong" then
@@ -941,8 +1188,9 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   if INPUTS[name].acc == "i32" and (alpha % 1 ~= 0 or beta % 1 ~= 0) then
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))
   end
-  local m, n, k, batch = dims.m, dims.n, dims.k, dims.l
   local bias = M.fused_config(cfg, opts, m, n, INPUTS[name].acc == "i32")
+  local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
+  local split_why = M.split_k_config(cfg, m, n, k, batch, tiles, sms, auto)
   -- the epilogue through shared memory and TMA stores: a 16-bit C with unit
   -- stride along N (TMA's rules for the rest), not read (beta 0), one matrix
   -- a problem (a grouped problem's rows end inside C, where TMA would not clip)
@@ -950,11 +1198,10 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   local cb = Cv.dtype.bytes
   cfg.tma_store = opts.tma_store ~= false and cb == 2 and cs[2] == 1 and (cs[1] * cb) % 16 == 0
     and (batch == 1 or (cs[3] * cb) % 16 == 0) and not cfg.beta and not opts.group_offsets and cfg.bn % 32 == 0
-    and (Cv.fake or Cv:alignment() >= 16) or nil
+    and not cfg.split_k and (Cv.fake or Cv:alignment() >= 16) or nil
   local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
   local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
   local dB = descriptor(atomB, Bv, { n, k, opts.group_offsets and #opts.group_offsets - 1 or batch }, strides.b)
-  local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
   local args = { dA, dB, Cv, cute.i32(k), cute.f32(alpha), cute.f32(beta) }
   local group_tensors
   if opts.group_offsets then
@@ -984,7 +1231,9 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
       strides = { cs[1] * cb, (batch > 1 and cs[3] or m * cs[1]) * cb }, box = { 32, cfg.bm, 1 }, swizzle = "64B",
       oob = "zero" }
   end
-  local sms = sm_count()
+  if cfg.split_k then
+    return M.split_k_plan(cfg, args, Av, Cv, dims, alpha, beta, bias, sms, source, report, split_why)
+  end
   local grid = math.min(tiles, sms)
   if cfg.cluster then -- clusters of 2, one a pair of tiles
     grid = 2 * math.min(M.cluster_pairs(math.ceil(m / cfg.bm), math.ceil(n / cfg.bn), cfg.cluster) * batch,
@@ -993,7 +1242,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   return {
     kernel = M.kernel(cfg), args = args, group_tensors = group_tensors,
     grid = { grid, 1, 1 }, block = 384, config = cfg, config_source = source,
-    tune_report = report,
+    tune_report = report, split_why = split_why,
   }
 end
 

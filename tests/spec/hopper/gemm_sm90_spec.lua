@@ -419,6 +419,82 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       cute.make_layout({ 512, N, E }, { 1, 512, 512 * N }))))
   end)
 
+  it("split-K: (tile, k-slice) units into a workspace, a reduction with the epilogue; why; refusals", function()
+    local S90 = require "cute.lib.gemm_sm90"
+    -- 128 x 8192 x 8192 with 128 x 256 tiles: 32 tiles, 128 k-tiles; 4 slices of 32
+    local A, B = fakes(cute.bf16, 128, 8192, 8192)
+    local C = cute.fake_tensor(cute.bf16, { 128, 8192 }, "row")
+    local bias = cute.fake_tensor(cute.f32, { 8192 })
+    local o = { arch = "sm_90a", kernel = "sm90", bias = bias, activation = "gelu_tanh",
+      config = { bn = 256, stages = 4, split_k = 4 } }
+    local p = G.plan(A, B, C, o)
+    assert.equal("gemm_sm90_bf16_128x256x64_splitk", p.kernel.name) -- no fused part, no TMA store
+    assert.matches("; split%-K 4 %(opts.config%): 32 tiles x 4 k%-slices of 32 k%-tiles over 132 SMs$", p.why)
+    assert.same({ 128, 1, 1 }, p.grid) -- 128 units
+    assert.equal(4, p.config.split_k)
+    assert.equal("f32", p.workspace.dtype.name)
+    assert.same({ 4, 128, 8192, 1 }, p.workspace.layout.shape)
+    assert.same({ 128 * 8192, 8192, 1, 128 * 8192 }, p.workspace.layout.stride)
+    assert.same({ 128, 8192, 4 }, p.args[3].layout.shape) -- the kernel's view: slice s of batch l at s L + l
+    assert.equal("gemm_sm90_splitk_reduce_bias_gelu_tanh", p.reduce.kernel.name)
+    assert.equal(C.dtype, p.reduce.args[2].dtype)
+    assert.equal(bias, p.reduce.args[6])
+    assert.equal(S90.REDUCE_THREADS, p.reduce.block)
+    assert.equal(math.ceil(128 * 8192 / (S90.REDUCE_THREADS * S90.REDUCE_PER_THREAD)), p.reduce.grid[1])
+    local h = p.kernel:compile(unpack(p.args))
+    local r = h:resources()[p.kernel.name]
+    assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads })
+    assert.is_nil(h:log():find("(C75", 1, true), h:log())
+    local hr = p.reduce.kernel:compile(unpack(p.reduce.args))
+    local rr = hr:resources()[p.reduce.kernel.name]
+    assert.same({ 0, 0 }, { rr.spill_stores, rr.spill_loads })
+    -- int8: an i32 workspace; batches
+    local Ai = cute.fake_tensor(cute.i8, { 64, 512, 2 }, { 512, 1, 64 * 512 })
+    local Bi = cute.fake_tensor(cute.i8, { 512, 256, 2 }, { 1, 512, 512 * 256 })
+    local pi = G.plan(Ai, Bi, nil, { arch = "sm_90a", kernel = "sm90", config = { split_k = 2 } })
+    assert.equal("i32", pi.workspace.dtype.name)
+    assert.same({ 2, 64, 256, 2 }, pi.workspace.layout.shape)
+    -- the default kernel is untouched: no split without opts.config.split_k (AUTO_SPLIT_K is off)
+    assert.is_false(S90.AUTO_SPLIT_K)
+    local d = G.plan(A, B, C, { arch = "sm_90a" })
+    assert.is_nil(d.reduce)
+    assert.is_nil(d.config.split_k)
+    assert.is_nil(d.why:find("split", 1, true))
+    -- the automatic choice: 32 tiles of 128 x 256 on 132 SMs -> 4 slices
+    assert.equal(4, S90.auto_split_k(128, 8192, 8192, 1, 256, 64, 132))
+    assert.equal(8, S90.auto_split_k(64, 4096, 14336, 1, 256, 64, 132)) -- 16 tiles
+    assert.equal(16, S90.auto_split_k(128, 1024, 8192, 1, 256, 64, 132)) -- 4 tiles: at most 16
+    assert.is_nil(S90.auto_split_k(4096, 4096, 4096, 1, 256, 64, 132)) -- enough tiles
+    assert.is_nil(S90.auto_split_k(128, 8192, 960, 1, 256, 64, 132)) -- a short K (15 k-tiles)
+    -- on: the heuristic's tile gives way to 128 x 256 tiles in k-slices
+    S90.AUTO_SPLIT_K = true
+    local planned, pa = pcall(G.plan, A, B, C, { arch = "sm_90a" })
+    S90.AUTO_SPLIT_K = false
+    assert(planned, pa)
+    assert.equal(256, pa.config.bn)
+    assert.matches("; split%-K 4 %(automatic%): 32 tiles x 4 k%-slices of 32 k%-tiles over 132 SMs$", pa.why)
+    assert.equal("gemm_sm90_splitk_reduce", pa.reduce.kernel.name)
+    local function refused(config, grouped)
+      local ok, msg
+      if grouped then
+        local Bg = cute.fake_tensor(cute.bf16, { 8192, 256, 2 }, { 1, 8192, 8192 * 256 })
+        local Cg = cute.fake_tensor(cute.bf16, { 128, 256 }, "row")
+        ok, msg = pcall(G.grouped_plan, A, Bg, Cg, { 0, 64, 128 }, { arch = "sm_90a", config = config })
+      else
+        ok, msg = pcall(G.plan, A, B, C, { arch = "sm_90a", kernel = "sm90", config = config })
+      end
+      assert.is_false(ok)
+      return msg
+    end
+    for _, bad in ipairs { 0, 65, 2.5, "4", -1 } do
+      assert.matches("split_k is a whole number from 1 to 64", refused { split_k = bad })
+    end
+    assert.matches("a grouped GEMM does not split K", refused({ split_k = 2 }, true))
+    assert.matches("split_k does not run in clusters", refused { split_k = 2, cluster = { 2, 1 } })
+    -- split_k = 1: none (and no automatic one)
+    assert.is_nil(G.plan(A, B, C, { arch = "sm_90a", kernel = "sm90", config = { split_k = 1 } }).reduce)
+  end)
+
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
     local S = require "cute.lib.gemm_sm90"
     local tune = require "cute.autotune"
@@ -772,6 +848,23 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       check(cute.bf16, 700, 900, 200, { config = { cluster = cl, bn = 128, stages = 6 }, a_layout = "col",
         b_layout = "row" }) -- MN-major: the shared operand split by boxes
     end
+  end)
+
+  it("split-K: skinny problems with long K in k-slices, a reduction with the epilogue #gpu", function()
+    if not need_sm90() then return end
+    for _, c in ipairs { { 128, 8192, 8192, 4 }, { 128, 8192, 8192, 8 }, { 64, 4096, 14336, 4 },
+      { 64, 4096, 14336, 8 }, { 100, 1000, 3000, 3 } } do
+      local m, n, k, s = c[1], c[2], c[3], c[4]
+      local A = cute.fake_tensor(cute.bf16, { m, k }, "row")
+      local B = cute.fake_tensor(cute.bf16, { k, n }, "col")
+      local p = G.plan(A, B, nil, { kernel = "sm90", config = { split_k = s } })
+      assert.equal(s, p.config.split_k, p.why)
+      check(cute.bf16, m, n, k, { config = { split_k = s }, samples = 2000 })
+    end
+    -- 16-bit output with beta and alpha (the reduction reads C), batches
+    check(cute.bf16, 128, 4096, 4096, { config = { split_k = 4 }, c_dtype = cute.bf16, alpha = 0.5, beta = 2,
+      rtol = 2 ^ -7, samples = 2000 })
+    check(cute.bf16, 120, 1000, 2056, { config = { split_k = 3 }, l = 2, samples = 2000 })
   end)
 
   it("batched #gpu", function()
