@@ -685,8 +685,11 @@ end
 -- runs. A call with the same A, B and C objects and the same options reuses
 -- the plan (and with it the views whose layouts the launch guard knows).
 -- Keyed weakly by the tensor objects, so freeing or dropping a tensor drops
--- its plans; a freed tensor (not valid) is never looked up. Not cached: C
--- made by the call, opts.config (a table the caller may change).
+-- its plans; a freed tensor (not valid) is never looked up. opts.config is
+-- keyed by its contents at the call (the caller may change the table), so a
+-- configured call (split-K's workspace) reuses its plan too. Not cached: C
+-- made by the call, a config holding anything but numbers, strings, booleans
+-- and lists of them.
 local plan_cache = setmetatable({}, { __mode = "k" })
 M._plan_cache = plan_cache -- (for tests)
 local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune", "bias", "bias_mode", "activation",
@@ -708,23 +711,58 @@ end
 local KEYED = {}
 for _, k in ipairs(OPT_KEYS) do KEYED[k] = true end
 
+-- The contents of opts.config as a string (keys sorted), or nil when it holds
+-- something else than numbers, strings, booleans and flat lists of them.
+local function config_key(cfg)
+  if type(cfg) ~= "table" then return nil end
+  local keys = {}
+  for key in pairs(cfg) do
+    if type(key) ~= "string" then return nil end
+    keys[#keys + 1] = key
+  end
+  table.sort(keys)
+  local parts = {}
+  for i, key in ipairs(keys) do
+    local v = cfg[key]
+    if type(v) == "table" then
+      local items = {}
+      for j, x in pairs(v) do
+        if type(j) ~= "number" or j ~= math.floor(j) or j < 1 or j > #v then return nil end
+        local tx = type(x)
+        if tx ~= "number" and tx ~= "string" and tx ~= "boolean" then return nil end
+        items[j] = tostring(x)
+      end
+      v = "{" .. table.concat(items, ",") .. "}"
+    elseif type(v) ~= "number" and type(v) ~= "string" and type(v) ~= "boolean" then
+      return nil
+    end
+    parts[i] = key .. "=" .. string.format("%q", tostring(v))
+  end
+  return table.concat(parts, ";")
+end
+
 -- The options' part of a plan's cache key; nil for options the cache does not
--- take (opts.config, a table the caller may change; what plan refuses).
+-- take (a config it cannot key by value; what plan refuses).
 local function options_key(opts)
   opts = opts or {}
   for key in pairs(opts) do
-    if key ~= "stream" and not KEYED[key] then return nil end
+    if key ~= "stream" and key ~= "config" and not KEYED[key] then return nil end
   end
   local parts = {}
   for i, k in ipairs(OPT_KEYS) do
     local v = opts[k]
     parts[i] = (type(v) == "table" or type(v) == "function") and ("#" .. ident(v)) or tostring(v)
   end
+  if opts.config ~= nil then
+    local ck = config_key(opts.config)
+    if not ck then return nil end
+    parts[#parts + 1] = "config{" .. ck .. "}"
+  end
   return table.concat(parts, ",")
 end
 
 -- The cache key of a call's plan, or nil when the call cannot be cached
--- (C made by the call, fake or freed tensors, opts.config).
+-- (C made by the call, fake or freed tensors, a config not keyed by value).
 local function cache_key(A, B, C, opts)
   if C == nil or not tensor.is_device_tensor(C) or A.fake or B.fake or C.fake then return nil end
   if not (A:valid() and B:valid() and C:valid()) then return nil end

@@ -1,6 +1,6 @@
 -- cute.gemm's plan cache, exercised on the simulator (device tensors without a
 -- GPU): a repeated call reuses its plan and sees new contents, other options
--- get their own plan, opts.config and a C made by the call are not cached,
+-- get their own plan, opts.config is keyed by its contents, a C made by the call is not cached,
 -- a freed tensor is refused, and dropped tensors drop their plans.
 local cute = require "cute"
 local H = require "tests.spec.trace.helper"
@@ -33,8 +33,23 @@ describe("cute.gemm's plan cache (on the simulator)", function()
     cute.gemm(A, B, C, { alpha = 2 }) -- other options: a plan of their own
     cute.testing.check_gemm(A, B, C, { alpha = 2, what = "alpha 2" })
     assert.equal(2, count(cache[A][B][C]))
+    -- opts.config: keyed by its contents at the call (the same contents in a new table, the same plan;
+    -- the table changed, a plan of its own)
+    local config = { bm = 64, bn = 64, bk = 32, stages = 2, wm = 2, wn = 2 }
+    C:fill(0 / 0)
+    cute.gemm(A, B, C, { kernel = "sm80", config = config })
+    cute.testing.check_gemm(A, B, C, { what = "configured" })
+    assert.equal(3, count(cache[A][B][C]))
     cute.gemm(A, B, C, { kernel = "sm80", config = { bm = 64, bn = 64, bk = 32, stages = 2, wm = 2, wn = 2 } })
-    assert.equal(2, count(cache[A][B][C])) -- opts.config: planned each time
+    assert.equal(3, count(cache[A][B][C]))
+    config.stages = 3
+    C:fill(0 / 0)
+    cute.gemm(A, B, C, { kernel = "sm80", config = config })
+    cute.testing.check_gemm(A, B, C, { what = "configured, 3 stages" })
+    assert.equal(4, count(cache[A][B][C]))
+    cute.gemm(A, B, C, { kernel = "sm80", config = { bm = 64, bn = 64, bk = 32, stages = 2, wm = 2, wn = 2,
+      hook = print } }) -- (a function in the config: not keyed, planned each time)
+    assert.equal(4, count(cache[A][B][C]))
     local made = cute.gemm(A, B) -- C made by the call: nothing kept for it
     cute.testing.check_gemm(A, B, made, { what = "made C" })
     assert.equal(1, count(cache[A][B]))
