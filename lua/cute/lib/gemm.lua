@@ -641,6 +641,7 @@ function M.plan(A, B, C, opts)
   local base = M.pick(m, n, k, dt)
   local cfg = {}
   for key, v in pairs(base) do cfg[key] = v end
+  M.check_config_keys(opts.config, M.CONFIG_KEYS, "the mma.sync kernel's")
   for key, v in pairs(opts.config or {}) do cfg[key] = v end
   local store = dt.name == "tf32" and cute.f32 or dt
   cfg.a_dtype = dt.name == "f32" and "tf32" or dt.name
@@ -678,6 +679,33 @@ function M.plan(A, B, C, opts)
   return { kernel = M.kernel(cfg), args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) },
     grid = { grid_x, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C, kernel_name = "sm80", why = why },
     opts
+end
+
+-- The fields of the mma.sync kernel's opts.config (M.pick's tile and the
+-- kernel's switches).
+M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "wm", "wn", "group", "persistent", "copy_branch", "copy_late",
+  "frag_buffers", "smem_epilogue", "min_blocks", "ldmatrix" }
+
+--- Raises for a field of opts.config that `keys` does not name (a misspelt
+-- field would otherwise be ignored without a word).
+-- @param config opts.config (nil: nothing to check)
+-- @param keys the fields the kernel reads
+-- @param whose the kernel's name for the message ("the mma.sync kernel's")
+-- @usage gemm.check_config_keys(opts.config, gemm.CONFIG_KEYS, "the mma.sync kernel's")
+function M.check_config_keys(config, keys, whose)
+  if config == nil then return end
+  if type(config) ~= "table" then err.raise("cute.gemm: opts.config must be a table, got %s", type(config)) end
+  local known = {}
+  for _, k in ipairs(keys) do known[k] = true end
+  for key in pairs(config) do
+    if not known[key] then
+      local sorted = {}
+      for i, k in ipairs(keys) do sorted[i] = k end
+      table.sort(sorted)
+      err.raise("cute.gemm: opts.config.%s is not one of %s fields%s (they are: %s)", tostring(key), whose,
+        err.did_you_mean(tostring(key), sorted), table.concat(sorted, ", "))
+    end
+  end
 end
 
 -- Plans of repeated calls: planning (kernel views, TMA descriptors, the

@@ -1004,6 +1004,9 @@ function M.fused_config(cfg, opts, m, n, integer)
   return bias
 end
 
+-- The fields of gemm_sm90's opts.config.
+M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "group", "schedule", "cluster", "split_k" }
+
 --- Checks cfg.cluster (opts.config.cluster) and normalises it: nil or {1, 1}
 -- (no cluster: cfg.cluster = nil), {2, 1} (two CTAs on vertically adjacent
 -- tiles share B) or {1, 2} (horizontally adjacent tiles share A).
@@ -1138,6 +1141,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   local bk = 128 / bytes -- one 128-byte swizzle row of K
   local cfg = { bk = bk }
   for k, v in pairs(M.CONFIG) do cfg[k] = v end
+  require("cute.lib.gemm").check_config_keys(opts.config, M.CONFIG_KEYS, "gemm_sm90's")
   local source, report = "opts.config", nil
   -- a config of a cluster alone keeps the tile the heuristic (or the tuner) picks
   local tile_given = false

@@ -178,6 +178,10 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.matches("tiles for bf16 are 128 x BN x 64", refused { bk = 128 })
     assert.matches("bn is a multiple of 16 from 16 to 256", refused { bn = 100 })
     assert.matches("takes 2 to 4 stages %(49152 bytes each%), got 5", refused { bn = 256, stages = 5 })
+    -- a misspelt field is refused, not ignored
+    assert.matches("opts.config.split_kk is not one of gemm_sm90's fields %(did you mean 'split_k'%?%)",
+      refused { split_kk = 4 })
+    assert.matches("opts.config.wm is not one of gemm_sm90's fields", refused { wm = 2 })
   end)
 
   it("compiles fp8, int8 and tf32 kernels: wgmma k32 / k8 from 128-byte k-tiles, no spill", function()

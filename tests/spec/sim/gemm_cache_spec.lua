@@ -47,8 +47,12 @@ describe("cute.gemm's plan cache (on the simulator)", function()
     cute.gemm(A, B, C, { kernel = "sm80", config = config })
     cute.testing.check_gemm(A, B, C, { what = "configured, 3 stages" })
     assert.equal(4, count(cache[A][B][C]))
-    cute.gemm(A, B, C, { kernel = "sm80", config = { bm = 64, bn = 64, bk = 32, stages = 2, wm = 2, wn = 2,
-      hook = print } }) -- (a function in the config: not keyed, planned each time)
+    -- a misspelt field is refused, not ignored
+    assert.has_error(function()
+      cute.gemm(A, B, C, { kernel = "sm80", config = { bm = 64, bn = 64, bk = 32, stagse = 2, wm = 2, wn = 2 } })
+    end, "cute.gemm: opts.config.stagse is not one of the mma.sync kernel's fields (did you mean 'stages'?) (they are: "
+      .. "bk, bm, bn, copy_branch, copy_late, frag_buffers, group, ldmatrix, min_blocks, persistent, smem_epilogue, "
+      .. "stages, wm, wn)")
     assert.equal(4, count(cache[A][B][C]))
     local made = cute.gemm(A, B) -- C made by the call: nothing kept for it
     cute.testing.check_gemm(A, B, made, { what = "made C" })
