@@ -66,7 +66,8 @@ local NEG_INF = -math.huge
 
 local kernels = {}
 
-local tiled_g2s = require("cute.lib.common").tiled_g2s
+local common = require "cute.lib.common"
+local tiled_g2s = common.tiled_g2s
 
 local function build(cfg, trace_key)
   local gemm = require "cute.lib.gemm"
@@ -625,6 +626,8 @@ local SM80_CONFIGS = {
   [256] = { bm = 64, bn = 32, warps = 4, stages = 2, q_regs = false },  -- 255 registers, spills
 }
 M.SM80_CONFIGS = SM80_CONFIGS
+-- The fields of the sm_80 kernel's opts.config (pack: decode's packing of GQA heads).
+M.SM80_CONFIG_KEYS = { "bm", "bn", "warps", "stages", "q_regs", "pack" }
 
 local function sm80_plan(p, opts, why)
   local base = SM80_CONFIGS[p.d]
@@ -635,6 +638,7 @@ local function sm80_plan(p, opts, why)
   for key, v in pairs(base) do cfg[key] = v end
   if opts.config ~= nil then
     if type(opts.config) ~= "table" then fail("opts.config must be a table, got %s", type(opts.config)) end
+    common.check_config_keys("cute.lib.attention", opts.config, M.SM80_CONFIG_KEYS, "the sm_80 kernel's")
     for key, v in pairs(opts.config) do cfg[key] = v end
   end
   cfg.dtype, cfg.d, cfg.varlen = p.dtype.name, p.d, p.varlen

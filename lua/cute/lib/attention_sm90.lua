@@ -39,6 +39,7 @@
 -- docs/attention.md ("The Hopper kernel") has the design and its figures.
 local cute = require "cute"
 local err = require "cute._err"
+local common = require "cute.lib.common"
 local wg = require "cute.nvgpu.warpgroup"
 local P = cute.pipeline
 local A = cute.arch
@@ -592,6 +593,9 @@ local function sm_count()
 end
 M.sm_count = sm_count
 
+-- The fields of the Hopper kernel's opts.config.
+M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "max_ctas" }
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -615,6 +619,7 @@ function M.plan(pr, opts)
   if why then return nil, why end
   local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge)
   local given = (opts or {}).config or {}
+  common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does
   -- not fit next to O's 128 registers and S's 40 a thread)
   if given.persistent and pr.d == 256 then cfg.bn = 64 end

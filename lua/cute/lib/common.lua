@@ -73,6 +73,31 @@ function M.tiled_g2s(dt, threads, rows, cols, major, vec)
   return cute.make_tiled_copy_tv(catom, cute.make_layout({ tr, threads / tr }), cute.make_layout({ vec, 1 }))
 end
 
+--- Raises for a field of opts.config that `keys` does not name: a misspelt
+-- field would otherwise be ignored without a word. The message names the
+-- field, the closest known one and all of them.
+-- @param api the caller's name for the message ("cute.gemm")
+-- @param config opts.config (nil: nothing to check)
+-- @param keys the fields the kernel reads
+-- @param whose the kernel's name for the message ("the mma.sync kernel's")
+-- @usage common.check_config_keys("cute.gemm", opts.config, { "bm", "bn" }, "the mma.sync kernel's")
+function M.check_config_keys(api, config, keys, whose)
+  if config == nil then return end
+  local err = require "cute._err"
+  if type(config) ~= "table" then err.raise("%s: opts.config must be a table, got %s", api, type(config)) end
+  local known = {}
+  for _, k in ipairs(keys) do known[k] = true end
+  for key in pairs(config) do
+    if not known[key] then
+      local sorted = {}
+      for i, k in ipairs(keys) do sorted[i] = k end
+      table.sort(sorted)
+      err.raise("%s: opts.config.%s is not one of %s fields%s (they are: %s)", api, tostring(key), whose,
+        err.did_you_mean(tostring(key), sorted), table.concat(sorted, ", "))
+    end
+  end
+end
+
 --- The part of a 1-D tensor x (contiguous) that one thread moves, in a block
 -- tile of `vec * threads * unroll` elements: thread t owns `unroll` vectors
 -- of `vec` elements, each next to thread t-1's (coalesced). Returns the

@@ -686,26 +686,14 @@ end
 M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "wm", "wn", "group", "persistent", "copy_branch", "copy_late",
   "frag_buffers", "smem_epilogue", "min_blocks", "ldmatrix" }
 
---- Raises for a field of opts.config that `keys` does not name (a misspelt
--- field would otherwise be ignored without a word).
+--- Raises for a field of opts.config that `keys` does not name (see
+-- cute.lib.common.check_config_keys).
 -- @param config opts.config (nil: nothing to check)
 -- @param keys the fields the kernel reads
 -- @param whose the kernel's name for the message ("the mma.sync kernel's")
 -- @usage gemm.check_config_keys(opts.config, gemm.CONFIG_KEYS, "the mma.sync kernel's")
 function M.check_config_keys(config, keys, whose)
-  if config == nil then return end
-  if type(config) ~= "table" then err.raise("cute.gemm: opts.config must be a table, got %s", type(config)) end
-  local known = {}
-  for _, k in ipairs(keys) do known[k] = true end
-  for key in pairs(config) do
-    if not known[key] then
-      local sorted = {}
-      for i, k in ipairs(keys) do sorted[i] = k end
-      table.sort(sorted)
-      err.raise("cute.gemm: opts.config.%s is not one of %s fields%s (they are: %s)", tostring(key), whose,
-        err.did_you_mean(tostring(key), sorted), table.concat(sorted, ", "))
-    end
-  end
+  require("cute.lib.common").check_config_keys("cute.gemm", config, keys, whose)
 end
 
 -- Plans of repeated calls: planning (kernel views, TMA descriptors, the
