@@ -565,6 +565,25 @@ local function build(cfg, trace_key)
       nvvm_opt = 1 })
 end
 
+-- The kernel of `key` in `cache` (with a user epilogue function, in that
+-- function's own table of fn_caches), built by make(cfg, trace key) on a miss.
+-- No trace key with a user function: the key would stand for the function's
+-- number in this process, and the cache keyed before tracing would hand
+-- another process's function's kernel to this one. Such kernels are traced,
+-- and cached by their IR.
+local function cached_kernel(cache, fn_caches, cfg, key, make, prefix)
+  if cfg.fn then
+    cache = fn_caches[cfg.fn] or {}
+    fn_caches[cfg.fn] = cache
+  end
+  local k = cache[key]
+  if not k then
+    k = make(cfg, not cfg.fn and (prefix .. key) or nil)
+    cache[key] = k
+  end
+  return k
+end
+
 --- The kernel for a configuration {a_dtype ("bf16" or "f16"), bm, bn, bk,
 -- stages, group, beta (C is read)}; cached by its key (the trace key).
 -- (kernels with a user epilogue function: per function, weakly, so that
@@ -579,27 +598,14 @@ function M.kernel(cfg)
     key[#key + 1] = tostring(cfg[k])
   end
   if cfg.cluster then key[#key + 1] = "cluster" .. cfg.cluster[1] .. "x" .. cfg.cluster[2] end
-  local cache = kernels
   if cfg.fn then
     if not fn_ids[cfg.fn] then
       next_fn_id = next_fn_id + 1
       fn_ids[cfg.fn] = next_fn_id
     end
     key[#key + 1] = "fn" .. fn_ids[cfg.fn]
-    cache = fn_kernels[cfg.fn] or {}
-    fn_kernels[cfg.fn] = cache
   end
-  key = table.concat(key, ",")
-  local k = cache[key]
-  if not k then
-    -- (no trace key with a user function: the key would stand for the
-    -- function's number in this process, and the cache keyed before tracing
-    -- would hand another process's function's kernel to this one. Such
-    -- kernels are traced, and cached by their IR.)
-    k = build(cfg, not cfg.fn and ("cute.lib.gemm_sm90:" .. key) or nil)
-    cache[key] = k
-  end
-  return k
+  return cached_kernel(kernels, fn_kernels, cfg, table.concat(key, ","), build, "cute.lib.gemm_sm90:")
 end
 
 -- ---------------------------------------------------------------------------
@@ -728,19 +734,8 @@ local fn_reduce_kernels = setmetatable({}, { __mode = "k" })
 function M.reduce_kernel(cfg)
   local key = {}
   for _, k in ipairs { "acc", "beta", "bias", "bias_dtype", "act" } do key[#key + 1] = tostring(cfg[k]) end
-  local cache = reduce_kernels
-  if cfg.fn then
-    cache = fn_reduce_kernels[cfg.fn] or {}
-    fn_reduce_kernels[cfg.fn] = cache
-  end
-  key = table.concat(key, ",")
-  local k = cache[key]
-  if not k then
-    -- (no trace key with a user function: see M.kernel)
-    k = build_reduce(cfg, not cfg.fn and ("cute.lib.gemm_sm90.reduce:" .. key) or nil)
-    cache[key] = k
-  end
-  return k
+  return cached_kernel(reduce_kernels, fn_reduce_kernels, cfg, table.concat(key, ","), build_reduce,
+    "cute.lib.gemm_sm90.reduce:")
 end
 
 --- The contiguous mode of an operand view (rows, K, L) from its strides:

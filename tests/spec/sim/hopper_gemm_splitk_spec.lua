@@ -8,6 +8,7 @@
 -- plan (workspace, why, cache) and the automatic choice behind
 -- gemm_sm90.AUTO_SPLIT_K.
 local cute = require "cute"
+local H = require "tests.spec.trace.helper"
 local G = require "cute.lib.gemm"
 local S90 = require "cute.lib.gemm_sm90"
 
@@ -22,15 +23,9 @@ local function erf(x)
 end
 
 describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", function()
-  local old
-  setup(function()
-    old = cute.current_device()
-    cute.set_device("sim", { arch = "sm_90a" })
-  end)
-  teardown(function()
-    cute.set_device("sim", { arch = "sm_80" })
-    cute.set_device(old)
-  end)
+  local sim = H.simulator({ arch = "sm_90a" })
+  setup(sim.enter)
+  teardown(sim.leave)
 
   -- A (M x K [x L]) row-major, B (K x N [x L]) column-major, C (M x N [x L]) row-major, poisoned
   local function operands(dt, m, n, k, l, cdt)
