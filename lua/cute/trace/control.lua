@@ -48,8 +48,16 @@ local function bounds(lo, hi, step)
   end
   -- Lua numbers alone beyond i32: an i64 loop (with values, their type rules)
   if wide and not any_value then t = core.i64 end
-  return core.coerce(lo, t, "cute.range start"), core.coerce(hi, t, "cute.range end"),
-    core.coerce(step, t, "cute.range step"), t
+  -- a narrower value widens when no value can change (i32 -> i64, u32 -> i64 or u64):
+  -- `cute.range(tid, cute.size(t), step)` is an i64 loop over a tensor of 2^31 elements or more
+  local function widen(x)
+    if not is_value(x) then return x end
+    local tx = type_of(x)
+    if tx.bits < t.bits and (tx.kind == t.kind or (tx.kind == "uint" and t.kind == "int")) then return x:to(t.dtype) end
+    return x
+  end
+  return core.coerce(widen(lo), t, "cute.range start"), core.coerce(widen(hi), t, "cute.range end"),
+    core.coerce(widen(step), t, "cute.range step"), t
 end
 
 local function for_begin(lo, hi, step, unroll)

@@ -11,6 +11,22 @@ describe("tracer control flow", function()
     assert.matches("for %%%d+ = %%%d+ to %%%d+ step %%%d+ unroll 4 {", ir)
   end)
 
+  it("widens an i32 start and step to an i64 bound (a grid-stride loop over 2^31 elements or more)", function()
+    local ir = H.ir(function(a, n)
+      local start = cute.block_idx().x * 256 + cute.thread_idx().x
+      for i in cute.range(start, n, cute.grid_dim().x * 256) do a[i] = 1 end
+    end, { H.f32(), cute.i64(2 ^ 32) })
+    assert.matches("for %%%d+ = %%%d+ to %%%d+ step %%%d+", ir)
+    assert.matches("cvt %%%d+ : i64", ir)
+    -- a signed value does not widen to an unsigned bound (a negative start would wrap)
+    local e = H.error_of(function()
+      H.ir(function(a, n)
+        for i in cute.range(cute.thread_idx().x:to(cute.i32) - 1, n) do a[i] = 1 end
+      end, { H.f32(), cute.u64(2 ^ 32) })
+    end)
+    assert.matches("cute.range start: expected a u64, got a i32", e)
+  end)
+
   it("has a callback form too", function()
     local ir = H.ir(function(a, n)
       cute.range(n, function(i) a[i] = 2 end)

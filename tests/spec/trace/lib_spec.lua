@@ -30,6 +30,14 @@ describe("cute.lib", function()
     end
   end)
 
+  it("fill: a tensor of 2^31 elements or more (i64 indices)", function()
+    local fill = require "cute.lib.fill"
+    local t = cute.fake_tensor(cute.bf16, { 64, 32768, 8, 128 }, "row") -- 2^31 elements: a decode cache
+    local h = fill.kernel:compile(t, cute.constexpr("uniform"), cute.u64(1), cute.f64(0), cute.f64(1))
+    assert.matches("for %%%d+ = %%%d+ to %%%d+ step %%%d+", h:ir())
+    assert.matches("cvt %%%d+ : i64", h:ir())
+  end)
+
   it("elementwise, reductions, row kernels, transpose and sgemm", function()
     local ew, red = require "cute.lib.elementwise", require "cute.lib.reduce"
     local rw, tr, sg = require "cute.lib.rowwise", require "cute.lib.transpose", require "cute.lib.sgemm"
