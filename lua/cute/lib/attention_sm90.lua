@@ -596,6 +596,29 @@ M.sm_count = sm_count
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "max_ctas" }
 
+--- Whether a problem gets the persistent grid when opts.config does not say:
+-- measured on the H200 (2026-11-28, bench/attention_sm90_probe.lua time, the
+-- two grids alternating in one run) it gains at short sequences, where a
+-- CTA's tile is short and launching and draining CTAs costs most: without a
+-- mask 1.15x/1.04x/1.00x (d 64) and 1.14x/1.06x/1.02x (d 128) at S 512/1024/2048,
+-- 1.00x/0.99x at 8192; causal 1.19x (d 64) and 1.01x (d 128) at 512, but
+-- 1.03x/0.90x at 1024 and 0.84-0.95x beyond. So: head dims 64 and 128, fixed
+-- lengths (varlen and windows unmeasured), at least two tiles an SM, and keys up
+-- to 2048 without a mask, 512 with a causal one (1024 at d 64).
+-- @param pr the problem (as M.plan's)
+-- @param bm the query block
+-- @return true to take the persistent grid
+-- @usage if M.persistent_by_default(pr, 128) then ... end
+function M.persistent_by_default(pr, bm)
+  if pr.d > 128 or pr.cu_q ~= nil or pr.left < math.huge then return false end
+  local causal = pr.right < math.huge
+  if causal and pr.right ~= 0 then return false end -- a window on the right only
+  local tiles = math.ceil(pr.sq / bm) * pr.hq * pr.batch
+  if tiles < 2 * sm_count() then return false end
+  local limit = not causal and 2048 or (pr.d == 64 and 1024 or 512)
+  return pr.sk <= limit
+end
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -624,6 +647,10 @@ function M.plan(pr, opts)
   -- not fit next to O's 128 registers and S's 40 a thread)
   if given.persistent and pr.d == 256 then cfg.bn = 64 end
   for k, v in pairs(given) do cfg[k] = v end
+  local auto_persistent = false
+  if given.persistent == nil and M.persistent_by_default(pr, cfg.bm) then
+    cfg.persistent, auto_persistent = true, true
+  end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   local big = 2 ^ 30
   local function clamp(x) return math.min(x, big) end
@@ -648,7 +675,9 @@ function M.plan(pr, opts)
     local ctas = math.max(1, math.min(tiles, sms, mc or math.huge))
     grid = { ctas, 1, 1 }
     for _, x in ipairs { mblocks, pr.hq, pr.batch } do args[#args + 1] = cute.i32(x) end
-    why = string.format("%s; persistent: %d CTAs (one an SM of %d) walk %d work tiles, %s", why, ctas, sms, tiles,
+    why = string.format("%s; persistent%s: %d CTAs (one an SM of %d) walk %d work tiles, %s", why,
+      auto_persistent and " (the default for this length: config.persistent = false turns it off)" or "", ctas, sms,
+      tiles,
       cfg.lpt and "the last query blocks first (causal: the longest tiles)"
         or "a (batch, head)'s query blocks together (its K and V stay in L2)")
   elseif cfg.max_ctas ~= nil then

@@ -87,6 +87,34 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.matches("persistent: %d+ CTAs .* the last query blocks first", lp.why)
   end)
 
+  it("takes the persistent grid by default at short lengths with many tiles (measured on the H200)", function()
+    local function pers(o, opts)
+      local p = assert(a90.plan(problem(o), opts or {}))
+      return p.config.persistent == true, p
+    end
+    local many = { b = 32, hq = 16, hkv = 16 } -- 4 query blocks of 128 x 16 heads x 32 batches at S 512
+    local function with(extra)
+      local o = {}
+      for k, v in pairs(many) do o[k] = v end
+      for k, v in pairs(extra) do o[k] = v end
+      return o
+    end
+    local yes, p = pers(with { sq = 512, sk = 512 })
+    assert.is_true(yes)
+    assert.matches("persistent %(the default for this length", p.why)
+    assert.equal(a90.sm_count(), p.grid[1])
+    assert.is_true((pers(with { sq = 2048, sk = 2048, b = 8 })))
+    assert.is_false((pers(with { sq = 4096, sk = 4096, b = 4 }))) -- long: the plain grid
+    assert.is_true((pers(with { sq = 512, sk = 512, right = 0 }))) -- causal, short
+    assert.is_false((pers(with { sq = 1024, sk = 1024, right = 0 }))) -- causal d 128 at 1024: 0.90x measured
+    assert.is_true((pers(with { sq = 1024, sk = 1024, right = 0, d = 64 }))) -- d 64: 1.03x
+    assert.is_false((pers(with { sq = 512, sk = 512, d = 256 })))
+    assert.is_false((pers(with { sq = 512, sk = 512, left = 100, right = 10 }))) -- a window: unmeasured
+    assert.is_false((pers(with { sq = 512, sk = 512, varlen = true })))
+    assert.is_false((pers { sq = 512, sk = 512 })) -- 2 x 8 x 4 = 64 tiles: fewer than two an SM
+    assert.is_false((pers(with { sq = 512, sk = 512 }, { config = { persistent = false } })))
+  end)
+
   it("says why it cannot take a problem", function()
     local function why(o) return select(2, a90.plan(problem(o), {})) end
     assert.matches("head dimension is 96", why { d = 96 })
