@@ -495,6 +495,15 @@ local function device_is_sm90()
   return ok and info.compute_capability and info.compute_capability[1] == 9
 end
 
+-- From this many rows cute.gemm takes the Hopper kernel (on an sm_90 target,
+-- operands it takes) over cute.lib.gemv: measured on the H200 (2026-11-28,
+-- bench/gemm_sm90_probe.lua, cuBLAS in the same run), the ping-pong 64-row
+-- tiles against the gemv at 4 / 8 / 16 rows: 8192x8192 0.72 / 0.74 / 0.79x
+-- cuBLAS against 0.74 / 0.68 / 0.59x; 14336x4096 0.82 / 0.87 / 0.86x against
+-- 0.67 / 0.62 / 0.53x; 4096x4096 0.94 / 1.04 / 1.04x against 0.91 / 0.82 / 0.72x;
+-- at one row the gemv wins (1.01 / 0.98 / 1.98x against 0.71 / 0.87 / 0.91x).
+M.GEMV_ROWS_SM90 = 4
+
 --- Whether a problem is planned for the Hopper kernel, and why (see the comment above device_is_sm90).
 -- @param dt the inputs' dtype
 -- @param a_stride A's strides
@@ -601,8 +610,12 @@ function M.plan(A, B, C, opts)
     end
   end
   local alpha, beta = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1), opts.beta or 0
-  -- a few rows (decode, M <= 16): the GEMV kernels (cute.lib.gemv), bound by B's bandwidth
-  if m <= 16 and m > 0 and n > 0 and k > 0 and opts.config == nil and (opts.kernel == nil or opts.kernel == "gemv") then
+  -- a few rows (decode, M <= 16): the GEMV kernels (cute.lib.gemv), bound by B's bandwidth;
+  -- on Hopper from M.GEMV_ROWS_SM90 rows the TMA + wgmma kernel's ping-pong tiles read B faster
+  local hopper_rows = m >= M.GEMV_ROWS_SM90 and opts.kernel == nil and opts.config == nil
+    and M.choose_sm90(dt, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv, m, n, k, batch, opts)
+  if m <= 16 and m > 0 and n > 0 and k > 0 and opts.config == nil and (opts.kernel == nil or opts.kernel == "gemv")
+      and not hopper_rows then
     local gemv = require "cute.lib.gemv"
     local no = gemv.unsupported(dt, m, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv)
     if no and opts.kernel == "gemv" then err.raise("cute.gemm: opts.kernel = \"gemv\", but %s", no) end

@@ -66,9 +66,28 @@ M.sm_count = sm_count
 -- halving (its wgmma reads more shared memory a flop); as many stages as fit
 -- (at most 4 for 256-wide tiles, 8 otherwise: narrow tiles come with skinny,
 -- memory-bound problems, which want more loads in flight).
+--
+-- Up to 64 rows (decode and small-batch shapes, memory-bound on B): the
+-- ping-pong schedule's 64-row tiles, the widest BN of 128, 64, 32 whose tiles
+-- cover at least 48% of the SMs, as many stages as fit (at most 8). Measured on
+-- the H200 (2026-11-28, bench/gemm_sm90_probe.lua, cuBLAS in the same run):
+-- 64x4096x14336 0.89x cuBLAS at 64x64 (64 tiles) against 0.37x with the
+-- 128x32 tiles this rule replaced and 0.70x at 64x128 (32 tiles); 16x8192x8192
+-- 0.81x at 64x128 (64 tiles) against 0.72x at 64x64 (128 tiles).
 function M.pick_config(m, n, k, l, name, sms)
   local _, _ = k, name -- (not used yet: a k-tile is 128 bytes of K whatever the dtype)
   sms = sms or sm_count()
+  if m <= 64 then
+    local bn = 32
+    for _, w in ipairs { 128, 64 } do
+      if math.ceil(n / w) * (l or 1) >= 0.48 * sms then
+        bn = w
+        break
+      end
+    end
+    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((64 + bn) * 128))
+    return { bm = 64, bn = bn, stages = math.min(fit, 8), schedule = "pingpong" }
+  end
   local best, best_score
   local penalty = 1
   for _, bn in ipairs { 256, 128, 64, 32 } do
@@ -876,18 +895,23 @@ end
 -- counts that make sense for its size, and a wider rasterisation group.
 function M.candidates(m, n, k, l, name)
   local list, seen = {}, {}
-  local function add(bn, stages, group)
-    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((128 + bn) * 128))
+  local function add(bn, stages, group, bm)
+    bm = bm or 128
+    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((bm + bn) * 128))
     stages = math.min(stages, fit)
-    local key = bn .. "," .. stages .. "," .. group
+    local key = bm .. "," .. bn .. "," .. stages .. "," .. group
     if not seen[key] then
       seen[key] = true
-      list[#list + 1] = { bm = 128, bn = bn, stages = stages, group = group }
+      list[#list + 1] = { bm = bm, bn = bn, stages = stages, group = group,
+        schedule = bm == 64 and "pingpong" or nil }
     end
   end
   local d = M.pick_config(m, n, k, l, name)
-  add(d.bn, d.stages, M.CONFIG.group)
-  if m > 256 then
+  add(d.bn, d.stages, M.CONFIG.group, d.bm)
+  if m <= 64 then
+    for _, bn in ipairs { 128, 64, 32 } do add(bn, 8, 8, 64) end
+    for _, bn in ipairs { 128, 64 } do add(bn, 8, 8) end
+  elseif m > 256 then
     add(256, 4, 8)
     add(256, 3, 8)
     add(256, 4, 16)
@@ -904,7 +928,7 @@ end
 local TUNE_NAME = "cute.lib.gemm_sm90"
 require("cute.autotune").defaults[TUNE_NAME] = function(_, problem)
   local c = M.pick_config(problem.m, problem.n, problem.k, problem.l, problem.name)
-  return { bm = c.bm, bn = c.bn, stages = c.stages, group = M.CONFIG.group }
+  return { bm = c.bm, bn = c.bn, stages = c.stages, group = M.CONFIG.group, schedule = c.schedule }
 end
 
 local function pow2_up(x)

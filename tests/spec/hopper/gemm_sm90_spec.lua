@@ -47,18 +47,27 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
 
   it("picks the tile width that fills the machine's waves, and more stages for narrow tiles", function()
     local S = require "cute.lib.gemm_sm90"
-    local function pick(m, n, k, l) local c = S.pick_config(m, n, k, l, "bf16", 132) return { c.bn, c.stages } end
-    assert.same({ 256, 4 }, pick(4096, 4096, 4096, 1)) -- 512 tiles: 3.9 waves either way; the widest
-    assert.same({ 256, 4 }, pick(2048, 2048, 2048, 1)) -- 128 tiles: one wave
-    assert.same({ 64, 8 }, pick(16, 8192, 8192, 1)) -- 128 tiles of 64 instead of 32 of 256
-    assert.same({ 32, 8 }, pick(1, 4096, 4096, 1))
-    assert.same({ 256, 4 }, pick(128, 8192, 8192, 4)) -- batches fill the machine too
+    local function pick(m, n, k, l)
+      local c = S.pick_config(m, n, k, l, "bf16", 132)
+      return { c.bm, c.bn, c.stages, c.schedule }
+    end
+    assert.same({ 128, 256, 4 }, pick(4096, 4096, 4096, 1)) -- 512 tiles: 3.9 waves either way; the widest
+    assert.same({ 128, 256, 4 }, pick(2048, 2048, 2048, 1)) -- 128 tiles: one wave
+    assert.same({ 128, 64, 8 }, pick(128, 8192, 8192, 1)) -- 128 tiles of 64 instead of 32 of 256
+    assert.same({ 128, 256, 4 }, pick(128, 8192, 8192, 4)) -- batches fill the machine too
+    -- up to 64 rows: ping-pong 64-row tiles, the widest BN whose tiles cover 48% of the SMs
+    assert.same({ 64, 128, 8, "pingpong" }, pick(16, 8192, 8192, 1)) -- 64 tiles
+    assert.same({ 64, 64, 8, "pingpong" }, pick(64, 4096, 14336, 1)) -- 64 tiles (128 wide: 32)
+    assert.same({ 64, 32, 8, "pingpong" }, pick(33, 1024, 4096, 1)) -- 32 tiles: the narrowest
+    assert.same({ 64, 128, 8, "pingpong" }, pick(64, 1024, 4096, 8)) -- 8 batches of 8 tiles
+    assert.equal(128, pick(65, 4096, 4096, 1)[1]) -- 65 rows: the cooperative 128-row tiles
     -- the kernel views of a skinny problem plan those tiles, and the grid covers them
     -- (17 rows: 16 and fewer go to cute.lib.gemv)
     local A, B = fakes(cute.bf16, 17, 8192, 8192)
     local p = G.plan(A, B, nil, { arch = "sm_90a" })
-    assert.same({ 64, 8 }, { p.config.bn, p.config.stages })
-    assert.equal(128, p.grid[1])
+    assert.same({ 64, 128, 8, "pingpong" }, { p.config.bm, p.config.bn, p.config.stages, p.config.schedule })
+    assert.equal("gemm_sm90_bf16_64x128x64_pingpong", p.kernel.name)
+    assert.equal(64, p.grid[1])
   end)
 
   it("plan falls back to the sm_80 kernel and says why", function()
@@ -510,7 +519,8 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
         name = "bf16" })
       assert.same(list[1], def)
       for _, cfg in ipairs(list) do -- every candidate fits in shared memory
-        assert.is_true((128 + cfg.bn) * 128 * cfg.stages <= 227 * 1024 - 1024)
+        assert.is_true((cfg.bm + cfg.bn) * 128 * cfg.stages <= 227 * 1024 - 1024)
+        assert.equal(cfg.bm == 64 and "pingpong" or nil, cfg.schedule)
       end
     end
     -- cute.gemm's options are checked, with a suggestion
@@ -591,10 +601,10 @@ local function check(dt, m, n, k, opts)
   else
     C:fill(cdt.is_integer and -12345 or 0 / 0) -- poisoned: every entry must be written
   end
-  -- (16 rows and fewer go to cute.lib.gemv: asked for the Hopper kernel unless opts.want = "gemv")
+  -- (1 to 3 rows go to cute.lib.gemv by default, 4 to 16 on Hopper to this kernel: asked for by name)
   local want = opts.want or "sm90"
   local o = { alpha = opts.alpha, beta = beta, scale_a = opts.scale_a, scale_b = opts.scale_b, config = opts.config,
-    kernel = (opts.config or (m <= 16 and want == "sm90")) and "sm90" or nil }
+    kernel = not opts.default and (want == "gemv" and "gemv" or ((opts.config or m <= 16) and "sm90" or nil)) or nil }
   local p = G.plan(A, B, C, o)
   assert.equal(want, p.kernel_name, p.why)
   cute.gemm(A, B, C, o)
@@ -758,9 +768,12 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     end
   end)
 
-  it("skinny (decode) shapes: narrow tiles (17 to 128 rows), cute.lib.gemv (16 and fewer) #gpu", function()
+  it("skinny (decode) shapes: 64-row ping-pong tiles (4 to 64 rows), cute.lib.gemv (1 to 3, or asked) #gpu", function()
     if not need_sm90() then return end
     check(cute.bf16, 40, 8192, 1024, { c_dtype = cute.bf16, samples = 2000 })
+    check(cute.bf16, 64, 4096, 1000, { c_dtype = cute.bf16, samples = 2000 }) -- 64 x 64 tiles
+    check(cute.bf16, 5, 8192, 1040, { c_dtype = cute.bf16, samples = 2000, default = true }) -- the default plan
+    check(cute.bf16, 2, 4096, 1024, { c_dtype = cute.bf16, samples = 2000, default = true, want = "gemv" })
     check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000, want = "gemv" })
     check(cute.bf16, 1, 4096, 4096, { c_dtype = cute.bf16, samples = 2000, want = "gemv" })
     check(cute.f16, 7, 1000, 520, { c_dtype = cute.f16, want = "gemv" })
@@ -849,8 +862,8 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       check(cute.bf16, 2048, 2048, 2048, { config = { cluster = cl, bm = 64, bn = 128, stages = 6,
         schedule = "pingpong" }, samples = 2000 })
       check(cute.e4m3, 1000, 1500, 528, { config = { cluster = cl }, c_dtype = cute.bf16, rtol = 2 ^ -8 })
-      check(cute.bf16, 700, 900, 200, { config = { cluster = cl, bn = 128, stages = 6 }, a_layout = "col",
-        b_layout = "row" }) -- MN-major: the shared operand split by boxes
+      check(cute.bf16, 712, 904, 200, { config = { cluster = cl, bn = 128, stages = 6 }, a_layout = "col",
+        b_layout = "row" }) -- MN-major (strides of 1424 and 1808 bytes: TMA's 16-byte rule): boxes split
     end
   end)
 

@@ -85,6 +85,20 @@ describe("cute.lib.gemv (on the simulator)", function()
     assert.are_not.equal("gemv", G.plan(A, B, nil, { arch = "sm_90a" }).kernel_name) -- 17 rows
     local A1 = cute.fake_tensor(cute.bf16, { 1, 512 }, "row")
     assert.equal("gemv", G.plan(A1, B, nil, { arch = "sm_90a" }).kernel_name)
+    -- on Hopper from 4 rows (gemm.GEMV_ROWS_SM90) the TMA + wgmma kernel's 64-row ping-pong tiles;
+    -- elsewhere, or asked for, the gemv
+    local function kernel_of(rows, o)
+      return G.plan(cute.fake_tensor(cute.bf16, { rows, 512 }, "row"), B, nil, o).kernel_name
+    end
+    assert.equal(4, G.GEMV_ROWS_SM90)
+    assert.equal("gemv", kernel_of(3, { arch = "sm_90a" }))
+    for _, rows in ipairs { 4, 16 } do
+      local p = G.plan(cute.fake_tensor(cute.bf16, { rows, 512 }, "row"), B, nil, { arch = "sm_90a" })
+      assert.equal("sm90", p.kernel_name)
+      assert.same({ 64, "pingpong" }, { p.config.bm, p.config.schedule })
+      assert.equal("gemv", kernel_of(rows, { arch = "sm_80" }))
+      assert.equal("gemv", kernel_of(rows, { arch = "sm_90a", kernel = "gemv" }))
+    end
     -- B N-major: not K-contiguous
     local Bn = cute.fake_tensor(cute.bf16, { 512, 256 }, "row")
     assert.are_not.equal("gemv", G.plan(A1, Bn, nil, { arch = "sm_90a" }).kernel_name)
