@@ -9,6 +9,8 @@
 --   SM90=128,6 cutelua bench/gemm_sm90_probe.lua        gemm_sm90 with another tile: bn, stages[, group]
 --   TMA_STORE=0 cutelua bench/gemm_sm90_probe.lua       the epilogue from registers instead of smem + TMA
 --   SM90=128,6 SCHEDULE=pingpong cutelua bench/gemm_sm90_probe.lua   the ping-pong schedule (64-row tiles)
+--   SM90=128,4 BK=128 cutelua bench/gemm_sm90_probe.lua    two 128-byte swizzle rows of K a stage (bk 128 bf16,
+--                                                    256 fp8: two TMA boxes adjacent along K an operand a stage)
 --   DTYPE=e4m3 cutelua bench/gemm_sm90_probe.lua     fp8 in, bf16 out (no cuBLAS line: the suite has cuBLASLt)
 --   CLUSTER=2x1 cutelua bench/gemm_sm90_probe.lua    clusters of 2 (2x1: a pair of vertically adjacent tiles
 --                                                    shares B, 1x2: A; TMA multicast), and the same tile without
@@ -43,6 +45,7 @@ if os.getenv("SM90") then
   for x in os.getenv("SM90"):gmatch("%d+") do v[#v + 1] = tonumber(x) end
   opts.kernel, opts.config = "sm90", { bn = v[1], stages = v[2], group = v[3] }
   if os.getenv("SCHEDULE") == "pingpong" then opts.config.bm, opts.config.schedule = 64, "pingpong" end
+  if os.getenv("BK") then opts.config.bk = tonumber(os.getenv("BK")) end
 end
 -- CLUSTER: the tile as above (the heuristic's without SM90), in clusters of 2
 local nocluster = nil

@@ -830,7 +830,8 @@ function M.tma_atoms(cfg, Av, Bv)
     -- multicast); MN-major: (rows, K, L), a box a swizzle atom's width of rows (64 with
     -- the 128B swizzle; 32 or 16 rows, 64B or 32B, in narrower tiles)
     local want = major == "k" and { 1, 0, 2 } or { 0, 1, 2 }
-    if (major == "k" and (#a.boxes ~= a.num_multicast or a.swizzle ~= "128B")) or d[1] ~= want[1]
+    local atoms_k = cfg.bk * ta.bytes / 128 -- 128-byte swizzle rows of K a stage (1, or 2: cfg.bk doubled)
+    if (major == "k" and (#a.boxes ~= a.num_multicast * atoms_k or a.swizzle ~= "128B")) or d[1] ~= want[1]
       or d[2] ~= want[2] or d[3] ~= want[3] then
       err.raise("cute.gemm: gemm_sm90 loads a %s-major tile as TMA boxes over %s; got %s",
         major == "k" and "K" or "MN", major == "k" and "(K, rows, L), one 128B-swizzled box" or "(rows, K, L)",
@@ -892,18 +893,22 @@ end
 
 --- The configurations autotuning times for a problem (cute.gemm(..., {tune =
 -- true})): the heuristic's pick first, then the other tile widths and stage
--- counts that make sense for its size, and a wider rasterisation group.
+-- counts that make sense for its size, and a wider rasterisation group; for
+-- skinny problems (up to 256 rows, memory-bound on B) also stages of two
+-- 128-byte swizzle rows of K (bk doubled: 256 contiguous bytes a row of B a
+-- stage).
 function M.candidates(m, n, k, l, name)
   local list, seen = {}, {}
-  local function add(bn, stages, group, bm)
-    bm = bm or 128
-    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((bm + bn) * 128))
+  local atom = 128 / cute.dtype.get(INPUTS[name].storage or name).bytes -- one swizzle row of K
+  local function add(bn, stages, group, bm, rows_k)
+    bm, rows_k = bm or 128, rows_k or 1
+    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((bm + bn) * 128 * rows_k))
     stages = math.min(stages, fit)
-    local key = bm .. "," .. bn .. "," .. stages .. "," .. group
+    local key = bm .. "," .. bn .. "," .. rows_k .. "," .. stages .. "," .. group
     if not seen[key] then
       seen[key] = true
       list[#list + 1] = { bm = bm, bn = bn, stages = stages, group = group,
-        schedule = bm == 64 and "pingpong" or nil }
+        schedule = bm == 64 and "pingpong" or nil, bk = rows_k == 2 and 2 * atom or nil }
     end
   end
   local d = M.pick_config(m, n, k, l, name)
@@ -911,6 +916,7 @@ function M.candidates(m, n, k, l, name)
   if m <= 64 then
     for _, bn in ipairs { 128, 64, 32 } do add(bn, 8, 8, 64) end
     for _, bn in ipairs { 128, 64 } do add(bn, 8, 8) end
+    for _, bn in ipairs { 128, 64 } do add(bn, 4, 8, 64, 2) end
   elseif m > 256 then
     add(256, 4, 8)
     add(256, 3, 8)
@@ -919,6 +925,7 @@ function M.candidates(m, n, k, l, name)
     add(128, 4, 8)
   else
     for _, bn in ipairs { 256, 128, 64, 32 } do add(bn, 8, 8) end
+    for _, bn in ipairs { 128, 64 } do add(bn, 4, 8, 128, 2) end
   end
   return list
 end
@@ -1191,10 +1198,16 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
     err.raise("cute.gemm: gemm_sm90's schedule is \"cooperative\" or \"pingpong\", got %s", tostring(cfg.schedule))
   end
   local want_bm = cfg.schedule == "pingpong" and 64 or 128
-  if cfg.bm ~= want_bm or cfg.bk ~= bk then
-    err.raise("cute.gemm: gemm_sm90 tiles for %s are %d x BN x %d (%s, one 128-byte swizzle row of K), got bm = %s, "
-      .. "bk = %s", name, want_bm, bk, cfg.schedule == "pingpong" and "a warpgroup a tile: ping-pong"
-      or "two consumer warpgroups a tile", tostring(cfg.bm), tostring(cfg.bk))
+  if cfg.bm ~= want_bm or (cfg.bk ~= bk and cfg.bk ~= 2 * bk) then
+    err.raise("cute.gemm: gemm_sm90 tiles for %s are %d x BN x %d or %d (%s, one or two 128-byte swizzle rows of K), "
+      .. "got bm = %s, bk = %s", name, want_bm, bk, 2 * bk, cfg.schedule == "pingpong"
+      and "a warpgroup a tile: ping-pong" or "two consumer warpgroups a tile", tostring(cfg.bm), tostring(cfg.bk))
+  end
+  -- (a multicast stage splits its shared operand's boxes between the pair: one box
+  -- of K a stage)
+  if cfg.bk ~= bk and cfg.cluster ~= nil and (cfg.cluster[1] ~= 1 or cfg.cluster[2] ~= 1) then
+    err.raise("cute.gemm: gemm_sm90 in clusters takes one 128-byte swizzle row of K a stage (bk = %d), got bk = %s",
+      bk, tostring(cfg.bk))
   end
   if type(cfg.bn) ~= "number" or cfg.bn % 16 ~= 0 or cfg.bn < 16 or cfg.bn > 256 then
     err.raise("cute.gemm: gemm_sm90's bn is a multiple of 16 from 16 to 256, got %s", tostring(cfg.bn))
@@ -1203,7 +1216,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   local max_stages = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / stage_bytes)
   if type(cfg.stages) ~= "number" or cfg.stages % 1 ~= 0 or cfg.stages < 2 or cfg.stages > max_stages then
     err.raise("cute.gemm: gemm_sm90 with a %dx%dx%d tile takes 2 to %d stages (%d bytes each), got %s", cfg.bm,
-      cfg.bn, bk, max_stages, stage_bytes, tostring(cfg.stages))
+      cfg.bn, cfg.bk, max_stages, stage_bytes, tostring(cfg.stages))
   end
   cfg.a_dtype = name
   cfg.a_major, cfg.b_major = M.major_of(strides.a), M.major_of(strides.b)

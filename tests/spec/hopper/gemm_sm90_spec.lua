@@ -183,8 +183,19 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       local msg = H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", kernel = "sm90", config = config }) end)
       return msg -- (not a tail call: error_at finds this line as its caller's)
     end
-    assert.matches("tiles for bf16 are 128 x BN x 64", refused { bm = 64 })
-    assert.matches("tiles for bf16 are 128 x BN x 64", refused { bk = 128 })
+    assert.matches("tiles for bf16 are 128 x BN x 64 or 128", refused { bm = 64 })
+    assert.matches("tiles for bf16 are 128 x BN x 64 or 128", refused { bk = 32 })
+    assert.matches("tiles for bf16 are 128 x BN x 64 or 128", refused { bk = 256 })
+    assert.matches("in clusters takes one 128%-byte swizzle row of K a stage %(bk = 64%), got bk = 128",
+      refused { bk = 128, bn = 128, stages = 4, cluster = { 2, 1 } })
+    assert.matches("128x256x128 tile takes 2 to 2 stages", refused { bk = 128, stages = 3 })
+    -- two swizzle rows of K a stage: two TMA boxes an operand, twice the wgmmas a stage, no spill
+    local p2, h2 = compile(cute.bf16, 16, 8192, 8192, { kernel = "sm90", config = { bm = 64, bn = 128, bk = 128,
+      stages = 4, schedule = "pingpong" } })
+    assert.equal("gemm_sm90_bf16_64x128x128_pingpong", p2.kernel.name)
+    local r2 = h2:resources()[p2.kernel.name]
+    assert.same({ 168, 0 }, { r2.registers, r2.spill_stores })
+    assert.equal(16, H.count(h2:ptx(), "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"))
     assert.matches("bn is a multiple of 16 from 16 to 256", refused { bn = 100 })
     assert.matches("takes 2 to 4 stages %(49152 bytes each%), got 5", refused { bn = 256, stages = 5 })
     -- a misspelt field is refused, not ignored
@@ -518,10 +529,16 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       local def = tune.defaults["cute.lib.gemm_sm90"]("NVIDIA H100 80GB HBM3", { m = c[1], n = c[2], k = c[3], l = 1,
         name = "bf16" })
       assert.same(list[1], def)
-      for _, cfg in ipairs(list) do -- every candidate fits in shared memory
-        assert.is_true((cfg.bm + cfg.bn) * 128 * cfg.stages <= 227 * 1024 - 1024)
+      local doubled = 0
+      local A, B = fakes(cute.bf16, c[1], c[2], 304) -- (a K that meets TMA's 16-byte rule)
+      for _, cfg in ipairs(list) do -- every candidate fits in shared memory, and plans
+        assert.is_true((cfg.bm + cfg.bn) * 128 * (cfg.bk and 2 or 1) * cfg.stages <= 227 * 1024 - 1024)
         assert.equal(cfg.bm == 64 and "pingpong" or nil, cfg.schedule)
+        if cfg.bk then doubled = doubled + 1 end
+        assert.equal(cfg.bk or 64, G.plan(A, B, nil, { arch = "sm_90a", kernel = "sm90", config = cfg }).config.bk)
       end
+      -- two swizzle rows of K a stage are tried for skinny problems only
+      assert.equal(c[1] <= 256 and 2 or 0, doubled)
     end
     -- cute.gemm's options are checked, with a suggestion
     local A, B = fakes(cute.bf16, 256, 256, 256)
@@ -778,6 +795,18 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     check(cute.bf16, 1, 4096, 4096, { c_dtype = cute.bf16, samples = 2000, want = "gemv" })
     check(cute.f16, 7, 1000, 520, { c_dtype = cute.f16, want = "gemv" })
     check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000 }) -- the Hopper kernel, asked for
+  end)
+
+  it("two 128-byte swizzle rows of K a stage (config.bk doubled): ping-pong, cooperative, fp8, split-K #gpu", function()
+    if not need_sm90() then return end
+    check(cute.bf16, 16, 8192, 1040, { config = { bm = 64, bn = 128, bk = 128, stages = 4, schedule = "pingpong" },
+      c_dtype = cute.bf16, samples = 2000 })
+    check(cute.bf16, 300, 1000, 1000, { config = { bn = 64, bk = 128, stages = 4 }, samples = 2000 })
+    check(cute.bf16, 700, 904, 200, { config = { bn = 128, bk = 128, stages = 3 }, a_layout = "col", b_layout = "row" })
+    check(cute.e4m3, 64, 4096, 2064, { config = { bm = 64, bn = 64, bk = 256, stages = 4, schedule = "pingpong" },
+      c_dtype = cute.bf16, rtol = 2 ^ -8 })
+    check(cute.bf16, 64, 4096, 3000, { config = { bm = 64, bn = 64, bk = 128, stages = 4, schedule = "pingpong",
+      split_k = 2 }, samples = 2000 })
   end)
 
   it("cute.lib.gemv's wide form (A through shared memory, B through a cp.async ring) #gpu", function()

@@ -69,6 +69,31 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     end
   end)
 
+  it("two 128-byte swizzle rows of K a stage (config.bk doubled): both schedules, majors, dtypes, split-K", function()
+    -- each operand's stage is two TMA boxes adjacent along K (256 contiguous bytes a row)
+    for _, c in ipairs {
+      { cute.bf16, 200, 300, 456, { bm = 64, bn = 128, bk = 128, stages = 3, schedule = "pingpong" }, cute.bf16 },
+      { cute.bf16, 136, 72, 200, { bn = 64, bk = 128, stages = 3 }, cute.f32, "col", "row" },
+      { cute.f16, 130, 96, 136, { bn = 32, bk = 128, stages = 2 }, cute.f16, "row", "row" },
+      { cute.e4m3, 96, 80, 304, { bn = 64, bk = 256, stages = 2 }, cute.bf16 },
+      { cute.i8, 100, 48, 272, { bn = 48, bk = 256, stages = 2 }, cute.i32 },
+      { cute.tf32, 72, 40, 100, { bn = 64, bk = 64, stages = 3 }, cute.f32 },
+      { cute.bf16, 64, 256, 1000, { bm = 64, bn = 64, bk = 128, stages = 4, schedule = "pingpong", split_k = 3 },
+        cute.f32 },
+    } do
+      local dt, m, n, k, cfg, cdt = c[1], c[2], c[3], c[4], c[5], c[6]
+      local A, B, C = operands(dt, m, n, k, cdt, c[7], c[8])
+      local o = { kernel = "sm90", config = cfg }
+      local p = hopper_plan(A, B, C, o)
+      assert.matches(string.format("_%dx%dx%d", cfg.bm or 128, cfg.bn, cfg.bk), p.kernel.name)
+      cute.gemm(A, B, C, o)
+      local exact = dt.name == "i8"
+      local r = cute.testing.check_gemm(A, B, C, { samples = 1500, rtol = exact and 0 or (cdt.bytes == 2 and 2 ^ -7
+        or 1e-4), what = string.format("%s %dx%dx%d bk %d", dt.name, m, n, k, cfg.bk) })
+      assert.is_true(r.checked > 0)
+    end
+  end)
+
   it("alpha and beta (C read back), f16 output", function()
     local A, B, C = operands(cute.f16, 96, 64, 64, cute.f16)
     C:uniform(-1, 1)
