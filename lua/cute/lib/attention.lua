@@ -438,26 +438,27 @@ local function build(cfg, trace_key)
       -- combine kernel): groups of R rows a warp, round robin; the warp's
       -- weights in the (now free) K stages' shared memory, R rows of
       -- MAX_SPLITS; lane l the columns l, l + 32, ... of the R rows, U splits
-      -- of loads in flight
-      local warp, lane = tid / 32, tid % 32
+      -- at a time: 64 loads in flight a lane (more took d 64's kernel from 168
+      -- to 213 registers)
+      local warp, wl = tid / 32, tid % 32
       local kv_bytes = stK * STAGES * dt.bytes
       local R = math.max(1, math.min(4, math.floor(kv_bytes / (W * MAX_SPLITS * 4))))
       assert(R >= 1 and W * R * MAX_SPLITS * 4 <= kv_bytes, "attention: no room for the combine's weights")
       local wall = cute.make_tensor(sK_all:ptr_at(0):cast(nil, cute.f32), cute.make_layout({ MAX_SPLITS, W * R }))
       local function wrow(x) return wall[{ cute._, warp * R + x }] end
       local NC = D / 32
-      local U = math.max(1, math.min(16, math.floor(128 / (R * NC))))
+      local U = math.max(1, math.min(16, math.floor(64 / (R * NC))))
       local row0 = m_block * BM
       local nrows = cute.min(BM, sq - row0)
       local groups = (nrows + (R - 1)) / R
       for g in cute.range(warp, groups, W) do
         local rows = {}
         for x = 0, R - 1 do rows[x] = row0 + cute.min(g * R + x, nrows - 1) end -- (clamped: every load valid)
-        local lv, lm = {}, {}
-        for x = 0, R - 1 do lv[x], lm[x] = combine_lses(LSE, b, h, rows[x], splits, lane) end
+        local lsv, lsm = {}, {}
+        for x = 0, R - 1 do lsv[x], lsm[x] = combine_lses(LSE, b, h, rows[x], splits, wl) end
         for x = 0, R - 1 do
-          local l = combine_weights(lv[x], lm[x], lane, wrow(x))
-          if lane == 0 and g * R + x < nrows then Lf[{ b, h, rows[x] }] = l end
+          local l = combine_weights(lsv[x], lsm[x], wl, wrow(x))
+          if wl == 0 and g * R + x < nrows then Lf[{ b, h, rows[x] }] = l end
         end
         cute.sync_warp()
         local acc = cute.make_rmem_tensor({ R * NC }, cute.f32)
@@ -466,13 +467,13 @@ local function build(cfg, trace_key)
           for x = 0, R - 1 do
             local ws = wrow(x)[s]
             for c = 0, NC - 1 do
-              acc[x * NC + c] = acc[x * NC + c] + ws * O[{ s, b, rows[x], h, lane + 32 * c }]
+              acc[x * NC + c] = acc[x * NC + c] + ws * O[{ s, b, rows[x], h, wl + 32 * c }]
             end
           end
         end
         for x = 0, R - 1 do
           if g * R + x < nrows then
-            for c = 0, NC - 1 do Of[{ b, rows[x], h, lane + 32 * c }] = acc[x * NC + c]:to(Of.dtype) end
+            for c = 0, NC - 1 do Of[{ b, rows[x], h, wl + 32 * c }] = acc[x * NC + c]:to(Of.dtype) end
           end
         end
         cute.sync_warp() -- (the weights read before the next group's)
