@@ -1085,7 +1085,8 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   st.sq, st.hq = kp.sq, kp.hq -- the kernel's rows and heads
   st.scalars = { plan.args[8], plan.args[9], plan.args[10], plan.args[11] } -- scale log2 e, hratio, left, right
   st.block = cfg.warps * 32
-  st.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2 + (st.fused and 16 or 0) -- (the fused combine's flag)
+  -- (the fused combine's 16 bytes of flag left out: the same split count as the two kernels)
+  st.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
   st.m_blocks = math.ceil(kp.sq / cfg.bm)
   st.ctas = st.m_blocks * kp.hq * B
   -- the GPU the split count is planned for: the current device, else (no GPU)
