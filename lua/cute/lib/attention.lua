@@ -140,10 +140,9 @@ local function build(cfg, trace_key)
   -- false); splits: the key range cut into that many parts, one a CTA, each writing
   -- its O (normalised) and LSE into O (splits, B, Sq, Hq, D) and LSE (splits, B, Hq, Sq).
   -- fused_combine: the last CTA of a tile's splits to finish combines them into Of
-  -- (B, Sq, Hq, D) and Lf (B, Hq, Sq); counts: the (B, Hq, m_blocks) i32 arrival
+  -- (B, Sq, Hq, D) and Lf (B, Hq, Sq); cnt: the (B, Hq, m_blocks) i32 arrival
   -- counters, zero before the launch and after it (or false).
-  return cute.kernel(name, function(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, lens, bt, page, splits,
-                                    Of, Lf, counts)
+  local function body(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, lens, bt, page, splits, Of, Lf, cnt)
     cute.launch_bounds(threads, 1)
     local tid = cute.thread_idx().x
     local m_block = cute.block_idx().x
@@ -424,11 +423,11 @@ local function build(cfg, trace_key)
       if tid == 0 then
         local slot = (b * cute.grid_dim().y + h) * m_blocks + m_block
         cute.fence("gpu")
-        local old = cute.atomic_add(counts:ptr_at(slot), 1, { scope = "gpu" })
+        local old = cute.atomic_add(cnt:ptr_at(slot), 1, { scope = "gpu" })
         flag[0] = 0
         if old == splits - 1 then
           cute.fence("gpu")
-          counts[slot] = 0
+          cnt[slot] = 0
           flag[0] = 1
         end
       end
@@ -479,7 +478,8 @@ local function build(cfg, trace_key)
         cute.sync_warp() -- (the weights read before the next group's)
       end
     end
-  end, { trace_key = trace_key, preprocess = true })
+  end
+  return cute.kernel(name, body, { trace_key = trace_key, preprocess = true })
 end
 
 M._build = build
