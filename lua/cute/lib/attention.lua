@@ -1361,7 +1361,8 @@ end
 
 --- Attention of a few new query tokens against a long KV cache (decoding):
 -- split-KV (several CTAs over the cache, each writing a partial O and LSE,
--- then a combine kernel), caches of per-sequence lengths, paged caches. Q, O
+-- then a combine kernel, or with config.fused_combine the last CTA of each
+-- query tile's splits), caches of per-sequence lengths, paged caches. Q, O
 -- (B, Sq, Hq, D) with Sq small (1 to a few; causal aligns them with the
 -- cache's end), Kcache, Vcache (B, S_cache, Hkv, D), or paged (pages,
 -- page_size, Hkv, D) with opts.block_table ((B, max_pages) i32 device tensor:
