@@ -69,6 +69,45 @@ local kernels = {}
 local common = require "cute.lib.common"
 local tiled_g2s = common.tiled_g2s
 
+-- The most key splits a decode launch takes (the combine's weights sit in
+-- shared memory, one a split).
+local MAX_SPLITS = 128
+M.DECODE_MAX_SPLITS = MAX_SPLITS
+
+-- The combine of split-KV, row (b, i, h): O = sum_s exp(LSE_s - LSE) O_s, LSE
+-- = log sum_s exp(LSE_s), shared by the combine kernel and the split kernel's
+-- fused combine (the same arithmetic in the same order: the same bits).
+-- combine_lses: a warp's loads of the row's partial LSEs from Lp (splits, B,
+-- Hq, Sq), lane l splits l, l + 32, l + 64, l + 96 (loads clamped to the last
+-- split, their values dropped), and their maximum so far.
+local function combine_lses(Lp, b, h, i, splits, lane)
+  local v = {}
+  local mx = NEG_INF
+  for k = 1, MAX_SPLITS / 32 do
+    local s = lane + 32 * (k - 1)
+    v[k] = cute.where(s:lt(splits), Lp[{ cute.min(s, splits - 1), b, h, i }], NEG_INF)
+    mx = cute.max(mx, v[k])
+  end
+  return v, mx
+end
+
+-- The row's weights exp(LSE_s - LSE) into w (shared, MAX_SPLITS f32; 0 past
+-- the splits, and for a row that saw no key) from combine_lses's values,
+-- reduced over the warp with shuffles; returns the row's LSE.
+local function combine_weights(v, mx, lane, w)
+  mx = cute.warp_reduce_shuffle(mx, cute.max)
+  local base = cute.where(mx:eq(NEG_INF), 0.0, mx)
+  local sum = 0.0
+  for k = 1, #v do sum = sum + cute.exp2((v[k] - base) * LOG2E) end
+  sum = cute.warp_reduce_shuffle(sum, function(x, y) return x + y end)
+  local empty = sum:eq(0.0)
+  local lse = cute.where(empty, NEG_INF, base + cute.log(cute.where(empty, 1.0, sum)))
+  for k = 1, #v do
+    w[lane + 32 * (k - 1)] = cute.where(empty, 0.0, cute.exp2((v[k] - lse) * LOG2E))
+  end
+  return lse
+end
+
 local function build(cfg, trace_key)
   local gemm = require "cute.lib.gemm"
   local D, BM, BN, W, STAGES = cfg.d, cfg.bm, cfg.bn, cfg.warps, cfg.stages
@@ -91,14 +130,19 @@ local function build(cfg, trace_key)
   local DK, NK = D / 16, BN / 16 -- k-blocks of the two products
   local varlen, has_left, has_right = cfg.varlen, cfg.has_left, cfg.has_right
   local split, paged, seqlens = cfg.split, cfg.paged, cfg.seqlens -- (decode)
+  local fused = split and cfg.fused_combine
   local masked = cfg.causal or has_left or has_right or not cfg.even_k or seqlens
 
-  local name = string.format("flash_%s_%s_d%d_%dx%d", split and "split" or "fwd", dt.name, D, BM, BN)
+  local name = string.format("flash_%s_%s_d%d_%dx%d", split and (fused and "split_combine" or "split") or "fwd",
+    dt.name, D, BM, BN)
   -- Decode: lens (B) i32 lengths of the caches (or false); bt, the block table (B,
   -- max pages) i32 and the page size P (paged caches K, V (pages, P, Hkv, D), or
   -- false); splits: the key range cut into that many parts, one a CTA, each writing
   -- its O (normalised) and LSE into O (splits, B, Sq, Hq, D) and LSE (splits, B, Hq, Sq).
-  return cute.kernel(name, function(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, lens, bt, page, splits)
+  -- fused_combine: the last CTA of a tile's splits to finish combines them into Of
+  -- (B, Sq, Hq, D) and Lf (B, Hq, Sq); cnt: the (B, Hq, m_blocks) i32 arrival
+  -- counters, zero before the launch and after it (or false).
+  local function body(Q, K, V, O, LSE, cuq, cuk, scale_log2, hratio, left, right, lens, bt, page, splits, Of, Lf, cnt)
     cute.launch_bounds(threads, 1)
     local tid = cute.thread_idx().x
     local m_block = cute.block_idx().x
@@ -108,7 +152,7 @@ local function build(cfg, trace_key)
 
     -- this (batch, head)'s rows: q (sq, D), k (sk, D), vt (D, sk), o, lse (sq)
     local q, k, vt, o, lse, sq, sk
-    local splits_at = 0
+    local splits_at, m_blocks = 0, 1
     if varlen then
       local q0, k0 = cuq[b], cuk[b]
       sq, sk = cuq[b + 1] - q0, cuk[b + 1] - k0
@@ -126,7 +170,7 @@ local function build(cfg, trace_key)
       sq = q.layout.shape[1]
       local split_idx = 0
       if split then -- block x: split_idx * m_blocks + m_block
-        local m_blocks = (sq + (BM - 1)) / BM
+        m_blocks = (sq + (BM - 1)) / BM
         split_idx = m_block / m_blocks
         m_block = m_block % m_blocks
         Ob, Lb = O[{ split_idx, cute._, cute._, cute._, cute._ }], LSE[{ split_idx, cute._, cute._, cute._ }]
@@ -368,7 +412,74 @@ local function build(cfg, trace_key)
       end
     end
     if full then cute.copy(out, tOgO) end
-  end, { trace_key = trace_key, preprocess = true })
+
+    if fused then
+      -- the arrival: every store of this CTA made, one thread's release fence
+      -- and count; the last of the splits (the count was splits - 1) takes the
+      -- others' stores (acquire fence), resets the counter for the next launch
+      -- and combines the tile. No CTA waits for another.
+      local flag = smem:tensor(cute.i32, cute.make_layout(1), 16)
+      cute.sync_threads()
+      if tid == 0 then
+        local slot = (b * cute.grid_dim().y + h) * m_blocks + m_block
+        cute.fence("gpu")
+        local old = cute.atomic_add(cnt:ptr_at(slot), 1, { scope = "gpu" })
+        flag[0] = 0
+        if old == splits - 1 then
+          cute.fence("gpu")
+          cnt[slot] = 0
+          flag[0] = 1
+        end
+      end
+      cute.sync_threads()
+      if flag[0] == 0 then return end
+      -- the combine of the tile's rows (combine_lses, combine_weights: as the
+      -- combine kernel): groups of R rows a warp, round robin; the warp's
+      -- weights in the (now free) K stages' shared memory, R rows of
+      -- MAX_SPLITS; lane l the columns l, l + 32, ... of the R rows, U splits
+      -- at a time: 64 loads in flight a lane (more took d 64's kernel from 168
+      -- to 213 registers)
+      local warp, wl = tid / 32, tid % 32
+      local kv_bytes = stK * STAGES * dt.bytes
+      local R = math.max(1, math.min(4, math.floor(kv_bytes / (W * MAX_SPLITS * 4))))
+      assert(R >= 1 and W * R * MAX_SPLITS * 4 <= kv_bytes, "attention: no room for the combine's weights")
+      local wall = cute.make_tensor(sK_all:ptr_at(0):cast(nil, cute.f32), cute.make_layout({ MAX_SPLITS, W * R }))
+      local function wrow(x) return wall[{ cute._, warp * R + x }] end
+      local NC = D / 32
+      local U = math.max(1, math.min(16, math.floor(64 / (R * NC))))
+      local row0 = m_block * BM
+      local nrows = cute.min(BM, sq - row0)
+      local groups = (nrows + (R - 1)) / R
+      for g in cute.range(warp, groups, W) do
+        local rows = {}
+        for x = 0, R - 1 do rows[x] = row0 + cute.min(g * R + x, nrows - 1) end -- (clamped: every load valid)
+        local lsv, lsm = {}, {}
+        for x = 0, R - 1 do lsv[x], lsm[x] = combine_lses(LSE, b, h, rows[x], splits, wl) end
+        for x = 0, R - 1 do
+          local l = combine_weights(lsv[x], lsm[x], wl, wrow(x))
+          if wl == 0 and g * R + x < nrows then Lf[{ b, h, rows[x] }] = l end
+        end
+        cute.sync_warp()
+        local acc = cute.make_rmem_tensor({ R * NC }, cute.f32)
+        acc:fill(0.0)
+        for s in cute.range(splits, { unroll = U }) do
+          for x = 0, R - 1 do
+            local ws = wrow(x)[s]
+            for c = 0, NC - 1 do
+              acc[x * NC + c] = acc[x * NC + c] + ws * O[{ s, b, rows[x], h, wl + 32 * c }]
+            end
+          end
+        end
+        for x = 0, R - 1 do
+          if g * R + x < nrows then
+            for c = 0, NC - 1 do Of[{ b, rows[x], h, wl + 32 * c }] = acc[x * NC + c]:to(Of.dtype) end
+          end
+        end
+        cute.sync_warp() -- (the weights read before the next group's)
+      end
+    end
+  end
+  return cute.kernel(name, body, { trace_key = trace_key, preprocess = true })
 end
 
 M._build = build
@@ -379,7 +490,7 @@ M._build = build
 -- multiplies: more registers), varlen, causal, has_left, has_right (window
 -- sides bounded), even_k (Sk a multiple of bn: no key mask needed), and for decode: split (each CTA a
 -- part of the keys, writing f32 partial results), paged (caches in pages, a block table), seqlens
--- (per-batch cache lengths)}. The key of the
+-- (per-batch cache lengths), fused_combine (split: the last CTA of a tile's splits combines them)}. The key of the
 -- configuration is the kernel's trace_key (docs/compiler.md).
 -- @param cfg the configuration (above)
 -- @return a cute.kernel
@@ -388,8 +499,10 @@ function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "v_double",
     "varlen",
-    "causal", "has_left", "has_right", "even_k", "split", "paged", "seqlens" } do
-    key[#key + 1] = tostring(cfg[k])
+    "causal", "has_left", "has_right", "even_k", "split", "paged", "seqlens", "fused_combine" } do
+    local v = cfg[k]
+    if k == "fused_combine" then v = cfg.split and v == true end -- (only a split kernel has one)
+    key[#key + 1] = tostring(v)
   end
   key = table.concat(key, ",")
   local k = kernels[key]
@@ -626,8 +739,9 @@ local SM80_CONFIGS = {
   [256] = { bm = 64, bn = 32, warps = 4, stages = 2, q_regs = false },  -- 255 registers, spills
 }
 M.SM80_CONFIGS = SM80_CONFIGS
--- The fields of the sm_80 kernel's opts.config (pack: decode's packing of GQA heads).
-M.SM80_CONFIG_KEYS = { "bm", "bn", "warps", "stages", "q_regs", "pack" }
+-- The fields of the sm_80 kernel's opts.config (pack: decode's packing of GQA
+-- heads; fused_combine: decode's combine in the split kernel).
+M.SM80_CONFIG_KEYS = { "bm", "bn", "warps", "stages", "q_regs", "pack", "fused_combine" }
 
 local function sm80_plan(p, opts, why)
   local base = SM80_CONFIGS[p.d]
@@ -654,7 +768,7 @@ local function sm80_plan(p, opts, why)
   if opts.arch then kern = kern:with { arch = opts.arch } end
   local args = { p.q, p.k, p.v, p.o, p.lse, p.varlen and p.cu_seqlens_q or false,
     p.varlen and p.cu_seqlens_k or false, cute.f32(p.scale * LOG2E), cute.i32(p.hq / p.hkv),
-    cute.i32(p.window[1]), cute.i32(p.window[2]), false, false, false, false }
+    cute.i32(p.window[1]), cute.i32(p.window[2]), false, false, false, false, false, false, false }
   return {
     kernel = kern, args = args, grid = { math.max(1, math.ceil(p.sq / cfg.bm)), p.hq, p.batch },
     block = cfg.warps * 32, smem = smem, config = cfg, problem = p, kernel_name = "sm80",
@@ -741,11 +855,6 @@ end
 -- ---------------------------------------------------------------------------
 -- Decode: a few query tokens against a long KV cache
 
--- The most key splits a decode launch takes (the combine kernel's weights sit in
--- shared memory, one a split).
-local MAX_SPLITS = 128
-M.DECODE_MAX_SPLITS = MAX_SPLITS
-
 -- The combine step of split-KV: O[b, i, h, :] = sum_s exp(LSE_s - LSE) O_s, LSE = log sum_s exp(LSE_s).
 -- One CTA a row (b, i, h), a thread a column d: the first warp loads the
 -- splits' LSEs at once (lane l splits l, l + 32, l + 64, l + 96, in
@@ -761,30 +870,15 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
   local b = row / (hq * sq)
   local w = cute.smem_allocator():tensor(cute.f32, cute.make_layout(MAX_SPLITS), 16)
   if d < 32 then
-    local v = {}
-    local mx = NEG_INF
-    for k = 1, MAX_SPLITS / 32 do -- (loads clamped to the last split, their values dropped)
-      local s = d + 32 * (k - 1)
-      v[k] = cute.where(s < splits, Lp[{ cute.min(s, splits - 1), b, h, i }], NEG_INF)
-      mx = cute.max(mx, v[k])
-    end
-    mx = cute.warp_reduce_shuffle(mx, cute.max)
-    local base = cute.where(mx == NEG_INF, 0.0, mx)
-    local sum = 0.0
-    for k = 1, #v do sum = sum + cute.exp2((v[k] - base) * LOG2E) end
-    sum = cute.warp_reduce_shuffle(sum, function(x, y) return x + y end)
-    local empty = sum == 0.0
-    local lse = cute.where(empty, NEG_INF, base + cute.log(cute.where(empty, 1.0, sum)))
-    for k = 1, #v do
-      w[d + 32 * (k - 1)] = cute.where(empty, 0.0, cute.exp2((v[k] - lse) * LOG2E))
-    end
+    local v, mx = combine_lses(Lp, b, h, i, splits, d)
+    local lse = combine_weights(v, mx, d, w)
     if d == 0 then LSE[{ b, h, i }] = lse end
   end
   cute.sync_threads()
   local acc = 0.0
   for s in cute.range(splits, { unroll = 16 }) do acc = acc + w[s] * Op[{ s, b, i, h, d }] end
   O[{ b, i, h, d }] = acc:to(O.dtype)
-end, { preprocess = true, trace_key = "cute.lib.attention:combine v3" })
+end, { preprocess = true, trace_key = "cute.lib.attention:combine v4" })
 
 local DECODE_OPTIONS = { scale = true, causal = true, window = true, lse = true, cache_seqlens = true,
   block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true }
@@ -971,6 +1065,10 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   elseif not given.bm then
     given.bm = type(given.warps) == "number" and 16 * given.warps or nil
   end
+  if given.fused_combine ~= nil and type(given.fused_combine) ~= "boolean" then
+    fail("opts.config.fused_combine must be a boolean, got %s", type(given.fused_combine))
+  end
+  st.fused = given.fused_combine == true
   if opts.config == nil or type(opts.config) == "table" then fopts.config = given end
   local plan = sm80_plan(kp, fopts, "decode")
   local cfg = plan.config
@@ -987,6 +1085,7 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   st.sq, st.hq = kp.sq, kp.hq -- the kernel's rows and heads
   st.scalars = { plan.args[8], plan.args[9], plan.args[10], plan.args[11] } -- scale log2 e, hratio, left, right
   st.block = cfg.warps * 32
+  -- (the fused combine's 16 bytes of flag left out: the same split count as the two kernels)
   st.smem = (cfg.bm * p.d + cfg.stages * 2 * cfg.bn * p.d) * 2
   st.m_blocks = math.ceil(kp.sq / cfg.bm)
   st.ctas = st.m_blocks * kp.hq * B
@@ -1010,12 +1109,14 @@ local function decode_split_count(st, keys)
 end
 
 -- The launches of a split count: {kernel, args, grid, block, config, combine,
--- ...} with the user's tensors' slots of args (and combine.args) false; Ow,
--- Lw: the partial O and LSE (split > 1).
-local function decode_variant(st, splits, Ow, Lw)
+-- fused, ...} with the user's tensors' slots of args (and combine.args) false;
+-- Ow, Lw: the partial O and LSE (split > 1); counts: the arrival counters of
+-- the fused combine (split > 1 and st.fused), zeroed.
+local function decode_variant(st, splits, Ow, Lw, counts)
   local cfg = {}
   for key, v in pairs(st.cfg) do cfg[key] = v end
   cfg.split = splits > 1
+  cfg.fused_combine = cfg.split and st.fused
   local kern = M.kernel(cfg)
   if st.arch then kern = kern:with { arch = st.arch } end
   local s = st.scalars
@@ -1023,12 +1124,15 @@ local function decode_variant(st, splits, Ow, Lw)
     kernel = kern, splits = splits, config = cfg, block = st.block, smem = st.smem,
     grid = { splits * st.m_blocks, st.hq, st.B },
     args = { false, false, false, Ow or false, Lw or false, false, false, s[1], s[2], s[3], s[4], false, false,
-      st.page and cute.i32(st.page) or false, cute.i32(splits) },
-    why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles%s", splits,
+      st.page and cute.i32(st.page) or false, cute.i32(splits), false, false, counts or false },
+    why = string.format("decode: the sm_80 kernel over %d split%s of the keys%s, %dx%d tiles%s%s", splits,
       splits > 1 and "s" or "", st.paged and (" from pages of " .. st.page) or "", cfg.bm, cfg.bn,
-      st.packed and string.format(", the %d query heads of a KV head in one tile", st.G) or ""),
+      st.packed and string.format(", the %d query heads of a KV head in one tile", st.G) or "",
+      cfg.fused_combine and "; the combine fused into it (the last CTA of a tile's splits to finish merges them)"
+        or ""),
+    fused = cfg.fused_combine,
   }
-  if cfg.split then
+  if cfg.split and not cfg.fused_combine then
     local ck = combine_kernel
     if st.arch then ck = ck:with { arch = st.arch } end
     v.combine = { kernel = ck, args = { Ow, Lw, false, false, cute.i32(splits) }, grid = st.B * st.sq * st.hq,
@@ -1042,10 +1146,22 @@ local function workspace_shapes(st, splits)
   return { splits, st.B, st.sq, st.hq, st.d }, { splits, st.B, st.hq, st.sq }
 end
 
+-- The fused combine's arrival counters: one i32 a query tile (B, Hq, m_blocks),
+-- zeroed here once; the last CTA of a tile's splits puts its counter back to 0,
+-- so that the next launch (stream-ordered after it) finds them all zero.
+local function new_counters(st, fake)
+  local n = st.B * st.hq * st.m_blocks
+  if fake then return tensor.fake_tensor(cute.i32, { n }) end
+  return cute.tensor(cute.i32, n):fill(0)
+end
+
 --- What decode would launch: the split kernel's plan (kernel, args, grid, block,
 -- config, problem, why) and, when the keys are split, combine = {kernel, args,
--- grid, block} and the workspace (partial O and LSE, f32). Same arguments as
--- decode; it plans afresh each call (decode keeps its plans in a cache).
+-- grid, block} and the workspace (partial O and LSE, f32); with
+-- opts.config.fused_combine, fused = true and no combine: the split kernel
+-- combines (its args end with O, LSE and its arrival counters, zeroed once:
+-- each launch leaves them zero). Same arguments as decode; it plans afresh
+-- each call (decode keeps its plans in a cache).
 -- @param Q the new queries (B, Sq, Hq, D), Sq small
 -- @param Kc the key cache: (B, S_cache, Hkv, D), or paged (pages, page_size, Hkv, D)
 -- @param Vc the value cache, Kc's shape
@@ -1058,16 +1174,19 @@ function M.decode_plan(Q, Kc, Vc, O, opts)
   local p, kp = st.p, st.kp
   local splits = decode_split_count(st, p.sk)
   local mk = Q.fake and tensor.fake_tensor or cute.tensor
-  local Ow, Lw
+  local Ow, Lw, counts
   if splits > 1 then
     local os_, ls = workspace_shapes(st, splits)
     Ow, Lw = mk(cute.f32, os_, "row"), mk(cute.f32, ls, "row")
+    if st.fused then counts = new_counters(st, Q.fake) end
   end
-  local plan = decode_variant(st, splits, Ow, Lw)
+  local plan = decode_variant(st, splits, Ow, Lw, counts)
   local a = plan.args
   a[1], a[2], a[3], a[12], a[13] = kp.q, p.k, p.v, p.cache_seqlens or false, p.block_table or false
   if plan.combine then
     plan.combine.args[3], plan.combine.args[4] = kp.o, kp.lse
+  elseif plan.fused then
+    a[16], a[17] = kp.o, kp.lse
   else
     a[4], a[5] = kp.o, kp.lse
   end
@@ -1157,7 +1276,7 @@ local function decode_key(Q, Kc, Vc, O, opts)
 end
 
 local function free_entry(e)
-  for _, t in ipairs { e.Ow, e.Lw, e.lens_dev } do
+  for _, t in ipairs { e.Ow, e.Lw, e.lens_dev, e.counts } do
     if t and t:valid() then t:free() end
   end
 end
@@ -1199,6 +1318,7 @@ local function entry_variant(e, splits)
   local st = e.st
   local Ow, Lw
   if splits > 1 then
+    if st.fused and not e.counts then e.counts = new_counters(st) end
     if splits > e.ws_splits then
       local os_, ls = workspace_shapes(st, splits)
       e.Ow, e.Lw = cute.tensor(cute.f32, os_, "row"), cute.tensor(cute.f32, ls, "row")
@@ -1208,7 +1328,7 @@ local function entry_variant(e, splits)
     Ow = e.Ow:view(L.make_layout(os_, L.stride(e.Ow.layout)))
     Lw = e.Lw:view(L.make_layout(ls, L.stride(e.Lw.layout)))
   end
-  v = decode_variant(st, splits, Ow, Lw)
+  v = decode_variant(st, splits, Ow, Lw, splits > 1 and e.counts or nil)
   v.launch = { grid = v.grid, block = v.block }
   if v.combine then v.combine.launch = { grid = v.combine.grid, block = v.combine.block } end
   e.variants[splits] = v
@@ -1241,7 +1361,8 @@ end
 
 --- Attention of a few new query tokens against a long KV cache (decoding):
 -- split-KV (several CTAs over the cache, each writing a partial O and LSE,
--- then a combine kernel), caches of per-sequence lengths, paged caches. Q, O
+-- then a combine kernel, or with config.fused_combine the last CTA of each
+-- query tile's splits), caches of per-sequence lengths, paged caches. Q, O
 -- (B, Sq, Hq, D) with Sq small (1 to a few; causal aligns them with the
 -- cache's end), Kcache, Vcache (B, S_cache, Hkv, D), or paged (pages,
 -- page_size, Hkv, D) with opts.block_table ((B, max_pages) i32 device tensor:
@@ -1347,6 +1468,8 @@ function M.decode(Q, Kcache, Vcache, O, opts)
   local c = v.combine
   if c then
     c.args[3], c.args[4] = o, l
+  elseif v.fused then
+    a[16], a[17] = o, l
   else
     a[4], a[5] = o, l
   end
@@ -1358,7 +1481,11 @@ function M.decode(Q, Kcache, Vcache, O, opts)
     c.args[3], c.args[4], c.launch.stream = false, false, nil
   end
   a[1], a[2], a[3], a[12], a[13], v.launch.stream = false, false, false, false, false, nil
-  if not c then a[4], a[5] = false, false end
+  if v.fused then
+    a[16], a[17] = false, false
+  elseif not c then
+    a[4], a[5] = false, false
+  end
   if not ok then error(why, 0) end
   return O, lse
 end

@@ -22,7 +22,8 @@ local function make(c)
   local O = cute.tensor(dt, { B, sq, hq, d }, "row"):fill(0 / 0)
   local lse = cute.tensor(cute.f32, { B, hq, sq }, "row"):fill(0 / 0)
   local Kc, Vc, bt
-  local opts = { cache_seqlens = c.lens, num_splits = c.splits, causal = c.causal, lse = lse, config = c.config }
+  local opts = { cache_seqlens = c.lens, num_splits = c.splits, causal = c.causal, window = c.window, lse = lse,
+    config = c.config }
   if c.page then
     local per = math.ceil(c.cache / c.page)
     local pages = B * per + 3
@@ -53,8 +54,8 @@ local function check(c, Q, Kc, Vc, O, lse, opts, bt)
   local O2, lse2 = A.decode(Q, Kc, Vc, O, opts)
   assert(O2 == O and lse2 == lse)
   cute.synchronize()
-  return T.check_attention(Q, Kc, Vc, O, lse, { causal = c.causal, cache_seqlens = c.lens, block_table = bt,
-    samples = c.samples })
+  return T.check_attention(Q, Kc, Vc, O, lse, { causal = c.causal, window = c.window, cache_seqlens = c.lens,
+    block_table = bt, samples = c.samples })
 end
 
 -- c = {dtype, b, sq, hq, hkv, d, cache (tokens a sequence's cache holds), lens,
@@ -260,9 +261,93 @@ describe("cute.lib.attention.decode on the simulated sm_90a", function()
   end)
 end)
 
+-- The fused combine (opts.config.fused_combine): case c against float64, and
+-- bit for bit against the two-kernel path on the same inputs, in two cached
+-- calls (the second finds the arrival counters the first left at zero); then
+-- the plan's counters all zero after two launches of its kernel.
+local function bits(t) -- (O and LSE as a list of numbers; -0 and 0 apart)
+  local out = {}
+  local function walk(x)
+    if type(x) == "table" then
+      for _, y in ipairs(x) do walk(y) end
+    else
+      out[#out + 1] = (x == 0 and 1 / x < 0) and "-0" or x
+    end
+  end
+  walk(t:to_table())
+  return out
+end
+
+local function fused(c)
+  A.decode_cache(true)
+  local Q, Kc, Vc, O, lse, opts, bt = make(c)
+  assert.is_true(check(c, Q, Kc, Vc, O, lse, opts, bt).rows > 0)
+  local o2, l2 = bits(O), bits(lse)
+  local fopts, config = {}, { fused_combine = true }
+  for k, v in pairs(opts) do fopts[k] = v end
+  for k, v in pairs(c.config or {}) do config[k] = v end
+  fopts.config = config
+  local plan = A.decode_plan(Q, Kc, Vc, O, fopts)
+  assert.is_true(plan.fused)
+  assert.is_nil(plan.combine)
+  assert.matches("the combine fused into it", plan.why)
+  assert.equals((c.packed == true), plan.why:find("query heads of a KV head in one tile", 1, true) ~= nil)
+  for call = 1, 2 do
+    assert.is_true(check(c, Q, Kc, Vc, O, lse, fopts, bt).rows > 0, "call " .. call)
+    assert.same(o2, bits(O), "O, call " .. call)
+    assert.same(l2, bits(lse), "LSE, call " .. call)
+  end
+  local s = A.decode_cache()
+  assert.equals(1, s.hits)
+  -- the plan's own counters (zeroed when made), its kernel launched twice
+  local counts = plan.args[18]
+  assert.equals(plan.grid[1] / plan.splits * plan.grid[2] * plan.grid[3], counts:size())
+  for _ = 1, 2 do
+    O:fill(0 / 0)
+    plan.kernel { grid = plan.grid, block = plan.block } (unpack(plan.args))
+    cute.synchronize()
+    for _, n in ipairs(counts:to_table()) do assert.equals(0, n) end
+    assert.same(o2, bits(O))
+  end
+end
+
+local fused_cases = {
+  { name = "one token, GQA 8:2 packed, causal, paged (pages of 32), split in 2", hq = 8, hkv = 2, cache = 160,
+    lens = { 150, 64 }, page = 32, splits = 2, causal = true, packed = true },
+  { name = "two tokens, causal, GQA 4:2, split in 5 (empty splits)", sq = 2, hq = 4, hkv = 2, cache = 300,
+    lens = { 257, 31 }, splits = 5, causal = true },
+  { name = "f16, head dim 128, GQA 8:2 packed, split in 17 (most empty), a length 0", dtype = "f16", d = 128,
+    hq = 8, hkv = 2, cache = 200, lens = { 200, 0 }, splits = 17, packed = true },
+  { name = "3 tokens causal, GQA 8:1, pages of 16, 64-row tiles (two rows a warp a group), split in 5", sq = 3, hq = 8,
+    hkv = 1, cache = 96, lens = { 90, 17 }, page = 16, splits = 5, causal = true, config = { bm = 64, warps = 4 } },
+  { name = "one token, window {40, -1} (not packed), paged (pages of 64), split in 3", hq = 4, hkv = 2, cache = 128,
+    lens = { 128, 100 }, page = 64, splits = 3, window = { 40, -1 } },
+}
+
+describe("cute.lib.attention.decode with the combine fused (config.fused_combine) on the simulator", function()
+  local sim = H.simulator { arch = "sm_80" }
+  setup(sim.enter)
+  teardown(sim.leave)
+  for _, c in ipairs(fused_cases) do
+    it(c.name, function() fused(c) end)
+  end
+end)
+
+describe("cute.lib.attention.decode with the combine fused on the simulated sm_90a", function()
+  local sim = H.simulator { arch = "sm_90a" }
+  setup(sim.enter)
+  teardown(sim.leave)
+  it("GQA 4:2 packed over the most splits (128, most empty)", function()
+    fused { hq = 4, hkv = 2, cache = 300, lens = { 300 }, splits = A.DECODE_MAX_SPLITS, packed = true }
+  end)
+end)
+
 describe("cute.lib.attention.decode on the GPU", function()
   for _, c in ipairs(large) do
     it(c.name .. " #gpu", function() assert.is_true(run(c).rows > 0) end)
+  end
+  for _, c in ipairs(large) do
+    it("the combine fused, bit for bit the two kernels': " .. c.name .. " #gpu", function() fused(c) end)
   end
 end)
 
@@ -278,6 +363,30 @@ describe("cute.lib.attention.decode_plan", function()
     local h = p.kernel:compile(unpack(p.args))
     assert.matches("mma%.sync", h:ptx())
     p.combine.kernel:compile(unpack(p.combine.args))
+  end)
+  it("fuses the combine into the split kernel on request (config.fused_combine), and compiles it", function()
+    local q = fake(cute.bf16, { 1, 1, 8, 128 })
+    local kc = fake(cute.bf16, { 1, 4096, 2, 128 })
+    for _, arch in ipairs { "sm_80", "sm_90a" } do
+      local two = A.decode_plan(q, kc, kc, nil, { arch = arch, num_splits = 8 })
+      local p = A.decode_plan(q, kc, kc, nil, { arch = arch, num_splits = 8, config = { fused_combine = true } })
+      assert.is_true(p.fused)
+      assert.is_nil(p.combine)
+      assert.are_not.equal(two.kernel.name, p.kernel.name)
+      assert.same(two.grid, p.grid)
+      local ptx = p.kernel:compile(unpack(p.args)):ptx()
+      assert.matches("atom%.[%w.]*add", ptx)
+      assert.matches("fence%.acq_rel%.gpu", ptx)
+      assert.is_nil(two.kernel:compile(unpack(two.args)):ptx():find("atom%.[%w.]*add"))
+    end
+    -- one split: nothing to combine, the kernel of the unfused plan
+    local one = A.decode_plan(q, kc, kc, nil, { num_splits = 1, config = { fused_combine = true } })
+    assert.is_falsy(one.fused)
+    assert.equals(A.decode_plan(q, kc, kc, nil, { num_splits = 1 }).kernel.name, one.kernel.name)
+    local msg = H.error_of(function() A.decode_plan(q, kc, kc, nil, { config = { fused_combine = 1 } }) end)
+    assert.matches("opts%.config%.fused_combine must be a boolean, got number", msg)
+    msg = H.error_of(function() A.decode_plan(q, kc, kc, nil, { config = { fused_combin = true } }) end)
+    assert.matches("opts%.config%.fused_combin is not one of", msg)
   end)
   it("takes the split count from the wave model", function()
     -- (CTAs a split, key tiles of the longest sequence, CTAs resident) -> splits

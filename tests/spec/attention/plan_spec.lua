@@ -120,7 +120,8 @@ describe("cute.lib.attention.plan", function()
         "unknown option 'casual' %(did you mean 'causal'%?%)" },
       { function() A.plan(Q, K, K, nil, { window = { 5 } }) end, "opts.window must be {left, right}" },
       { function() A.plan(Q, K, K, nil, { arch = "sm_80", config = { bmm = 64 } }) end,
-        "opts.config.bmm is not one of the sm_80 kernel's fields %(did you mean 'bm'%?%) %(they are: bm, bn, pack, " },
+        "opts.config.bmm is not one of the sm_80 kernel's fields %(did you mean 'bm'%?%) %(they are: bm, bn, "
+          .. "fused_combine, pack, " },
       { function() A.plan(Q, K, K, nil, { arch = "sm_90a", config = { persistant = true } }) end,
         "opts.config.persistant is not one of the Hopper kernel's fields %(did you mean 'persistent'%?%)" },
       { function() A.plan(Q, K, K, nil, { window = { -2, 0 } }) end, "opts.window%[1%] must be an integer >= %-1" },
