@@ -824,7 +824,8 @@ local function launch_cached(A, B, C, opts, extra, make_plan)
       -- (the cached plan must not hold C: a weak key its own value reaches is
       -- never collected in LuaJIT, which has no ephemerons)
       byO[key] = { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block, launcher = p.launcher,
-        reduce = p.reduce, reduce_launcher = p.reduce_launcher, workspace = p.workspace }
+        reduce = p.reduce, reduce_launcher = p.reduce_launcher, workspace = p.workspace,
+        counters = p.counters }
     end
   end
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
