@@ -555,6 +555,7 @@ local function build(cfg, trace_key)
           -- (slice 0 + slice 1 + ..., as M.reduce_kernel: the same bits) into acc and
           -- stores the epilogue's value into C, and sets the counter back to 0 for the
           -- next launch
+          local RCH = n <= 64 and n or 8
           local function reduce_last()
             store(W[{ _, _, tc.ks * L + l }], true)
             -- every store of the unit issued (the barrier orders them before thread 0's
@@ -573,23 +574,26 @@ local function build(cfg, trace_key)
             end
             A.barrier(ebar, tile_threads)
             if sLast[slot] ~= 0 then
-              local function add_slice(s, first)
+              -- elements [i0, i0 + RCH) of the fragment from slice s (first: slice 0, the
+              -- sum's start), predicated on a ragged tile
+              local function add_slice(s, i0, first, full)
                 local tW = thr:partition_C(cute.local_tile(W[{ _, _, s * L + l }], { BM, BN }, { bm, bn }))
-                if rm >= BM and rn >= BN then
-                  for i = 0, n - 1 do
+                for i = i0, i0 + RCH - 1 do
+                  local c = tCcC[i]
+                  if full or (rm > c[1] and rn > c[2]) then
                     if first then acc[i] = tW[i] else acc[i] = acc[i] + tW[i] end
-                  end
-                else
-                  for i = 0, n - 1 do
-                    local c = tCcC[i]
-                    if rm > c[1] and rn > c[2] then
-                      if first then acc[i] = tW[i] else acc[i] = acc[i] + tW[i] end
-                    end
                   end
                 end
               end
-              add_slice(0, true)
-              for s in cute.range(1, SK) do add_slice(s, false) end
+              -- RCH elements at a time through all the slices: one chunk's loads in flight
+              -- together next to the accumulators (a whole fragment's would not fit)
+              local function reduce(full)
+                for i0 = 0, n - 1, RCH do
+                  add_slice(0, i0, true, full)
+                  for s in cute.range(1, SK) do add_slice(s, i0, false, full) end
+                end
+              end
+              if rm >= BM and rn >= BN then reduce(true) else reduce(false) end
               store(C[{ _, _, l }], false)
             end
           end
