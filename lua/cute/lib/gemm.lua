@@ -851,7 +851,11 @@ function M.launcher(p, stream)
   local r = p.reduce
   local rk = r and r.kernel { grid = r.grid, block = r.block, stream = stream }
   local args = p.args
+  -- (the kernels' views of split-K's workspace do not own it: the plan does, and may
+  -- be dropped while the launcher lives)
+  local keep = { p.workspace, p.counters }
   return function()
+    local _ = keep
     k(unpack(args))
     if rk then rk(unpack(r.args)) end
   end
