@@ -574,14 +574,14 @@ local function build(cfg, trace_key)
             end
             A.barrier(ebar, tile_threads)
             if sLast[slot] ~= 0 then
-              -- elements [i0, i0 + RCH) of the fragment from slice s (first: slice 0, the
+              -- elements [i0, i0 + RCH) of the fragment from slice s (start: slice 0, the
               -- sum's start), predicated on a ragged tile
-              local function add_slice(s, i0, first, full)
+              local function add_slice(s, i0, start, full)
                 local tW = thr:partition_C(cute.local_tile(W[{ _, _, s * L + l }], { BM, BN }, { bm, bn }))
                 for i = i0, i0 + RCH - 1 do
                   local c = tCcC[i]
                   if full or (rm > c[1] and rn > c[2]) then
-                    if first then acc[i] = tW[i] else acc[i] = acc[i] + tW[i] end
+                    if start then acc[i] = tW[i] else acc[i] = acc[i] + tW[i] end
                   end
                 end
               end
