@@ -958,7 +958,7 @@ end
 -- scales, folded into alpha), stream, kernel ("sm80" or "sm90" forces one),
 -- arch ("sm_90a": plan for Hopper without a GPU), config (the tile: for the
 -- sm_80 kernel M.pick's bm, bn, bk, stages, wm, wn; for gemm_sm90 bn, stages,
--- group, schedule, cluster, split_k), tune (true: time gemm_sm90's tiles once and cache the winner;
+-- group, schedule, cluster, split_k, split_reduce), tune (true: time gemm_sm90's tiles once and cache the winner;
 -- docs/autotune.md), and the Hopper kernel's fused epilogue: bias (a device
 -- tensor, one value a column, or a row with bias_mode = "row"), activation
 -- ("relu", "gelu", "gelu_tanh", "silu") and epilogue (a function(v, m, n, l)

@@ -36,7 +36,11 @@
 --     + 1) per, ktiles)) (per = ceil(ktiles / S), no slice empty); a unit's
 --     consumers store their raw accumulators into slice s of a workspace (S x
 --     M x N x L, the accumulator's dtype) and a second kernel
---     (M.reduce_kernel) sums the slices and applies the whole epilogue.
+--     (M.reduce_kernel) sums the slices and applies the whole epilogue;
+--     with cfg.split_reduce = "fused" each unit then counts its arrival on
+--     its tile's counter, and the tile's last unit sums the slices (in the
+--     reduction kernel's order) and stores C with the whole epilogue, in this
+--     kernel (see reduce_last in build() and M.split_k_plan).
 --
 -- TMA zero-fills what lies outside the matrices (and still completes the full
 -- byte count), so ragged M, N and K need no predicates in the main loop.
