@@ -559,7 +559,12 @@ local function build(cfg, trace_key)
           -- (slice 0 + slice 1 + ..., as M.reduce_kernel: the same bits) into acc and
           -- stores the epilogue's value into C, and sets the counter back to 0 for the
           -- next launch
-          local RCH = n <= 64 and n or 8
+          -- the last unit's sum: the whole fragment through the slices when a thread holds
+          -- at most 64 accumulators (then the register epilogue); else RCH elements at a
+          -- time through the slices and into C (a chunk's loads in flight together, only
+          -- its sums live: the whole fragment's sums next to its loads would spill)
+          local WHOLE = n <= 64
+          local RCH = WHOLE and n or 16
           local function reduce_last()
             store(W[{ _, _, tc.ks * L + l }], true)
             -- every store of the unit issued (the barrier orders them before thread 0's
@@ -589,16 +594,24 @@ local function build(cfg, trace_key)
                   end
                 end
               end
-              -- RCH elements at a time through all the slices: one chunk's loads in flight
-              -- together next to the accumulators (a whole fragment's would not fit)
+              local tCgC = thr:partition_C(cute.local_tile(C[{ _, _, l }], { BM, BN }, { bm, bn }))
               local function reduce(full)
                 for i0 = 0, n - 1, RCH do
                   add_slice(0, i0, true, full)
                   for s in cute.range(1, SK) do add_slice(s, i0, false, full) end
+                  if not WHOLE then
+                    for i = i0, i0 + RCH - 1 do
+                      local c = tCcC[i]
+                      if full or (rm > c[1] and rn > c[2]) then
+                        tCgC[i] = M.epilogue_value(cfg, tacc, acc[i], cfg.beta and tCgC[i], alpha, beta, bias,
+                          function() return bm * BM + c[1], bn * BN + c[2] end, l, C.dtype)
+                      end
+                    end
+                  end
                 end
               end
               if rm >= BM and rn >= BN then reduce(true) else reduce(false) end
-              store(C[{ _, _, l }], false)
+              if WHOLE then store(C[{ _, _, l }], false) end
             end
           end
 

@@ -250,29 +250,35 @@ describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", fun
     same(cute.bf16, 200, 136, 392, { split_k = 3, bn = 64, stages = 4 })
     same(cute.bf16, 136, 72, 328, { split_k = 4, bn = 64, stages = 4 }, 2)
     same(cute.bf16, 72, 100, 520, { split_k = 3, bm = 64, bn = 64, stages = 4, schedule = "pingpong" })
+    -- 128 x 256 tiles (128 accumulators a thread: the sum and the epilogue a chunk at a time), full and ragged
+    same(cute.bf16, 136, 260, 128, { split_k = 2, bn = 256, stages = 3 })
   end)
 
   it("fused: bf16 output with beta, a bias by column and gelu; a user epilogue function", function()
-    local m, n, k = 100, 72, 392
-    local A, B, C = operands(cute.bf16, m, n, k, nil, cute.bf16)
-    C:uniform(-1, 1)
-    local C2 = cute.tensor(cute.bf16, { m, n }, "row"):copy_from(C)
-    local bias = cute.tensor(cute.f32, { n }):uniform(-1, 1)
-    local function opts(config)
-      return { kernel = "sm90", beta = 0.5, alpha = 2, bias = bias, activation = "gelu", config = config }
+    local function epi(m, n, k, config, name)
+      local A, B, C = operands(cute.bf16, m, n, k, nil, cute.bf16)
+      C:uniform(-1, 1)
+      local C2 = cute.tensor(cute.bf16, { m, n }, "row"):copy_from(C)
+      local bias = cute.tensor(cute.f32, { n }):uniform(-1, 1)
+      local function opts(cfg)
+        return { kernel = "sm90", beta = 0.5, alpha = 2, bias = bias, activation = "gelu", config = cfg }
+      end
+      local p = G.plan(A, B, C, opts(fused(config)))
+      assert.equal(name, p.kernel.name)
+      assert.is_nil(p.config.tma_store)
+      cute.gemm(A, B, C, opts(fused(config)))
+      -- against the two kernels' result (itself checked against float64 above): within a bf16 rounding
+      cute.gemm(A, B, C2, opts(config))
+      local c, c2 = C:to_table(), C2:to_table()
+      for i = 1, m * n do
+        assert.is_true(c[i] == c[i] and math.abs(c[i] - c2[i]) <= 2 ^ -7 * math.abs(c2[i]) + 1e-6,
+          string.format("%s: element %d: fused %s, two kernels %s", name, i, c[i], c2[i]))
+      end
+      A:free(); B:free(); C:free(); C2:free(); bias:free()
     end
-    local p = G.plan(A, B, C, opts(fused { split_k = 3, bn = 32, stages = 4 }))
-    assert.equal("gemm_sm90_bf16_128x32x64_bias_gelu_splitkf", p.kernel.name)
-    assert.is_nil(p.config.tma_store)
-    cute.gemm(A, B, C, opts(fused { split_k = 3, bn = 32, stages = 4 }))
-    -- against the two kernels' result (itself checked against float64 above): within a bf16 rounding
-    cute.gemm(A, B, C2, opts({ split_k = 3, bn = 32, stages = 4 }))
-    local c, c2 = C:to_table(), C2:to_table()
-    for i = 1, m * n do
-      assert.is_true(c[i] == c[i] and math.abs(c[i] - c2[i]) <= 2 ^ -7 * math.abs(c2[i]) + 1e-6,
-        string.format("element %d: fused %s, two kernels %s", i, c[i], c2[i]))
-    end
-    A:free(); B:free(); C:free(); C2:free(); bias:free()
+    epi(100, 72, 392, { split_k = 3, bn = 32, stages = 4 }, "gemm_sm90_bf16_128x32x64_bias_gelu_splitkf")
+    -- 128 x 256 tiles, one full (the epilogue a chunk at a time)
+    epi(136, 260, 128, { split_k = 2, bn = 256, stages = 3 }, "gemm_sm90_bf16_128x256x64_bias_gelu_splitkf")
     -- a user epilogue
     local A2, B2, D = operands(cute.bf16, 72, 40, 200, nil, cute.f32)
     local function fn(v, mm, nn) return v * 2.0 + (mm * 1000 + nn):to(cute.f32) end
