@@ -547,6 +547,7 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       local r = h:resources()[q.kernel.name]
       assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads }, q.kernel.name)
       assert.is_nil(h:log():find("(C75", 1, true), h:log())
+      return h
     end
     no_spill(p)
     for _, dt in ipairs { cute.e4m3, cute.i8, cute.f32 } do
@@ -561,7 +562,10 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       config = { bm = 64, bn = 128, stages = 8, schedule = "pingpong", split_k = 2, split_reduce = "fused" } })
     assert.equal("gemm_sm90_bf16_64x128x64_pingpong_splitkf", pp.kernel.name)
     assert.same({ 64 }, pp.counters.layout.shape)
-    no_spill(pp)
+    local ptx = no_spill(pp):ptx()
+    -- the arrival: a release fence, one relaxed gpu-scope add, an acquire fence for the last
+    assert.equal(2, H.count(ptx, "fence.acq_rel.gpu;"))
+    assert.equal(1, H.count(ptx, "atom.relaxed.gpu.global.add"))
     -- the default reduction is the second kernel
     local pk = G.plan(A, B, C, { arch = "sm_90a", kernel = "sm90",
       config = { bn = 256, stages = 4, split_k = 4, split_reduce = "kernel" } })
