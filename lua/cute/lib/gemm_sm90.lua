@@ -555,14 +555,13 @@ local function build(cfg, trace_key)
 
           -- split-K reduced in the kernel: this unit's partial sums into its slice of
           -- the workspace, then its arrival on the tile's counter; the last of the S
-          -- units to arrive (no unit waits for another) sums the S slices in order
-          -- (slice 0 + slice 1 + ..., as M.reduce_kernel: the same bits) into acc and
-          -- stores the epilogue's value into C, and sets the counter back to 0 for the
-          -- next launch
-          -- the last unit's sum: the whole fragment through the slices when a thread holds
-          -- at most 64 accumulators (then the register epilogue); else RCH elements at a
-          -- time through the slices and into C (a chunk's loads in flight together, only
-          -- its sums live: the whole fragment's sums next to its loads would spill)
+          -- units to arrive (no unit waits for another) sets the counter back to 0 for
+          -- the next launch, sums the S slices in order (slice 0 + slice 1 + ..., as
+          -- M.reduce_kernel: the same bits) and stores the epilogue's value into C. The
+          -- sum: the whole fragment through the slices when a thread holds at most 64
+          -- accumulators (then the register epilogue); else RCH elements at a time
+          -- through the slices and into C (a chunk's loads in flight together, only its
+          -- sums live: the whole fragment's sums next to a chunk's loads spill)
           local WHOLE = n <= 64
           local RCH = WHOLE and n or 16
           local function reduce_last()
