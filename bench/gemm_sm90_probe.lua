@@ -18,6 +18,10 @@
 --   SPLITK=4 cutelua bench/gemm_sm90_probe.lua [MxNxK ...]   split-K (opts.config.split_k = 4, the tile as above,
 --                                                    the heuristic's without SM90) timed next to the default plan
 --                                                    and cuBLAS in the same run; sizes default to 128x8192x8192
+--   SPLITK=2 SPLIT_REDUCE=fused cutelua bench/gemm_sm90_probe.lua [MxNxK ...]   split-K with the k-slices summed
+--                                                    by each tile's last unit in the GEMM kernel
+--                                                    (opts.config.split_reduce); "kernel": the second kernel (the
+--                                                    default); "both": each timed in the same run, and their ratio
 --   AUTO_SPLITK=1 cutelua bench/gemm_sm90_probe.lua  the default plan with gemm_sm90.AUTO_SPLIT_K on
 local cute = require "cute"
 local G = require "cute.lib.gemm"
@@ -62,10 +66,16 @@ end
 -- AUTO_SPLITK=1: cute.lib.gemm_sm90.AUTO_SPLIT_K on (the default plan may then split K)
 if os.getenv("AUTO_SPLITK") == "1" then require("cute.lib.gemm_sm90").AUTO_SPLIT_K = true end
 -- SPLITK: the same options with opts.config.split_k (the tile of SM90 if given)
-local split_opts = nil
+-- SPLIT_REDUCE: opts.config.split_reduce ("kernel", "fused"), or "both" (one after the other)
+local reduce_env = os.getenv("SPLIT_REDUCE") or "kernel"
+local reductions = reduce_env == "both" and { "kernel", "fused" } or { reduce_env }
+local split_variants = {}
 if splitk then
-  split_opts = { kernel = "sm90", tma_store = opts.tma_store, config = { split_k = splitk } }
-  for k, v in pairs(opts.kernel == "sm90" and opts.config or {}) do split_opts.config[k] = v end
+  for _, red in ipairs(reductions) do
+    local so = { kernel = "sm90", tma_store = opts.tma_store, config = { split_k = splitk, split_reduce = red } }
+    for k, v in pairs(opts.kernel == "sm90" and opts.config or {}) do so.config[k] = v end
+    split_variants[#split_variants + 1] = so
+  end
 end
 
 local info = cute.device_info()
@@ -74,7 +84,6 @@ print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1
 for _, s in ipairs(sizes) do
   local m, n, k = s[1], s[2], s[3]
   local flops = 2 * m * n * k
-  local split_tflops = nil
   local A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 1)
   local B = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2)
   local C = cute.tensor(cute.bf16, { m, n }, "row")
@@ -103,11 +112,17 @@ for _, s in ipairs(sizes) do
     print(string.format("  no cluster %7.1f TFLOP/s (%s, grid %d); in clusters again %.1f: ratio cluster / none %.3f",
       r0.tflops, p0.kernel.name, p0.grid[1], r1.tflops, r1.tflops / r0.tflops))
   end
-  if split_opts then
+  local by_reduce = {}
+  for _, split_opts in ipairs(split_variants) do
     local ps = G.plan(A, B, C, split_opts)
-    print(string.format("  split-K plan: %s; %s grid %d + %s grid %d, workspace %.1f MiB", ps.why, ps.kernel.name,
-      ps.grid[1], ps.reduce and ps.reduce.kernel.name or "(no reduction)", ps.reduce and ps.reduce.grid[1] or 0,
-      ps.workspace and ps.workspace:nbytes() / 2 ^ 20 or 0))
+    local red = split_opts.config.split_reduce
+    print(string.format("  split-K plan (split_reduce %s): %s; %s grid %d + %s grid %d, workspace %.1f MiB", red,
+      ps.why, ps.kernel.name, ps.grid[1], ps.reduce and ps.reduce.kernel.name or "(no reduction kernel)",
+      ps.reduce and ps.reduce.grid[1] or 0, ps.workspace and ps.workspace:nbytes() / 2 ^ 20 or 0))
+    local hs = ps.kernel:compile(unpack(ps.args))
+    local rs = hs:resources()[ps.kernel.name]
+    print(string.format("  split-K kernel registers %d, spill %d/%d bytes", rs.registers, rs.spill_stores,
+      rs.spill_loads))
     local run = G.launcher(ps)
     C:fill(0 / 0)
     run()
@@ -117,9 +132,18 @@ for _, s in ipairs(sizes) do
       chk2.max_rel))
     local r0 = cute.bench(launch, { flops = flops })
     local r1 = cute.bench(run, { flops = flops })
-    print(string.format("  split-K %d %7.1f TFLOP/s (both kernels); default kernel again %.1f: ratio split / "
-      .. "default %.3f", ps.config.split_k or 1, r1.tflops, r0.tflops, r1.tflops / r0.tflops))
-    split_tflops = r1.tflops
+    print(string.format("  split-K %d %7.1f TFLOP/s (split_reduce %s); default kernel again %.1f: ratio split / "
+      .. "default %.3f", ps.config.split_k or 1, r1.tflops, red, r0.tflops, r1.tflops / r0.tflops))
+    by_reduce[red] = r1.tflops
+  end
+  if by_reduce.kernel and by_reduce.fused then
+    -- (again in turns, so that a drift of the clock does not favour one)
+    local pk = G.plan(A, B, C, split_variants[1])
+    local pf = G.plan(A, B, C, split_variants[2])
+    local rk2 = cute.bench(G.launcher(pk), { flops = flops })
+    local rf2 = cute.bench(G.launcher(pf), { flops = flops })
+    print(string.format("  ratio split_reduce fused / kernel %.3f (again: %.1f / %.1f TFLOP/s = %.3f)",
+      by_reduce.fused / by_reduce.kernel, rf2.tflops, rk2.tflops, rf2.tflops / rk2.tflops))
   end
   if dt == cute.bf16 then
     local rb = cute.bench(function()
@@ -129,7 +153,11 @@ for _, s in ipairs(sizes) do
     print(string.format("  cuBLAS     %7.1f TFLOP/s", rb.tflops))
     print(string.format("  ratio cute.gemm / cuBLAS %.3f (kernel alone %.3f)", rg.tflops / rb.tflops,
       rk.tflops / rb.tflops))
-    if split_tflops then print(string.format("  ratio split-K / cuBLAS %.3f", split_tflops / rb.tflops)) end
+    for _, red in ipairs(reductions) do
+      if by_reduce[red] then
+        print(string.format("  ratio split-K (%s) / cuBLAS %.3f", red, by_reduce[red] / rb.tflops))
+      end
+    end
   end
   A:free(); B:free(); C:free()
 end

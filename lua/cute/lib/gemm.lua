@@ -824,7 +824,8 @@ local function launch_cached(A, B, C, opts, extra, make_plan)
       -- (the cached plan must not hold C: a weak key its own value reaches is
       -- never collected in LuaJIT, which has no ephemerons)
       byO[key] = { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block, launcher = p.launcher,
-        reduce = p.reduce, reduce_launcher = p.reduce_launcher, workspace = p.workspace }
+        reduce = p.reduce, reduce_launcher = p.reduce_launcher, workspace = p.workspace,
+        counters = p.counters }
     end
   end
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
@@ -850,7 +851,11 @@ function M.launcher(p, stream)
   local r = p.reduce
   local rk = r and r.kernel { grid = r.grid, block = r.block, stream = stream }
   local args = p.args
+  -- (the kernels' views of split-K's workspace do not own it: the plan does, and may
+  -- be dropped while the launcher lives)
+  local keep = { p.workspace, p.counters }
   return function()
+    local _ = keep
     k(unpack(args))
     if rk then rk(unpack(r.args)) end
   end
@@ -953,7 +958,7 @@ end
 -- scales, folded into alpha), stream, kernel ("sm80" or "sm90" forces one),
 -- arch ("sm_90a": plan for Hopper without a GPU), config (the tile: for the
 -- sm_80 kernel M.pick's bm, bn, bk, stages, wm, wn; for gemm_sm90 bn, stages,
--- group, schedule, cluster, split_k), tune (true: time gemm_sm90's tiles once and cache the winner;
+-- group, schedule, cluster, split_k, split_reduce), tune (true: time gemm_sm90's tiles once and cache the winner;
 -- docs/autotune.md), and the Hopper kernel's fused epilogue: bias (a device
 -- tensor, one value a column, or a row with bias_mode = "row"), activation
 -- ("relu", "gelu", "gelu_tanh", "silu") and epilogue (a function(v, m, n, l)

@@ -36,7 +36,11 @@
 --     + 1) per, ktiles)) (per = ceil(ktiles / S), no slice empty); a unit's
 --     consumers store their raw accumulators into slice s of a workspace (S x
 --     M x N x L, the accumulator's dtype) and a second kernel
---     (M.reduce_kernel) sums the slices and applies the whole epilogue.
+--     (M.reduce_kernel) sums the slices and applies the whole epilogue;
+--     with cfg.split_reduce = "fused" each unit then counts its arrival on
+--     its tile's counter, and the tile's last unit sums the slices (in the
+--     reduction kernel's order) and stores C with the whole epilogue, in this
+--     kernel (see reduce_last in build() and M.split_k_plan).
 --
 -- TMA zero-fills what lies outside the matrices (and still completes the full
 -- byte count), so ragged M, N and K need no predicates in the main loop.
@@ -262,10 +266,14 @@ local function build(cfg, trace_key)
   local tx_bytes = (stage_a + stage_b) * ta.bytes
   local _ = cute._
 
-  -- cfg.split: a split-K unit's raw accumulators into the workspace (C is then the
-  -- workspace (M, N, L x S) and the extra argument the slices S; M.plan leaves no
-  -- fused part, beta or TMA store in such a configuration)
+  -- cfg.split: a split-K unit's raw accumulators into the workspace. true: C is then
+  -- the workspace (M, N, L x S) and the extra argument the slices S (M.plan leaves no
+  -- fused part, beta or TMA store in such a configuration; a second kernel reduces).
+  -- "fused": C is C, the extra arguments (after the bias) the workspace, the tiles'
+  -- arrival counters and S; the tile's last unit to arrive sums the slices and
+  -- applies the whole epilogue (no TMA store)
   local SPLIT = cfg.split
+  local SFUSED = SPLIT == "fused"
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
   local GROUPS = cfg.groups -- grouped: the number of problems (experts)
   local TSTORE = cfg.tma_store -- the epilogue through shared memory and TMA stores
@@ -273,12 +281,13 @@ local function build(cfg, trace_key)
   if PP then fused = fused .. "_pingpong" end
   if GROUPS then fused = "_grouped" .. fused end
   if CL then fused = fused .. "_cluster" .. CL[1] .. "x" .. CL[2] end
-  if SPLIT then fused = fused .. "_splitk" end
+  if SPLIT then fused = fused .. (SFUSED and "_splitkf" or "_splitk") end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
       -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
       -- and first tiles (GROUPS + 1); then the bias when cfg.bias; then C's TMA
-      -- descriptor when cfg.tma_store; split-K: the k-slices S alone
+      -- descriptor when cfg.tma_store; split-K: the k-slices S alone; split-K reduced
+      -- in the kernel: the workspace, the counters and S after the bias
       local extra = { ... }
       local offsets, tstart = nil, nil
       local nx = 1
@@ -286,10 +295,15 @@ local function build(cfg, trace_key)
       local bias, descC = nil, nil
       if cfg.bias then bias, nx = extra[nx], nx + 1 end
       if TSTORE then descC = extra[nx] end
-      local SK = SPLIT and extra[1] or nil
+      local SK, W, CNT = nil, nil, nil
+      if SFUSED then
+        W, CNT, SK = extra[nx], extra[nx + 1], extra[nx + 2]
+      elseif SPLIT then
+        SK = extra[1]
+      end
       cute.launch_bounds(threads, 1)
       local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
-      if SPLIT then L = L / SK end -- the workspace's batches: slice s of batch l at s L + l
+      if SPLIT and not SFUSED then L = L / SK end -- the workspace's batches: slice s of batch l at s L + l
       local tid = cute.thread_idx().x
       local wgi = tid / 128
       local smem = cute.smem_allocator()
@@ -297,6 +311,8 @@ local function build(cfg, trace_key)
       local sB_raw = smem:tensor(ta, cute.make_layout(stage_b * STAGES), 1024)
       -- the epilogue's two staging buffers (cfg.tma_store): BM x 32 of C each
       local sE_raw = TSTORE and smem:tensor(C.dtype, cute.make_layout(2 * BM * EPI_N * (PP and 2 or 1)), 1024) or nil
+      -- split-K reduced in the kernel: "this unit is its tile's last", one a tile (ping-pong: a warpgroup)
+      local sLast = SFUSED and smem:tensor(cute.i32, cute.make_layout(2), 16) or nil
       local pipe = P.PipelineTmaAsync.create {
         num_stages = STAGES, tx_count = tx_bytes,
         producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
@@ -326,14 +342,14 @@ local function build(cfg, trace_key)
       -- tile t -> {bm, bn: the tile in its problem; a_row, b_row: the first rows of
       -- its A and B boxes; a_l, b_l: their batches; l: C's batch; row0, rows: the
       -- problem's first row in C and its rows; kt0, nk: its first k-tile and k-tiles;
-      -- ks: its k-slice (split-K)}
+      -- ks, tile: its k-slice and linear tile (split-K)}
       local function coords(t)
         if SPLIT then
           local ks, tt = t % SK, t / SK
           local bm, bn, l = M.tile_coords(tt, tiles_m, tiles_n, GROUP)
           local kt0 = ks * kper
           return { bm = bm, bn = bn, a_row = bm * BM, b_row = bn * BN, a_l = l, b_l = l, l = l, row0 = 0, rows = Mr,
-            kt0 = kt0, nk = imin(kper, ktiles - kt0), ks = ks }
+            kt0 = kt0, nk = imin(kper, ktiles - kt0), ks = ks, tile = tt }
         end
         if not GROUPS then
           local bm, bn, l
@@ -411,6 +427,9 @@ local function build(cfg, trace_key)
         local ct = tid - 128
         local me = ct / 128 -- this consumer warpgroup
         local lt = PP and ct % 128 or ct -- this thread in its tile's MMA
+        -- the named barrier of this tile's consumer threads (the epilogue's): 1 for both
+        -- warpgroups (cooperative), 3 or 4 for a warpgroup's own (ping-pong)
+        local ebar = PP and 3 + me or 1
         local sA = cute.make_tensor(sA_raw:ptr_at(0), layA)
         local sB = cute.make_tensor(sB_raw:ptr_at(0), layB)
         local thr = mma:get_slice(lt)
@@ -443,9 +462,8 @@ local function build(cfg, trace_key)
         local function store_tile(value, bm, bn, l)
           local lane = lt % 32
           local wrow = (lt / 32) * 16 -- the warp's first row (4 warps a warpgroup, 16 rows each)
-          -- ping-pong: each warpgroup its own two buffers and barrier (3 or 4)
+          -- ping-pong: each warpgroup its own two buffers and barrier (ebar: 3 or 4)
           local ebase = PP and me * 2 * BM * EPI_N or 0
-          local ebar = PP and 3 + me or 1
           local row = wrow + lane % 8 + ((lane / 8) % 2) * 8 -- this lane's row of its stmatrix matrix
           local key = (row / 2) % 4 -- the 64B swizzle: 16-byte chunk c of a 64-byte row lands at c ^ key
           local col8 = lane / 16 -- this lane's matrix's 8-column half of a 16-column block
@@ -496,16 +514,19 @@ local function build(cfg, trace_key)
           pipe:consumer_release(rs)
           rs:advance()
 
-          -- the epilogue: alpha acc + beta C in C's dtype, straight from the registers
-          local function epilogue()
-            local Cl = SPLIT and C[{ _, _, tc.ks * L + l }] or C[{ _, _, l }]
+          -- the epilogue into matrix Cl (batch l of C, or a split-K slice of the
+          -- workspace): alpha acc + beta C in C's dtype, or when `raw` the accumulators
+          -- as they are (a partial sum), straight from the registers
+          local rm, rn = tc.rows - bm * BM, Nr - bn * BN
+          local function store(Cl, raw)
             if GROUPS then -- the problem's rows of C
               Cl = cute.make_tensor(Cl:ptr_at({ tc.row0, 0 }), cute.make_layout({ tc.rows, Nr }, Cl.layout.stride))
             end
             local gC = cute.local_tile(Cl, { BM, BN }, { bm, bn })
             local tCgC = thr:partition_C(gC)
+            local beta_read = cfg.beta and not raw
             local function value(i, old)
-              if SPLIT then return acc[i] end -- the raw partial sum (the reduction does the rest)
+              if raw then return acc[i] end
               return M.epilogue_value(cfg, tacc, acc[i], old, alpha, beta, bias, function()
                 return tc.row0 + bm * BM + tCcC[i][1], bn * BN + tCcC[i][2]
               end, l, C.dtype)
@@ -514,22 +535,94 @@ local function build(cfg, trace_key)
               store_tile(value, bm, bn, l)
               return
             end
-            local rm, rn = tc.rows - bm * BM, Nr - bn * BN
             if rm >= BM and rn >= BN then
-              if cfg.beta then
+              if beta_read then
                 -- element by element: a whole fragment of 32-bit C next to the
                 -- accumulators would not fit in 232 registers
                 for i = 0, n - 1 do tCgC[i] = value(i, tCgC[i]) end
               else
-                local out = cute.make_fragment_like(acc, C.dtype)
+                local out = cute.make_fragment_like(acc, Cl.dtype)
                 for i = 0, n - 1 do out[i] = value(i) end
                 cute.copy(out, tCgC)
               end
             else
               for i = 0, n - 1 do
                 local c = tCcC[i]
-                if rm > c[1] and rn > c[2] then tCgC[i] = value(i, cfg.beta and tCgC[i]) end
+                if rm > c[1] and rn > c[2] then tCgC[i] = value(i, beta_read and tCgC[i]) end
               end
+            end
+          end
+
+          -- split-K reduced in the kernel: this unit's partial sums into its slice of
+          -- the workspace, then its arrival on the tile's counter; the last of the S
+          -- units to arrive (no unit waits for another) sets the counter back to 0 for
+          -- the next launch, sums the S slices in order (slice 0 + slice 1 + ..., as
+          -- M.reduce_kernel: the same bits) and stores the epilogue's value into C. The
+          -- sum: the whole fragment through the slices when a thread holds at most 64
+          -- accumulators (then the register epilogue); else RCH elements at a time
+          -- through the slices and into C (a chunk's loads in flight together, only its
+          -- sums live: the whole fragment's sums next to a chunk's loads spill)
+          local WHOLE = n <= 64
+          local RCH = WHOLE and n or 16
+          local function reduce_last()
+            store(W[{ _, _, tc.ks * L + l }], true)
+            -- every store of the unit issued (the barrier orders them before thread 0's
+            -- release); one thread counts the arrival
+            local slot = PP and me or 0 -- (the tile's warpgroup, or both)
+            A.barrier(ebar, tile_threads)
+            if lt == 0 then
+              cute.fence("gpu") -- release: the unit's slice before its count
+              local old = cute.atomic_add(CNT:ptr_at(tc.tile), 1, { scope = "gpu" })
+              sLast[slot] = 0
+              if old == SK - 1 then
+                CNT[tc.tile] = 0 -- (every unit of the tile has counted: nobody else touches it this launch)
+                cute.fence("gpu") -- acquire: the other units' slices after their counts
+                sLast[slot] = 1
+              end
+            end
+            A.barrier(ebar, tile_threads)
+            if sLast[slot] ~= 0 then
+              -- elements [i0, i0 + RCH) of the fragment from slice s (start: slice 0, the
+              -- sum's start), predicated on a ragged tile
+              local function add_slice(s, i0, start, full)
+                local tW = thr:partition_C(cute.local_tile(W[{ _, _, s * L + l }], { BM, BN }, { bm, bn }))
+                for i = i0, i0 + RCH - 1 do
+                  local c = tCcC[i]
+                  if full or (rm > c[1] and rn > c[2]) then
+                    if start then acc[i] = tW[i] else acc[i] = acc[i] + tW[i] end
+                  end
+                end
+              end
+              local tCgC = thr:partition_C(cute.local_tile(C[{ _, _, l }], { BM, BN }, { bm, bn }))
+              local function reduce(full)
+                for i0 = 0, n - 1, RCH do
+                  add_slice(0, i0, true, full)
+                  for s in cute.range(1, SK) do add_slice(s, i0, false, full) end
+                  if not WHOLE then
+                    for i = i0, i0 + RCH - 1 do
+                      local c = tCcC[i]
+                      if full or (rm > c[1] and rn > c[2]) then
+                        tCgC[i] = M.epilogue_value(cfg, tacc, acc[i], cfg.beta and tCgC[i], alpha, beta, bias,
+                          function() return bm * BM + c[1], bn * BN + c[2] end, l, C.dtype)
+                      end
+                    end
+                  end
+                end
+              end
+              if rm >= BM and rn >= BN then reduce(true) else reduce(false) end
+              if WHOLE then store(C[{ _, _, l }], false) end
+            end
+          end
+
+          -- the epilogue: split-K's partial sums (into the workspace, and reduced by the
+          -- tile's last unit when SFUSED), or C
+          local function epilogue()
+            if SFUSED then
+              reduce_last()
+            elseif SPLIT then
+              store(C[{ _, _, tc.ks * L + l }], true) -- (the reduction kernel does the rest)
+            else
+              store(C[{ _, _, l }], false)
             end
           end
           if CL then
@@ -1031,7 +1124,12 @@ function M.fused_config(cfg, opts, m, n, integer)
 end
 
 -- The fields of gemm_sm90's opts.config.
-M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "group", "schedule", "cluster", "split_k" }
+M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "group", "schedule", "cluster", "split_k", "split_reduce" }
+
+-- How split-K's k-slices are summed (opts.config.split_reduce): "kernel" (the
+-- default: a second kernel, M.reduce_kernel) or "fused" (the tile's last unit
+-- to arrive, in the GEMM kernel).
+M.SPLIT_REDUCE = { kernel = true, fused = true }
 
 --- Checks cfg.cluster (opts.config.cluster) and normalises it: nil or {1, 1}
 -- (no cluster: cfg.cluster = nil), {2, 1} (two CTAs on vertically adjacent
@@ -1066,11 +1164,18 @@ function M.check_cluster(cfg, grouped)
 end
 
 --- Checks cfg.split_k (opts.config.split_k): nil, or a whole number from 1 to
--- 64 (1: no split); a grouped GEMM or a cluster takes none above 1.
+-- 64 (1: no split); a grouped GEMM or a cluster takes none above 1. And
+-- cfg.split_reduce: nil, "kernel" or "fused" (M.SPLIT_REDUCE).
 -- @param cfg the configuration being planned
 -- @param grouped whether the GEMM is grouped
 -- @usage M.check_split_k(cfg, false)
 function M.check_split_k(cfg, grouped)
+  local red = cfg.split_reduce
+  if red ~= nil and not M.SPLIT_REDUCE[red] then
+    err.raise("cute.gemm: gemm_sm90's split_reduce is \"kernel\" (a second kernel sums the k-slices, the default) or "
+      .. "\"fused\" (the last k-slice of a tile to finish sums them in the GEMM kernel), got %s",
+      type(red) == "string" and string.format("%q", red) or tostring(red))
+  end
   local sk = cfg.split_k
   if sk == nil then return end
   if type(sk) ~= "number" or sk % 1 ~= 0 or sk < 1 or sk > 64 then
@@ -1112,8 +1217,8 @@ function M.split_k_config(cfg, m, n, k, batch, tiles, sms, auto)
     ktiles == 1 and "" or "s", cfg.bk) or ""
   if s == 1 then return string.format("no split-K (%s%s)", source, clamp) end
   cfg.split_k, cfg.split_source = s, source
-  return string.format("split-K %d (%s%s): %d tiles x %d k-slices of %d k-tiles over %d SMs", s, source, clamp,
-    tiles, s, math.ceil(ktiles / s), sms)
+  return string.format("split-K %d (%s%s)%s: %d tiles x %d k-slices of %d k-tiles over %d SMs", s, source, clamp,
+    cfg.split_reduce == "fused" and ", reduced by the tile's last unit" or "", tiles, s, math.ceil(ktiles / s), sms)
 end
 
 -- The split-K launch (M.plan with cfg.split_k = S): the GEMM kernel storing
@@ -1122,6 +1227,15 @@ end
 -- reduction (M.reduce_kernel) into C with the whole epilogue (plan.reduce:
 -- kernel, args, grid, block). The plan keeps the workspace (plan.workspace;
 -- freed with the plan when collected).
+--
+-- cfg.split_reduce = "fused": one kernel. Each unit stores its slice as above
+-- and counts its arrival on its tile's counter (plan.counters: an i32 a tile,
+-- zeroed when allocated); the last of the tile's S units sums the slices in
+-- the reduction's order and stores C with the whole epilogue (plan.reduce is
+-- nil). That unit sets the counter back to 0, so that every launch of the
+-- plan finds zeros: an aborted launch (a fault, a kill) leaves counts behind,
+-- and the plan must then be made again. Two launches of one plan must not
+-- overlap (on two streams): they share the workspace and counters.
 function M.split_k_plan(cfg, args, Av, Cv, dims, alpha, beta, bias, sms, source, report, split_why)
   local m, n, batch, S = dims.m, dims.n, dims.l, cfg.split_k
   local tacc = cute.dtype.get(INPUTS[cfg.a_dtype].acc)
@@ -1140,13 +1254,26 @@ function M.split_k_plan(cfg, args, Av, Cv, dims, alpha, beta, bias, sms, source,
     W = cute.tensor(tacc, wl)
     Wv = require("cute.tensor").from_ptr(W:data_ptr(), tacc, vl)
   end
-  -- the GEMM kernel: no beta, fused part or TMA store (the reduction has them)
+  local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
+  local units = tiles * S
   local kcfg = {}
   for key, v in pairs(cfg) do kcfg[key] = v end
-  kcfg.split, kcfg.beta, kcfg.bias, kcfg.bias_dtype, kcfg.act, kcfg.fn, kcfg.tma_store = true, false, nil, nil, nil,
-    nil, nil
+  kcfg.tma_store = nil
+  if cfg.split_reduce == "fused" then
+    -- one kernel: C, the epilogue, and after the bias the workspace, the counters and S
+    kcfg.split = "fused"
+    local counters = Av.fake and cute.fake_tensor(cute.i32, { tiles }) or cute.tensor(cute.i32, { tiles }):fill(0)
+    local kargs = { args[1], args[2], Cv, args[4], args[5], args[6] }
+    if bias then kargs[#kargs + 1] = bias end
+    for _, a in ipairs { Wv, counters, cute.i32(S) } do kargs[#kargs + 1] = a end
+    return {
+      kernel = M.kernel(kcfg), args = kargs, grid = { math.min(units, sms), 1, 1 }, block = 384, config = cfg,
+      config_source = source, tune_report = report, split_why = split_why, workspace = W, counters = counters,
+    }
+  end
+  -- the GEMM kernel: no beta, fused part or TMA store (the reduction has them)
+  kcfg.split, kcfg.beta, kcfg.bias, kcfg.bias_dtype, kcfg.act, kcfg.fn = true, false, nil, nil, nil, nil
   local kargs = { args[1], args[2], Wv, args[4], args[5], cute.f32(0), cute.i32(S) }
-  local units = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch * S
   local T, per = M.REDUCE_THREADS, M.REDUCE_PER_THREAD
   local rcfg = { acc = tacc.name, beta = cfg.beta, bias = cfg.bias, bias_dtype = cfg.bias_dtype, act = cfg.act,
     fn = cfg.fn }
@@ -1172,7 +1299,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   -- a config of a cluster alone keeps the tile the heuristic (or the tuner) picks
   local tile_given = false
   for k in pairs(opts.config or {}) do
-    if k ~= "cluster" and k ~= "split_k" then tile_given = true end
+    if k ~= "cluster" and k ~= "split_k" and k ~= "split_reduce" then tile_given = true end
   end
   if not tile_given then
     local chosen

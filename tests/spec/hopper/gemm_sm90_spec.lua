@@ -517,6 +517,61 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.matches("split_k does not run in clusters", refused { split_k = 2, cluster = { 2, 1 } })
     -- split_k = 1: none (and no automatic one)
     assert.is_nil(G.plan(A, B, C, { arch = "sm_90a", kernel = "sm90", config = { split_k = 1 } }).reduce)
+    assert.matches("split_reduce is \"kernel\" .* or \"fused\" .*, got \"second\"",
+      refused { split_k = 2, split_reduce = "second" })
+  end)
+
+  it("split-K reduced by the tile's last unit (split_reduce = \"fused\"): one kernel, counters; no spill", function()
+    -- 128 x 256 cooperative tiles with beta, a bias and gelu_tanh (bf16), and plain (every dtype)
+    local A, B = fakes(cute.bf16, 128, 8192, 8192)
+    local C = cute.fake_tensor(cute.bf16, { 128, 8192 }, "row")
+    local bias = cute.fake_tensor(cute.f32, { 8192 })
+    local p = G.plan(A, B, C, { arch = "sm_90a", kernel = "sm90", bias = bias, activation = "gelu_tanh", beta = 0.5,
+      config = { bn = 256, stages = 4, split_k = 4, split_reduce = "fused" } })
+    assert.equal("gemm_sm90_bf16_128x256x64_bias_gelu_tanh_splitkf", p.kernel.name)
+    assert.is_nil(p.reduce)
+    assert.is_nil(p.config.tma_store)
+    assert.matches("; split%-K 4 %(opts.config%), reduced by the tile's last unit: 32 tiles x 4 k%-slices of 32 "
+      .. "k%-tiles over 132 SMs$", p.why)
+    assert.same({ 128, 1, 1 }, p.grid)
+    assert.same({ 4, 128, 8192, 1 }, p.workspace.layout.shape)
+    assert.same({ 32 }, p.counters.layout.shape)
+    assert.equal("i32", p.counters.dtype.name)
+    -- C, alpha, beta, the bias, then the workspace's view, the counters and S
+    assert.equal(C.dtype, p.args[3].dtype)
+    assert.equal(bias, p.args[7])
+    assert.same({ 128, 8192, 4 }, p.args[8].layout.shape)
+    assert.equal(p.counters, p.args[9])
+    local function no_spill(q)
+      local h = q.kernel:compile(unpack(q.args))
+      local r = h:resources()[q.kernel.name]
+      assert.same({ 168, 0, 0 }, { r.registers, r.spill_stores, r.spill_loads }, q.kernel.name)
+      assert.is_nil(h:log():find("(C75", 1, true), h:log())
+      return h
+    end
+    no_spill(p)
+    for _, dt in ipairs { cute.e4m3, cute.i8, cute.f32 } do
+      local Ad, Bd = fakes(dt, 128, 8192, 8192)
+      no_spill(G.plan(Ad, Bd, nil, { arch = "sm_90a", kernel = "sm90",
+        config = { bn = 256, stages = 3, split_k = 4, split_reduce = "fused" } }))
+    end
+    -- 64 x 128 ping-pong tiles (16 x 8192 x 8192, the skinny shape split-K is for), f32 C with beta
+    local As, Bs = fakes(cute.bf16, 16, 8192, 8192)
+    local Cs = cute.fake_tensor(cute.f32, { 16, 8192 }, "row")
+    local pp = G.plan(As, Bs, Cs, { arch = "sm_90a", kernel = "sm90", beta = 1,
+      config = { bm = 64, bn = 128, stages = 8, schedule = "pingpong", split_k = 2, split_reduce = "fused" } })
+    assert.equal("gemm_sm90_bf16_64x128x64_pingpong_splitkf", pp.kernel.name)
+    assert.same({ 64 }, pp.counters.layout.shape)
+    local ptx = no_spill(pp):ptx()
+    -- the arrival: a release fence, one relaxed gpu-scope add, an acquire fence for the last
+    assert.equal(2, H.count(ptx, "fence.acq_rel.gpu;"))
+    assert.equal(1, H.count(ptx, "atom.relaxed.gpu.global.add"))
+    -- the default reduction is the second kernel
+    local pk = G.plan(A, B, C, { arch = "sm_90a", kernel = "sm90",
+      config = { bn = 256, stages = 4, split_k = 4, split_reduce = "kernel" } })
+    assert.equal("gemm_sm90_bf16_128x256x64_splitk", pk.kernel.name)
+    assert.is_not_nil(pk.reduce)
+    assert.is_nil(pk.counters)
   end)
 
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
@@ -911,6 +966,52 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     check(cute.bf16, 128, 4096, 4096, { config = { split_k = 4 }, c_dtype = cute.bf16, alpha = 0.5, beta = 2,
       rtol = 2 ^ -7, samples = 2000 })
     check(cute.bf16, 120, 1000, 2056, { config = { split_k = 3 }, l = 2, samples = 2000 })
+  end)
+
+  it("split-K reduced by the tile's last unit (split_reduce = \"fused\"): against float64 and the two kernels #gpu",
+    function()
+    if not need_sm90() then return end
+    for _, c in ipairs { { 128, 8192, 8192, 4 }, { 64, 4096, 14336, 2 }, { 64, 4096, 14336, 8 },
+      { 100, 1000, 3000, 3 } } do
+      check(cute.bf16, c[1], c[2], c[3], { config = { split_k = c[4], split_reduce = "fused" }, samples = 2000 })
+    end
+    -- skinny shapes on 64-row ping-pong tiles (as the probe times them)
+    check(cute.bf16, 16, 8192, 8192, { config = { bm = 64, bn = 128, stages = 8, schedule = "pingpong", split_k = 2,
+      split_reduce = "fused" }, samples = 2000 })
+    check(cute.bf16, 64, 4096, 14336, { config = { bm = 64, bn = 64, stages = 8, schedule = "pingpong", split_k = 2,
+      split_reduce = "fused" }, samples = 2000 })
+    -- beta and alpha into 16-bit C, batches, fp8, int8 (exact)
+    check(cute.bf16, 128, 4096, 4096, { config = { split_k = 4, split_reduce = "fused" }, c_dtype = cute.bf16,
+      alpha = 0.5, beta = 2, rtol = 2 ^ -7, samples = 2000 })
+    check(cute.bf16, 120, 1000, 2056, { config = { split_k = 3, split_reduce = "fused" }, l = 2, samples = 2000 })
+    check(cute.e4m3, 128, 4096, 4096, { config = { split_k = 4, split_reduce = "fused" }, rtol = 2 ^ -10,
+      samples = 2000 })
+    check(cute.i8, 128, 2048, 4096, { config = { split_k = 4, split_reduce = "fused" }, c_dtype = cute.i32,
+      samples = 2000 })
+    -- bit for bit the two kernels' C (the same sum order), launch after launch (the counters reset)
+    local A, B, C = operands(cute.bf16, 64, 4096, 14336, nil, cute.f32, 5)
+    local C2 = cute.tensor(cute.f32, { 64, 4096 }, "row")
+    local cfg = { bm = 64, bn = 64, stages = 8, schedule = "pingpong", split_k = 4 }
+    local pk = G.plan(A, B, C2, { kernel = "sm90", config = cfg })
+    G.launcher(pk)()
+    local fcfg = { split_reduce = "fused" }
+    for key, v in pairs(cfg) do fcfg[key] = v end
+    local pf = G.plan(A, B, C, { kernel = "sm90", config = fcfg })
+    local run = G.launcher(pf)
+    local want = C2:to_table()
+    for launch = 1, 3 do
+      C:fill(0 / 0)
+      run()
+      cute.synchronize()
+      local got = C:to_table()
+      for i = 1, #want do
+        if got[i] ~= want[i] then
+          error(string.format("launch %d: element %d: fused %s, two kernels %s", launch, i, got[i], want[i]))
+        end
+      end
+      for _, v in ipairs(pf.counters:to_table()) do assert.equal(0, v) end
+    end
+    A:free(); B:free(); C:free(); C2:free()
   end)
 
   it("batched #gpu", function()

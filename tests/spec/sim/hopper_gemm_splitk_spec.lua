@@ -6,7 +6,9 @@
 -- (and no split at all for one k-tile), 16-bit output with beta, a bias and
 -- gelu, fp8, int8, batches, the ping-pong schedule with two units a CTA; the
 -- plan (workspace, why, cache) and the automatic choice behind
--- gemm_sm90.AUTO_SPLIT_K.
+-- gemm_sm90.AUTO_SPLIT_K. The same with the reduction in the GEMM kernel
+-- (opts.config.split_reduce = "fused": the tile's last unit sums the slices):
+-- bit for bit the two kernels' result, the counters back at 0 after a launch.
 local cute = require "cute"
 local H = require "tests.spec.trace.helper"
 local G = require "cute.lib.gemm"
@@ -56,11 +58,19 @@ describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", fun
     local opts = { kernel = "sm90", config = config }
     local p = G.plan(A, B, C, opts)
     local S = o.slices or config.split_k
-    assert.matches("_splitk$", p.kernel.name)
     assert.equal(S, p.config.split_k)
     assert.same({ S, m, n, o.l or 1 }, p.workspace.layout.shape)
     assert.matches("split%-K " .. S .. " %(opts.config", p.why)
-    assert.matches("^gemm_sm90_splitk_reduce", p.reduce.kernel.name)
+    if config.split_reduce == "fused" then
+      assert.matches("_splitkf$", p.kernel.name)
+      assert.is_nil(p.reduce)
+      assert.matches("split%-K " .. S .. " %(opts.config[^)]*%), reduced by the tile's last unit", p.why)
+      local tiles = math.ceil(m / p.config.bm) * math.ceil(n / p.config.bn) * (o.l or 1)
+      assert.same({ tiles }, p.counters.layout.shape)
+    else
+      assert.matches("_splitk$", p.kernel.name)
+      assert.matches("^gemm_sm90_splitk_reduce", p.reduce.kernel.name)
+    end
     cute.gemm(A, B, C, opts)
     local what = string.format("%s %dx%dx%d split_k %d", dt.name, m, n, k, S)
     local r = cute.testing.check_gemm(A, B, C, { rtol = o.rtol or ((dt.name == "i8" or dt.name == "u8") and 0 or 1e-5),
@@ -187,6 +197,137 @@ describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", fun
     assert(ok, e)
     -- off (the default): the same problem is not split
     assert.is_nil(G.plan(A, B, C).config.split_k)
+    A:free(); B:free(); C:free()
+  end)
+
+  -- opts.config with split_reduce = "fused"
+  local function fused(config)
+    local c = { split_reduce = "fused" }
+    for k, v in pairs(config) do c[k] = v end
+    return c
+  end
+
+  it("fused: S = 2, 3, 4 on ragged M, N, K, slices of unequal length; a short K clamps S", function()
+    check(cute.bf16, 200, 136, 296, fused { split_k = 3, bn = 64, stages = 4 })
+    check(cute.bf16, 130, 70, 776, fused { split_k = 4, bn = 32, stages = 4 })
+    check(cute.f16, 64, 200, 256, fused { split_k = 2 })
+    check(cute.bf16, 100, 72, 120, fused { split_k = 4, bn = 64, stages = 4 }, { slices = 2 })
+  end)
+
+  it("fused: the ping-pong schedule, more units than CTAs; 64-row tiles of a skinny problem", function()
+    check(cute.bf16, 640, 512, 320, fused { split_k = 2, bm = 64, bn = 64, stages = 4, schedule = "pingpong" },
+      { samples = 3000 })
+    check(cute.bf16, 16, 200, 400, fused { split_k = 3, bm = 64, bn = 128, stages = 4, schedule = "pingpong" })
+  end)
+
+  it("fused: bit for bit the two kernels' sum (f32 C, both schedules, alpha); the plan launched twice", function()
+    local function same(dt, m, n, k, config, l)
+      local A, B, C = operands(dt, m, n, k, l, cute.f32)
+      local _, _, C2 = operands(dt, m, n, k, l, cute.f32)
+      local p = G.plan(A, B, C, { kernel = "sm90", alpha = 0.75, config = fused(config) })
+      local run = G.launcher(p)
+      run()
+      -- (the launcher keeps the plan's workspace: the plan itself may be collected)
+      local run2 = G.launcher(G.plan(A, B, C2, { kernel = "sm90", alpha = 0.75, config = config }))
+      collectgarbage()
+      collectgarbage()
+      run2()
+      local a, b = C:to_table(), C2:to_table()
+      local function bitwise(what)
+        for i = 1, #a do
+          assert.is_true(a[i] == b[i], string.format("%s: element %d: fused %s, two kernels %s", what, i, a[i], b[i]))
+        end
+      end
+      bitwise("first launch")
+      -- the last units set their counters back to 0: the next launch of the plan reduces again
+      for _, v in ipairs(p.counters:to_table()) do assert.equal(0, v) end
+      C:fill(0 / 0)
+      run()
+      a = C:to_table()
+      bitwise("second launch")
+      A:free(); B:free(); C:free(); C2:free()
+    end
+    same(cute.bf16, 200, 136, 392, { split_k = 3, bn = 64, stages = 4 })
+    same(cute.bf16, 136, 72, 328, { split_k = 4, bn = 64, stages = 4 }, 2)
+    same(cute.bf16, 72, 100, 520, { split_k = 3, bm = 64, bn = 64, stages = 4, schedule = "pingpong" })
+    -- 128 x 256 tiles (128 accumulators a thread: the sum and the epilogue a chunk at a time), full and ragged
+    same(cute.bf16, 136, 260, 128, { split_k = 2, bn = 256, stages = 3 })
+  end)
+
+  it("fused: bf16 output with beta, a bias by column and gelu; a user epilogue function", function()
+    local function epi(m, n, k, config, name)
+      local A, B, C = operands(cute.bf16, m, n, k, nil, cute.bf16)
+      C:uniform(-1, 1)
+      local C2 = cute.tensor(cute.bf16, { m, n }, "row"):copy_from(C)
+      local bias = cute.tensor(cute.f32, { n }):uniform(-1, 1)
+      local function opts(cfg)
+        return { kernel = "sm90", beta = 0.5, alpha = 2, bias = bias, activation = "gelu", config = cfg }
+      end
+      local p = G.plan(A, B, C, opts(fused(config)))
+      assert.equal(name, p.kernel.name)
+      assert.is_nil(p.config.tma_store)
+      cute.gemm(A, B, C, opts(fused(config)))
+      -- against the two kernels' result (itself checked against float64 above): within a bf16 rounding
+      cute.gemm(A, B, C2, opts(config))
+      local c, c2 = C:to_table(), C2:to_table()
+      for i = 1, m * n do
+        assert.is_true(c[i] == c[i] and math.abs(c[i] - c2[i]) <= 2 ^ -7 * math.abs(c2[i]) + 1e-6,
+          string.format("%s: element %d: fused %s, two kernels %s", name, i, c[i], c2[i]))
+      end
+      A:free(); B:free(); C:free(); C2:free(); bias:free()
+    end
+    epi(100, 72, 392, { split_k = 3, bn = 32, stages = 4 }, "gemm_sm90_bf16_128x32x64_bias_gelu_splitkf")
+    -- 128 x 256 tiles, one full (the epilogue a chunk at a time)
+    epi(136, 260, 128, { split_k = 2, bn = 256, stages = 3 }, "gemm_sm90_bf16_128x256x64_bias_gelu_splitkf")
+    -- a user epilogue
+    local A2, B2, D = operands(cute.bf16, 72, 40, 200, nil, cute.f32)
+    local function fn(v, mm, nn) return v * 2.0 + (mm * 1000 + nn):to(cute.f32) end
+    cute.gemm(A2, B2, D, { kernel = "sm90", epilogue = fn, config = fused { split_k = 2, bn = 64, stages = 4 } })
+    local ref = cute.tensor(cute.f32, { 72, 40 }, "row"):fill(0 / 0)
+    cute.gemm(A2, B2, ref, { kernel = "sm90", config = { bn = 64, stages = 4 } })
+    local d, r = D:to_table(), ref:to_table()
+    for i = 0, 71 do
+      for j = 0, 39 do
+        local want = 2 * r[i + 72 * j + 1] + i * 1000 + j
+        local got = d[i + 72 * j + 1]
+        assert.is_true(math.abs(got - want) <= 1e-4 * (math.abs(want) + 1), string.format("C(%d,%d) = %s, expected %s",
+          i, j, got, want))
+      end
+    end
+    A2:free(); B2:free(); D:free(); ref:free()
+  end)
+
+  it("fused: fp8 (e4m3), int8 (i32, exact, beta), tf32, batches (L = 2)", function()
+    check(cute.e4m3, 96, 80, 528, fused { split_k = 2, bn = 64, stages = 4 }, { rtol = 2 ^ -10 })
+    check(cute.i8, 100, 48, 640, fused { split_k = 3, bn = 48, stages = 4 })
+    check(cute.tf32, 72, 40, 200, fused { split_k = 3, bn = 64, stages = 4 })
+    check(cute.bf16, 136, 72, 328, fused { split_k = 3, bn = 64, stages = 4 }, { l = 2 })
+    -- int8 with beta: C read by the last unit
+    local A, B, C = operands(cute.i8, 64, 48, 256, nil, cute.i32)
+    C:fill(7)
+    cute.gemm(A, B, C, { kernel = "sm90", alpha = 2, beta = -3, config = fused { split_k = 2, bn = 48, stages = 4 } })
+    local a, b, c = A:to_table(), B:to_table(), C:to_table()
+    for i = 0, 63 do
+      for j = 0, 47 do
+        local s = 0
+        for kk = 0, 255 do s = s + a[i + 64 * kk + 1] * b[kk + 256 * j + 1] end
+        assert.equal(2 * s - 21, c[i + 64 * j + 1])
+      end
+    end
+    A:free(); B:free(); C:free()
+  end)
+
+  it("split_reduce is \"kernel\" or \"fused\"", function()
+    local A, B, C = operands(cute.bf16, 64, 64, 256, nil, cute.f32)
+    for _, bad in ipairs { "atomic", true, 1 } do
+      local ok, msg = pcall(G.plan, A, B, C, { kernel = "sm90", config = { split_k = 2, split_reduce = bad } })
+      assert.is_false(ok)
+      assert.matches("split_reduce is \"kernel\" %(a second kernel sums the k%-slices, the default%) or \"fused\"",
+        tostring(msg))
+    end
+    local p = G.plan(A, B, C, { kernel = "sm90", config = { split_k = 2, split_reduce = "kernel" } })
+    assert.matches("_splitk$", p.kernel.name)
+    assert.is_not_nil(p.reduce)
     A:free(); B:free(); C:free()
   end)
 end)
