@@ -612,7 +612,7 @@ function M.plan(A, B, C, opts)
   local alpha, beta = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1), opts.beta or 0
   -- a few rows (decode, M <= 16): the GEMV kernels (cute.lib.gemv), bound by B's bandwidth;
   -- on Hopper from M.GEMV_ROWS_SM90 rows the TMA + wgmma kernel's ping-pong tiles read B faster
-  local hopper_rows = m >= M.GEMV_ROWS_SM90 and opts.kernel == nil and opts.config == nil
+  local hopper_rows = m >= M.GEMV_ROWS_SM90 and m <= 16 and opts.kernel == nil and opts.config == nil
     and M.choose_sm90(dt, { ad[1], ad[2], ad[3] }, { bd[2], bd[1], bd[3] }, Av, Bv, m, n, k, batch, opts)
   if m <= 16 and m > 0 and n > 0 and k > 0 and opts.config == nil and (opts.kernel == nil or opts.kernel == "gemv")
       and not hopper_rows then
