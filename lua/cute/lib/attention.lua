@@ -39,6 +39,7 @@ local cute = require "cute"
 local err = require "cute._err"
 local tensor = require "cute.tensor"
 local L = require "cute.layout"
+local runtime = require "cute.runtime"
 
 local M = {}
 
@@ -820,6 +821,223 @@ function M.plan(Q, K, V, O, opts)
   return sm80_plan(p, opts, why)
 end
 
+-- ---------------------------------------------------------------------------
+-- forward's plan cache
+--
+-- Planning a call (the checks, the views, TMA descriptors, the kernel's
+-- config) costs tens of microseconds of host time, as much as a short
+-- kernel runs. A call with the same Q, K, V and O objects and the same
+-- options (scale, causal, window, config by its contents, arch, kernel,
+-- max_seqlen_q/k, opts.lse and device offsets by identity, Lua offsets by
+-- their values, the stream, the device) launches the kernel it launched
+-- before. Keyed weakly by the tensor objects (Q, then K, V, O), so dropping
+-- one drops its plans; an entry holds no tensor of the caller (LuaJIT has
+-- no ephemerons: a weak key its value reaches is never collected): the
+-- caller's tensors are put into the kernel's arguments for the launch and
+-- taken out after, as decode does. Not cached (planned every call, as
+-- before): calls without O or opts.lse (forward makes them), fake tensors,
+-- options of other types (a function, a config holding tables), device
+-- offsets without max_seqlen_q and max_seqlen_k (the plan reads their
+-- lengths), plans of several launches (plan.launch).
+
+-- A cache key's string for a stream (a CUstream by its handle, a simulator
+-- stream by a number of its own), "-" for none; nil for anything else.
+local stream_ids = setmetatable({ n = 0 }, { __mode = "k" })
+local function stream_key(stream)
+  if stream == nil then return "-" end
+  if type(stream) == "cdata" then return tostring(stream.handle) end -- (a CUstream: its handle)
+  if type(stream) ~= "table" then return nil end
+  local sid = stream_ids[stream] -- (the simulator's streams: one id each)
+  if not sid then
+    stream_ids.n = stream_ids.n + 1
+    sid = "sim stream " .. stream_ids.n
+    stream_ids[stream] = sid
+  end
+  return sid
+end
+
+-- A cache key's string for the current device (the simulator's arch and SMs).
+local function device_key()
+  local dev = runtime.current_device()
+  if dev == "sim" then
+    local info = cute.device_info()
+    return "sim " .. info.arch .. "/" .. tostring(info.sm_count)
+  end
+  return dev .. "/" .. runtime.generation(dev)
+end
+
+-- A number for an object (opts.lse, device offsets) that no other live
+-- object gets: a key string must not hold the object itself.
+local idents, next_ident = setmetatable({}, { __mode = "k" }), 0
+local function ident(x)
+  local id = idents[x]
+  if not id then
+    next_ident = next_ident + 1
+    id = next_ident
+    idents[x] = id
+  end
+  return id
+end
+
+local function real_tensor(t) return tensor.is_device_tensor(t) and not t.fake end
+
+-- nil or a number (or a string, a boolean) as a key's part; nil (not
+-- cacheable) for any other value.
+local function scalar_key(v, kind)
+  if v == nil then return "-" end
+  if type(v) ~= kind then return nil end
+  return kind == "number" and string.format("%.17g", v) or tostring(v)
+end
+
+-- The offsets' part of a key: a Lua list by its values, a device tensor by
+-- its identity (only with both max_seqlen options: without them the plan
+-- reads the lengths from the tensor, which may change in place).
+local function offsets_key(x, opts)
+  if x == nil then return "-" end
+  if real_tensor(x) then
+    if type(opts.max_seqlen_q) ~= "number" or type(opts.max_seqlen_k) ~= "number" then return nil end
+    return "#" .. ident(x)
+  end
+  if type(x) ~= "table" or tensor.is_device_tensor(x) then return nil end
+  local n = 0
+  for _ in pairs(x) do n = n + 1 end
+  if n ~= #x then return nil end
+  local items = {}
+  for i = 1, n do
+    if type(x[i]) ~= "number" then return nil end
+    items[i] = string.format("%.17g", x[i])
+  end
+  return "[" .. table.concat(items, ",") .. "]"
+end
+
+-- The key of a forward call's plan, or nil when the call is not cached.
+local function forward_key(Q, K, V, O, opts)
+  for key in pairs(opts) do
+    if not OPTIONS[key] then return nil end
+  end
+  local lse = opts.lse
+  if not (real_tensor(Q) and real_tensor(K) and real_tensor(V) and real_tensor(O) and real_tensor(lse)) then
+    return nil
+  end
+  local w, wk = opts.window, "-"
+  if w ~= nil then
+    if type(w) ~= "table" or tensor.is_device_tensor(w) or type(w[1]) ~= "number" or type(w[2]) ~= "number" then
+      return nil
+    end
+    local n = 0
+    for _ in pairs(w) do n = n + 1 end
+    if n ~= 2 then return nil end
+    wk = string.format("{%.17g,%.17g}", w[1], w[2])
+  end
+  local ck = "-"
+  if opts.config ~= nil then
+    ck = common.config_key(opts.config)
+    if not ck then return nil end
+  end
+  local parts = { scalar_key(opts.scale, "number"), scalar_key(opts.causal, "boolean"), wk, ck,
+    scalar_key(opts.arch, "string"), scalar_key(opts.kernel, "string"), scalar_key(opts.max_seqlen_q, "number"),
+    scalar_key(opts.max_seqlen_k, "number"), offsets_key(opts.cu_seqlens_q, opts),
+    offsets_key(opts.cu_seqlens_k, opts), stream_key(opts.stream) }
+  for i = 1, 11 do
+    if parts[i] == nil then return nil end
+  end
+  parts[12] = "#" .. ident(lse)
+  parts[13] = device_key()
+  return table.concat(parts, "|")
+end
+
+-- Q -> K -> V -> O -> {n = entries, plans = {[key] = entry}}
+local fwd_cache = setmetatable({}, { __mode = "k" })
+local fwd_stats = { plans = 0, hits = 0 }
+-- The most plans kept for one (Q, K, V, O): varlen calls with other Lua
+-- offsets each time would otherwise pile up plans (and their offsets).
+M.FORWARD_CACHE_PLANS = 8
+
+local function forward_lookup(Q, K, V, O, key)
+  local byK = fwd_cache[Q]
+  local byV = byK and byK[K]
+  local byO = byV and byV[V]
+  local set = byO and byO[O]
+  return set and set.plans[key]
+end
+
+-- The caller's objects a plan's arguments may hold, by their slot code.
+local function bound(code, Q, K, V, O, opts)
+  if code == 1 then return Q elseif code == 2 then return K elseif code == 3 then return V
+  elseif code == 4 then return O elseif code == 5 then return opts.lse elseif code == 6 then return opts.cu_seqlens_q
+  else return opts.cu_seqlens_k end
+end
+
+-- Keeps a call's plan: its kernel, launch configuration and arguments, with
+-- the caller's objects taken out of them (their slots remembered).
+local function forward_store(Q, K, V, O, opts, key, plan)
+  if plan.launch then return end
+  local n = table.maxn(plan.args)
+  local args, slots = {}, {}
+  for i = 1, n do
+    local a = plan.args[i]
+    for code = 1, 7 do
+      local x = bound(code, Q, K, V, O, opts)
+      if x ~= nil and rawequal(a, x) then
+        a = false
+        slots[#slots + 1] = i
+        slots[#slots + 1] = code
+        break
+      end
+    end
+    args[i] = a
+  end
+  local e = { kernel = plan.kernel, args = args, n = n, slots = slots,
+    launch = { grid = plan.grid, block = plan.block, cluster = plan.cluster } }
+  local byK = fwd_cache[Q] or setmetatable({}, { __mode = "k" })
+  fwd_cache[Q] = byK
+  local byV = byK[K] or setmetatable({}, { __mode = "k" })
+  byK[K] = byV
+  local byO = byV[V] or setmetatable({}, { __mode = "k" })
+  byV[V] = byO
+  local set = byO[O]
+  if not set or set.n >= M.FORWARD_CACHE_PLANS then
+    set = { n = 0, plans = {} }
+    byO[O] = set
+  end
+  if not set.plans[key] then set.n = set.n + 1 end
+  set.plans[key] = e
+  fwd_stats.plans = fwd_stats.plans + 1
+end
+
+-- Launches a cached plan with the caller's objects in their slots.
+local function forward_launch(e, Q, K, V, O, opts)
+  local a, slots = e.args, e.slots
+  for i = 1, #slots, 2 do a[slots[i]] = bound(slots[i + 1], Q, K, V, O, opts) end
+  e.launch.stream = opts.stream
+  local ok, why = pcall(e.kernel.launch, e.kernel, e.launch, unpack(a, 1, e.n))
+  for i = 1, #slots, 2 do a[slots[i]] = false end
+  e.launch.stream = nil
+  if not ok then error(why, 0) end
+end
+
+--- forward's plan cache: {entries (plans kept for live tensors), plans
+-- (made and kept), hits}; with clear = true, empties it and zeroes the
+-- counters.
+-- @param clear optional: empty the cache
+-- @return the counters
+-- @usage local s = cute.lib.attention.forward_cache(); print(s.entries, s.hits)
+function M.forward_cache(clear)
+  if clear then
+    for Q in pairs(fwd_cache) do fwd_cache[Q] = nil end
+    fwd_stats.plans, fwd_stats.hits = 0, 0
+  end
+  local entries = 0
+  for _, byK in pairs(fwd_cache) do
+    for _, byV in pairs(byK) do
+      for _, byO in pairs(byV) do
+        for _, set in pairs(byO) do entries = entries + set.n end
+      end
+    end
+  end
+  return { entries = entries, plans = fwd_stats.plans, hits = fwd_stats.hits }
+end
+
 --- Fused attention forward: O = softmax(scale Q K^T + mask) V, and the
 -- log-sum-exp of each row. Q, O (B, Sq, Hq, D), K, V (B, Sk, Hkv, D), bf16 or
 -- f16, D contiguous, D 64, 128 or 256, Hq a multiple of Hkv. opts: scale
@@ -838,6 +1056,18 @@ end
 -- @return O and LSE
 -- @usage local O, lse = cute.lib.attention.forward(Q, K, V, O, { causal = true })
 function M.forward(Q, K, V, O, opts)
+  local key = O ~= nil and type(opts) == "table" and forward_key(Q, K, V, O, opts)
+  if key then
+    local e = forward_lookup(Q, K, V, O, key)
+    -- (a freed tensor is planned, which raises naming it)
+    if e and Q:valid() and K:valid() and V:valid() and O:valid() and opts.lse:valid()
+        and (not tensor.is_device_tensor(opts.cu_seqlens_q) or opts.cu_seqlens_q:valid())
+        and (not tensor.is_device_tensor(opts.cu_seqlens_k) or opts.cu_seqlens_k:valid()) then
+      fwd_stats.hits = fwd_stats.hits + 1
+      forward_launch(e, Q, K, V, O, opts)
+      return O, opts.lse
+    end
+  end
   local plan = M.plan(Q, K, V, O, opts)
   local p = plan.problem
   if p.q.fake then fail("forward needs real tensors; plan() takes fake ones") end
@@ -849,6 +1079,7 @@ function M.forward(Q, K, V, O, opts)
   if opts and opts.stream then cfg.stream = opts.stream end
   if plan.cluster then cfg.cluster = plan.cluster end
   plan.kernel(cfg)(unpack(plan.args))
+  if key then forward_store(Q, K, V, O, opts, key, plan) end
   return p.o, p.lse
 end
 
@@ -1203,7 +1434,6 @@ end
 -- lengths; the user's tensors are put into the arguments for the launch and
 -- taken out after it.
 
-local runtime = require "cute.runtime"
 local ffi = require "ffi"
 
 local cache = { entries = {}, count = 0, clock = 0 }
@@ -1239,8 +1469,6 @@ local function value_key(v)
   return tostring(v)
 end
 
-local stream_ids = setmetatable({ n = 0 }, { __mode = "k" })
-
 -- The key of a call, or nil when the call is not one the cache takes (then
 -- decode plans it, raising on what is wrong).
 local function decode_key(Q, Kc, Vc, O, opts)
@@ -1252,27 +1480,14 @@ local function decode_key(Q, Kc, Vc, O, opts)
   end
   local lens, stream = opts.cache_seqlens, opts.stream
   if lens ~= nil and type(lens) ~= "table" then return nil end
-  local sid = "-"
-  if type(stream) == "cdata" then -- (a CUstream: its handle)
-    sid = tostring(stream.handle)
-  elseif type(stream) == "table" then -- (the simulator's streams: one id each)
-    sid = stream_ids[stream]
-    if not sid then
-      stream_ids.n = stream_ids.n + 1
-      sid = "sim stream " .. stream_ids.n
-      stream_ids[stream] = sid
-    end
-  elseif stream ~= nil then
-    return nil
-  end
-  local dev = runtime.current_device()
-  local where = dev == "sim" and ("sim " .. cute.device_info().arch) or (dev .. "/" .. runtime.generation(dev))
+  local sid = stream_key(stream)
+  if not sid then return nil end
   return table.concat({ tensor_key(Q), tensor_key(Kc), tensor_key(Vc), tensor_key(O),
     value_key(opts.scale), value_key(opts.causal), value_key(opts.window), value_key(opts.num_splits),
     value_key(opts.page_size), value_key(opts.arch), value_key(opts.config), value_key(opts.lse),
     value_key(opts.block_table),
     lens == nil and "all" or (tensor.is_device_tensor(lens) and tensor_key(lens) or ("list" .. #lens)),
-    where, sid }, "|")
+    device_key(), sid }, "|")
 end
 
 local function free_entry(e)

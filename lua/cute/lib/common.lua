@@ -98,6 +98,41 @@ function M.check_config_keys(api, config, keys, whose)
   end
 end
 
+--- The contents of opts.config as a string (keys sorted), or nil when it
+-- holds something else than numbers, strings, booleans and flat lists of
+-- them: the part of a plan cache's key that keys a config by value (the
+-- caller may change the table between calls).
+-- @param cfg opts.config
+-- @return the string, or nil
+-- @usage local k = common.config_key({ bm = 128, stages = 2 }) -- 'bm="128";stages="2"'
+function M.config_key(cfg)
+  if type(cfg) ~= "table" then return nil end
+  local keys = {}
+  for key in pairs(cfg) do
+    if type(key) ~= "string" then return nil end
+    keys[#keys + 1] = key
+  end
+  table.sort(keys)
+  local parts = {}
+  for i, key in ipairs(keys) do
+    local v = cfg[key]
+    if type(v) == "table" then
+      local items = {}
+      for j, x in pairs(v) do
+        if type(j) ~= "number" or j ~= math.floor(j) or j < 1 or j > #v then return nil end
+        local tx = type(x)
+        if tx ~= "number" and tx ~= "string" and tx ~= "boolean" then return nil end
+        items[j] = tostring(x)
+      end
+      v = "{" .. table.concat(items, ",") .. "}"
+    elseif type(v) ~= "number" and type(v) ~= "string" and type(v) ~= "boolean" then
+      return nil
+    end
+    parts[i] = key .. "=" .. string.format("%q", tostring(v))
+  end
+  return table.concat(parts, ";")
+end
+
 --- The part of a 1-D tensor x (contiguous) that one thread moves, in a block
 -- tile of `vec * threads * unroll` elements: thread t owns `unroll` vectors
 -- of `vec` elements, each next to thread t-1's (coalesced). Returns the

@@ -740,35 +740,7 @@ end
 local KEYED = {}
 for _, k in ipairs(OPT_KEYS) do KEYED[k] = true end
 
--- The contents of opts.config as a string (keys sorted), or nil when it holds
--- something else than numbers, strings, booleans and flat lists of them.
-local function config_key(cfg)
-  if type(cfg) ~= "table" then return nil end
-  local keys = {}
-  for key in pairs(cfg) do
-    if type(key) ~= "string" then return nil end
-    keys[#keys + 1] = key
-  end
-  table.sort(keys)
-  local parts = {}
-  for i, key in ipairs(keys) do
-    local v = cfg[key]
-    if type(v) == "table" then
-      local items = {}
-      for j, x in pairs(v) do
-        if type(j) ~= "number" or j ~= math.floor(j) or j < 1 or j > #v then return nil end
-        local tx = type(x)
-        if tx ~= "number" and tx ~= "string" and tx ~= "boolean" then return nil end
-        items[j] = tostring(x)
-      end
-      v = "{" .. table.concat(items, ",") .. "}"
-    elseif type(v) ~= "number" and type(v) ~= "string" and type(v) ~= "boolean" then
-      return nil
-    end
-    parts[i] = key .. "=" .. string.format("%q", tostring(v))
-  end
-  return table.concat(parts, ";")
-end
+local config_key = require("cute.lib.common").config_key
 
 -- The options' part of a plan's cache key; nil for options the cache does not
 -- take (a config it cannot key by value; what plan refuses).
