@@ -1016,9 +1016,9 @@ local function forward_launch(e, Q, K, V, O, opts)
   if not ok then error(why, 0) end
 end
 
---- forward's plan cache: {entries (plans kept for live tensors), plans
--- (made and kept), hits}; with clear = true, empties it and zeroes the
--- counters.
+--- forward's plan cache: {entries (plans kept for live tensors), tensors
+-- (the Q objects it has plans for), plans (made and kept), hits}; with
+-- clear = true, empties it and zeroes the counters.
 -- @param clear optional: empty the cache
 -- @return the counters
 -- @usage local s = cute.lib.attention.forward_cache(); print(s.entries, s.hits)
@@ -1027,15 +1027,16 @@ function M.forward_cache(clear)
     for Q in pairs(fwd_cache) do fwd_cache[Q] = nil end
     fwd_stats.plans, fwd_stats.hits = 0, 0
   end
-  local entries = 0
+  local entries, tensors = 0, 0
   for _, byK in pairs(fwd_cache) do
+    tensors = tensors + 1
     for _, byV in pairs(byK) do
       for _, byO in pairs(byV) do
         for _, set in pairs(byO) do entries = entries + set.n end
       end
     end
   end
-  return { entries = entries, plans = fwd_stats.plans, hits = fwd_stats.hits }
+  return { entries = entries, tensors = tensors, plans = fwd_stats.plans, hits = fwd_stats.hits }
 end
 
 --- Fused attention forward: O = softmax(scale Q K^T + mask) V, and the
