@@ -109,7 +109,7 @@ for _, arch in ipairs { "sm_80", "sm_90a" } do
         if opts.stream then opts.stream:synchronize() end
         cute.testing.check_attention(Q, K, V, O, opts.lse, { causal = opts.causal, scale = opts.scale,
           what = "variant " .. i })
-        assert.same({ entries = i + 1, plans = i + 1, hits = 0 }, A.forward_cache(), "variant " .. i)
+        assert.same({ entries = i + 1, tensors = 1, plans = i + 1, hits = 0 }, A.forward_cache(), "variant " .. i)
       end
       -- the same contents in new tables: hits (a config is keyed by its contents)
       local copy = {}
