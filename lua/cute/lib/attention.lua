@@ -35,6 +35,10 @@
 -- A planner returns {kernel, args, grid, block[, cluster], config, why, ...};
 -- forward launches kernel{grid =, block =, cluster =, stream =}(unpack(args)),
 -- or calls plan.launch(stream) when the plan has one (several launches).
+-- forward keeps the plans of calls that give O and opts.lse (forward_cache()):
+-- a planner's args may hold the user's tensors (the cache takes them out of its
+-- copy and puts the call's back for each launch), but nothing else of the
+-- user's but views of their memory.
 local cute = require "cute"
 local err = require "cute._err"
 local tensor = require "cute.tensor"
