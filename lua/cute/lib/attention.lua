@@ -36,9 +36,10 @@
 -- forward launches kernel{grid =, block =, cluster =, stream =}(unpack(args)),
 -- or calls plan.launch(stream) when the plan has one (several launches).
 -- forward keeps the plans of calls that give O and opts.lse (forward_cache()):
--- a planner's args may hold the user's tensors (the cache takes them out of its
--- copy and puts the call's back for each launch), but nothing else of the
--- user's but views of their memory.
+-- a planner's args may hold the user's tensors themselves (the cache takes them
+-- out of its copy and puts the call's back at each launch); nothing else in them
+-- may reach a user's tensor object (views made from a data pointer, TMA
+-- descriptors and scalars do not).
 local cute = require "cute"
 local err = require "cute._err"
 local tensor = require "cute.tensor"
