@@ -871,18 +871,8 @@ local function device_key()
   return dev .. "/" .. runtime.generation(dev)
 end
 
--- A number for an object (opts.lse, device offsets) that no other live
--- object gets: a key string must not hold the object itself.
-local idents, next_ident = setmetatable({}, { __mode = "k" }), 0
-local function ident(x)
-  local id = idents[x]
-  if not id then
-    next_ident = next_ident + 1
-    id = next_ident
-    idents[x] = id
-  end
-  return id
-end
+-- A number for an object (opts.lse, device offsets): a key string must not hold the object itself.
+local ident = common.ident
 
 local function real_tensor(t) return tensor.is_device_tensor(t) and not t.fake end
 

@@ -133,6 +133,25 @@ function M.config_key(cfg)
   return table.concat(parts, ";")
 end
 
+-- the identities of ident(): weak keys, so an object's entry goes with it
+local idents, next_ident = setmetatable({}, { __mode = "k" }), 0
+
+--- A number for an object (a tensor, a function) that no other live object
+-- gets, for plan caches' keys: a key string must name an object without
+-- holding it (a tensor's tostring names its layout, not its identity).
+-- @param x a table, function or cdata
+-- @return a whole number
+-- @usage local k = "#" .. common.ident(opts.bias)
+function M.ident(x)
+  local id = idents[x]
+  if not id then
+    next_ident = next_ident + 1
+    id = next_ident
+    idents[x] = id
+  end
+  return id
+end
+
 --- The part of a 1-D tensor x (contiguous) that one thread moves, in a block
 -- tile of `vec * threads * unroll` elements: thread t owns `unroll` vectors
 -- of `vec` elements, each next to thread t-1's (coalesced). Returns the

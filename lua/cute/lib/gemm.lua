@@ -724,18 +724,8 @@ M._plan_cache = plan_cache -- (for tests)
 local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune", "bias", "bias_mode", "activation",
   "epilogue", "tma_store" }
 
--- A number for an object (a bias tensor, an epilogue function) that no other
--- live object gets: a tensor's tostring names its layout, not its identity.
-local idents, next_ident = setmetatable({}, { __mode = "k" }), 0
-local function ident(x)
-  local id = idents[x]
-  if not id then
-    next_ident = next_ident + 1
-    id = next_ident
-    idents[x] = id
-  end
-  return id
-end
+-- A number for an object (a bias tensor, an epilogue function): cute.lib.common.ident.
+local ident = require("cute.lib.common").ident
 
 local KEYED = {}
 for _, k in ipairs(OPT_KEYS) do KEYED[k] = true end
