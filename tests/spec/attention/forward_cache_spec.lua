@@ -20,7 +20,7 @@ local function make(b, sq, sk, h, d, seed)
   return Q, K, V, O, lse
 end
 
--- The arguments kernel k gets at the next forward call (the launch stubbed).
+-- The arguments kernel k gets at the next forward call (the launch replaced by a recorder).
 local function launched_args(k, call)
   local got
   k.launch = function(_, cfg, ...) got = { cfg = cfg, n = select("#", ...), ... } end

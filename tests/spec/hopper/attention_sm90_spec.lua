@@ -24,6 +24,22 @@ local function problem(o)
     cu_k = o.varlen and cute.fake_tensor(cute.i32, { B + 1 }) or nil }
 end
 
+-- A plan's kernel compiled for sm_90a: no spill, no stack; its PTX has both products' wgmma
+-- (m64nBN for S, m64nD for O), 4-d TMA loads and the consumers' setmaxnreg. Returns the PTX.
+local function compiled(p, d)
+  local h = p.kernel:compile(unpack(p.args))
+  local r = h:resources()[p.kernel.name]
+  assert.equal(0, r.spill_stores, p.kernel.name)
+  assert.equal(0, r.spill_loads, p.kernel.name)
+  assert.equal(0, r.stack, p.kernel.name)
+  local ptx = h:ptx()
+  assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. p.config.bn .. "k16%.f32%.", ptx)
+  assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. d .. "k16%.f32%.", ptx)
+  assert.matches("cp%.async%.bulk%.tensor%.4d", ptx)
+  assert.matches("setmaxnreg%.inc%.sync%.aligned%.u32 " .. (p.config.bm == 192 and 160 or 240), ptx)
+  return ptx
+end
+
 describe("cute.lib.attention_sm90 (CPU)", function()
   it("plans a tile per head dimension and mask, a CTA a query block of a head of a batch", function()
     local cases = {
@@ -140,16 +156,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 }, { d = 128, varlen = true },
       { d = 64, dtype = cute.f16 } } do
       local p = assert(a90.plan(problem(o), {}))
-      local h = p.kernel:compile(unpack(p.args)) -- (raises on a serialized wgmma: the compiler's check)
-      local r = h:resources()[p.kernel.name]
-      assert.equal(0, r.spill_stores, p.kernel.name)
-      assert.equal(0, r.stack, p.kernel.name)
-      local ptx = h:ptx()
-      assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. p.config.bn .. "k16%.f32%.", ptx)
-      assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. o.d .. "k16%.f32%.", ptx)
-      assert.matches("cp%.async%.bulk%.tensor%.4d", ptx)
+      local ptx = compiled(p, o.d) -- (raises on a serialized wgmma: the compiler's check)
       assert.matches("ex2%.approx", ptx)
-      assert.matches("setmaxnreg%.inc%.sync%.aligned%.u32 " .. (p.config.bm == 192 and 160 or 240), ptx)
     end
   end)
 
@@ -157,16 +165,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 }, { d = 256, right = 0 },
       { d = 128, varlen = true, right = 0 }, { d = 64, varlen = true }, { d = 128, dtype = cute.f16 } } do
       local p = assert(a90.plan(problem(o), { config = { persistent = true } }))
-      local h = p.kernel:compile(unpack(p.args))
-      local r = h:resources()[p.kernel.name]
-      assert.equal(0, r.spill_stores, p.kernel.name)
-      assert.equal(0, r.spill_loads, p.kernel.name)
-      assert.equal(0, r.stack, p.kernel.name)
-      local ptx = h:ptx()
-      assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. p.config.bn .. "k16%.f32%.", ptx)
-      assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. o.d .. "k16%.f32%.", ptx)
-      assert.matches("cp%.async%.bulk%.tensor%.4d", ptx)
-      assert.matches("setmaxnreg%.inc%.sync%.aligned%.u32 " .. (p.config.bm == 192 and 160 or 240), ptx)
+      local ptx = compiled(p, o.d)
       assert.matches("%%nctaid%.x", ptx) -- the tile loop's step
     end
   end)

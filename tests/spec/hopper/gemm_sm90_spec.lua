@@ -637,26 +637,7 @@ end
 
 -- A (M x K [x L]) row-major, B (K x N [x L]) column-major, C (M x N [x L]) row-major
 -- (or A and B in the layouts given: "row" or "col").
-local function operands(dt, m, n, k, l, cdt, seed, a_layout, b_layout)
-  local A, B, C
-  if a_layout then
-    A = cute.tensor(dt, { m, k }, a_layout)
-    B = cute.tensor(dt, { k, n }, b_layout)
-    C = cute.tensor(cdt, { m, n }, "row")
-  elseif l then
-    A = cute.tensor(dt, { m, k, l }, { k, 1, m * k })
-    B = cute.tensor(dt, { k, n, l }, { 1, k, k * n })
-    C = cute.tensor(cdt, { m, n, l }, { n, 1, m * n })
-  else
-    A = cute.tensor(dt, { m, k }, "row")
-    B = cute.tensor(dt, { k, n }, "col")
-    C = cute.tensor(cdt, { m, n }, "row")
-  end
-  local lo = dt.name == "u8" and 0 or -1 -- (unsigned: 0..1)
-  A:uniform(lo, 1, seed)
-  B:uniform(lo, 1, seed + 1)
-  return A, B, C
-end
+local operands = H.gemm_operands
 
 -- Runs cute.gemm through the Hopper kernel (checking that the plan chose it)
 -- and checks sampled entries against float64; C poisoned first (beta 0) or

@@ -31,19 +31,7 @@ describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", fun
 
   -- A (M x K [x L]) row-major, B (K x N [x L]) column-major, C (M x N [x L]) row-major, poisoned
   local function operands(dt, m, n, k, l, cdt)
-    local A, B, C
-    if l then
-      A = cute.tensor(dt, { m, k, l }, { k, 1, m * k })
-      B = cute.tensor(dt, { k, n, l }, { 1, k, k * n })
-      C = cute.tensor(cdt, { m, n, l }, { n, 1, m * n })
-    else
-      A = cute.tensor(dt, { m, k }, "row")
-      B = cute.tensor(dt, { k, n }, "col")
-      C = cute.tensor(cdt, { m, n }, "row")
-    end
-    local lo = dt.name == "u8" and 0 or -1
-    A:uniform(lo, 1)
-    B:uniform(lo, 1)
+    local A, B, C = H.gemm_operands(dt, m, n, k, l, cdt)
     C:fill(cdt.is_float and 0 / 0 or -12345678)
     return A, B, C
   end

@@ -32,6 +32,31 @@ function H.simulator(opts)
   }
 end
 
+--- Random GEMM operands on the current device: A (M x K [x L]) row-major, B
+-- (K x N [x L]) column-major, C (M x N [x L]) row-major and not filled (or, with
+-- a_layout and b_layout, one matrix each in those layouts: "row" or "col"); u8
+-- inputs in 0..1, others in -1..1; seed optional (A's, B's is seed + 1).
+function H.gemm_operands(dt, m, n, k, l, cdt, seed, a_layout, b_layout)
+  local A, B, C
+  if a_layout then
+    A = cute.tensor(dt, { m, k }, a_layout)
+    B = cute.tensor(dt, { k, n }, b_layout)
+    C = cute.tensor(cdt, { m, n }, "row")
+  elseif l then
+    A = cute.tensor(dt, { m, k, l }, { k, 1, m * k })
+    B = cute.tensor(dt, { k, n, l }, { 1, k, k * n })
+    C = cute.tensor(cdt, { m, n, l }, { n, 1, m * n })
+  else
+    A = cute.tensor(dt, { m, k }, "row")
+    B = cute.tensor(dt, { k, n }, "col")
+    C = cute.tensor(cdt, { m, n }, "row")
+  end
+  local lo = dt.name == "u8" and 0 or -1 -- (unsigned: 0..1)
+  A:uniform(lo, 1, seed)
+  B:uniform(lo, 1, seed and seed + 1)
+  return A, B, C
+end
+
 --- The error message of f(), which must fail.
 function H.error_of(f)
   local ok, msg = pcall(f)
