@@ -23,6 +23,9 @@
 --                                                    (opts.config.split_reduce); "kernel": the second kernel (the
 --                                                    default); "both": each timed in the same run, and their ratio
 --   AUTO_SPLITK=1 cutelua bench/gemm_sm90_probe.lua  the default plan with gemm_sm90.AUTO_SPLIT_K on
+--   SWAP=1 cutelua bench/gemm_sm90_probe.lua 16x8192x8192   planned as C^T = B^T A^T (opts.config.swap_ab = true;
+--                                                    SM90's bn, stages then a tile of C^T); SWAP=0: swap_ab =
+--                                                    false (the plan without the swap, for comparison)
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -50,6 +53,10 @@ if os.getenv("SM90") then
   opts.kernel, opts.config = "sm90", { bn = v[1], stages = v[2], group = v[3] }
   if os.getenv("SCHEDULE") == "pingpong" then opts.config.bm, opts.config.schedule = 64, "pingpong" end
   if os.getenv("BK") then opts.config.bk = tonumber(os.getenv("BK")) end
+end
+if os.getenv("SWAP") == "1" or os.getenv("SWAP") == "0" then
+  opts.kernel, opts.config = "sm90", opts.config or {}
+  opts.config.swap_ab = os.getenv("SWAP") == "1"
 end
 -- CLUSTER: the tile as above (the heuristic's without SM90), in clusters of 2
 local nocluster = nil

@@ -434,10 +434,18 @@ local function dims3(t, what)
   return { s[1], s[2], s[3] or 1 }, { d[1], d[2], d[3] or 0 }
 end
 
+--- A view of a device tensor with another shape and strides: the same memory (a fake
+-- tensor of the same dtype and alignment for a fake one).
+-- @param t the device tensor
+-- @param shape the view's shape
+-- @param stride the view's strides, in elements
+-- @return the view
+-- @usage local Ct = cute.lib.gemm.view(C, { n, m, 1 }, { 1, n, 0 }) -- C (m x n, row-major) transposed
 local function view(t, shape, stride)
   if t.fake then return tensor.fake_tensor(t.dtype, shape, L.make_layout(shape, stride), { align = t:alignment() }) end
   return tensor.from_ptr(t:data_ptr(), t.dtype, L.make_layout(shape, stride))
 end
+M.view = view
 
 -- Which mode is contiguous ("k" or "mn"), for an operand seen as (mn, k).
 local function major_of(stride, what, layout)
@@ -641,6 +649,7 @@ function M.plan(A, B, C, opts)
       p.config.bk, p.config.stages, p.config.group, p.config_source, cl and string.format(
         "; cluster %dx%d (the pair shares %s: TMA multicast)", cl[1], cl[2], cl[1] == 2 and "B" or "A") or "")
       .. (p.split_why and ("; " .. p.split_why) or "")
+      .. (p.swap_why and ("; " .. p.swap_why .. ": C^T = B^T A^T, the tile one of C^T") or "")
     return p, opts
   end
   if opts.bias ~= nil or opts.activation ~= nil or opts.epilogue ~= nil or opts.bias_mode ~= nil then

@@ -71,7 +71,12 @@ M.sm_count = sm_count
 -- (at most 4 for 256-wide tiles, 8 otherwise: narrow tiles come with skinny,
 -- memory-bound problems, which want more loads in flight).
 --
--- Up to 64 rows (decode and small-batch shapes, memory-bound on B): the
+-- Up to 64 columns with more rows (what a skinny problem becomes when planned
+-- swapped, M.swap_ab: C^T = B^T A^T): BN the columns rounded up to 16 and the
+-- ping-pong schedule's 64-row tiles with 12 stages.
+--
+-- Up to 64 rows (decode and small-batch shapes, memory-bound on B; planned
+-- swapped when they have at least 4 times as many columns): the
 -- ping-pong schedule's 64-row tiles, the widest BN of 128, 64, 32 whose tiles
 -- cover at least 48% of the SMs, as many stages as fit (at most 8). Measured on
 -- the H200 (2026-11-28, bench/gemm_sm90_probe.lua, cuBLAS in the same run):
@@ -81,6 +86,15 @@ M.sm_count = sm_count
 function M.pick_config(m, n, k, l, name, sms)
   local _, _ = k, name -- (not used yet: a k-tile is 128 bytes of K whatever the dtype)
   sms = sms or sm_count()
+  if n <= 64 and m > 64 then
+    -- few columns (a skinny problem planned swapped, M.swap_ab): BN the columns
+    -- rounded up to 16, 64-row ping-pong tiles (the most CTAs), 12 stages (at 16 x
+    -- 8192 x 8192 on the H200: 0.97x cuBLAS, 0.92 with 6 stages, 0.95 with 20;
+    -- 128-row cooperative tiles with 10 stages 0.97)
+    local bn = math.max(16, math.ceil(n / 16) * 16)
+    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((64 + bn) * 128))
+    return { bm = 64, bn = bn, stages = math.min(fit, 12), schedule = "pingpong" }
+  end
   if m <= 64 then
     local bn = 32
     for _, w in ipairs { 128, 64 } do
@@ -106,8 +120,9 @@ function M.pick_config(m, n, k, l, name, sms)
   return { bm = 128, bn = best, stages = math.min(fit, best == 256 and 4 or 8) }
 end
 
--- Automatic split-K (M.plan, when opts.config gives no split_k): off until
--- it is measured on a GPU; opts.config.split_k = S asks for it explicitly.
+-- Automatic split-K (M.plan, when opts.config gives no split_k): off, as it
+-- lost on the H200 wherever measured (docs/hopper.md section 8);
+-- opts.config.split_k = S asks for it explicitly.
 M.AUTO_SPLIT_K = false
 
 --- The split-K the automatic choice (M.AUTO_SPLIT_K) takes for an M x N x K
@@ -706,7 +721,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major", "groups", "tma_store", "schedule", "split" } do
+    "b_major", "groups", "tma_store", "schedule", "split", "swapped" } do
     key[#key + 1] = tostring(cfg[k])
   end
   if cfg.cluster then key[#key + 1] = "cluster" .. cfg.cluster[1] .. "x" .. cfg.cluster[2] end
@@ -754,7 +769,9 @@ function M.fused(cfg, v, bias, m, n, l)
   if cfg.bias == "row" then v = v + bias[m]:to(cute.f32) end
   if cfg.act then v = M.ACTIVATIONS[cfg.act](v) end
   if cfg.fn then
-    local r = cfg.fn(v, m, n, l)
+    -- a swapped plan (M.swapped_plan) computes C^T: its rows are C's columns
+    local r
+    if cfg.swapped then r = cfg.fn(v, n, m, l) else r = cfg.fn(v, m, n, l) end
     if r == nil then err.raise("cute.gemm: opts.epilogue(v, m, n, l) must return the value to store, got nil") end
     v = r
   end
@@ -845,7 +862,7 @@ local fn_reduce_kernels = setmetatable({}, { __mode = "k" })
 -- @usage local k = M.reduce_kernel({ acc = "f32", beta = false })
 function M.reduce_kernel(cfg)
   local key = {}
-  for _, k in ipairs { "acc", "beta", "bias", "bias_dtype", "act" } do key[#key + 1] = tostring(cfg[k]) end
+  for _, k in ipairs { "acc", "beta", "bias", "bias_dtype", "act", "swapped" } do key[#key + 1] = tostring(cfg[k]) end
   return cached_kernel(reduce_kernels, fn_reduce_kernels, cfg, table.concat(key, ","), build_reduce,
     "cute.lib.gemm_sm90.reduce:")
 end
@@ -1006,7 +1023,10 @@ function M.candidates(m, n, k, l, name)
   end
   local d = M.pick_config(m, n, k, l, name)
   add(d.bn, d.stages, M.CONFIG.group, d.bm)
-  if m <= 64 then
+  if n <= 64 and m > 64 then -- a swapped skinny problem: BN is its few rows
+    for _, stages in ipairs { 8, 16 } do add(d.bn, stages, 8, 64) end
+    add(d.bn, 10, 8)
+  elseif m <= 64 then
     for _, bn in ipairs { 128, 64, 32 } do add(bn, 8, 8, 64) end
     for _, bn in ipairs { 128, 64 } do add(bn, 8, 8) end
     for _, bn in ipairs { 128, 64 } do add(bn, 4, 8, 64, 2) end
@@ -1041,7 +1061,7 @@ end
 -- else the autotuner's (a tuned result cached for this device, shape class
 -- and dtypes; with opts.tune = true, measured now on scratch output;
 -- otherwise the heuristic). Returns the config and where it came from.
-local function tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name)
+local function tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name, swapped)
   local m, n, k, l = dims.m, dims.n, dims.k, dims.l
   if Av.fake or opts.tune == false then
     local c = M.pick_config(m, n, k, l, name)
@@ -1052,7 +1072,7 @@ local function tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name)
   local function builder(cfg)
     scratch = scratch or cute.tensor(Cv.dtype, Cv.layout)
     local o = { config = cfg, tune = false }
-    local p = M.plan(Av, Bv, scratch, dims, strides, alpha, 0, o)
+    local p = M.plan(Av, Bv, scratch, dims, strides, alpha, 0, o, swapped)
     local launch = p.kernel { grid = p.grid, block = p.block }
     return function() launch(unpack(p.args)) end
   end
@@ -1124,7 +1144,86 @@ function M.fused_config(cfg, opts, m, n, integer)
 end
 
 -- The fields of gemm_sm90's opts.config.
-M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "group", "schedule", "cluster", "split_k", "split_reduce" }
+M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "group", "schedule", "cluster", "split_k", "split_reduce", "swap_ab" }
+
+-- Problems of up to this many rows are planned swapped (M.swap_ab) when
+-- opts.config names no tile. Measured on the H200 (2026-11-28,
+-- bench/gemm_sm90_probe.lua, SWAP=1 against SWAP=0, cuBLAS in the same run):
+-- 4 / 8 / 16 / 32 x 8192 x 8192 1.03 / 0.97 / 0.97 / 0.99x cuBLAS swapped (64 x
+-- 16 or 64 x 32 ping-pong tiles of C^T, 128 CTAs) against 0.70 / 0.72 / 0.81 /
+-- 0.85x; 16x14336x4096 0.98 against 0.86; 64x4096x14336 1.06 against 0.91;
+-- 64x8192x8192 0.99 both ways; 128x8192x8192 0.75 against 0.92 (hence 64).
+M.SWAP_ROWS = 64
+
+--- Whether to plan C^T = B^T A^T instead of C = A B (a skinny problem's few
+-- rows become wgmma's N, which takes 8 to 256, instead of padding a 64-row
+-- tile), and why: opts.config.swap_ab (true or false) decides; else problems
+-- of up to M.SWAP_ROWS rows and at least 4 times as many columns when
+-- opts.config names no tile; grouped problems never.
+-- @param m the rows of C
+-- @param n the columns of C
+-- @param opts cute.gemm's options
+-- @return true or false, and the reason (nil when not swapped)
+-- @usage M.swap_ab(16, 8192, {}) -- true (with M.SWAP_ROWS >= 16)
+function M.swap_ab(m, n, opts)
+  local c = opts.config or {}
+  if c.swap_ab ~= nil and c.swap_ab ~= true and c.swap_ab ~= false then
+    err.raise("cute.gemm: gemm_sm90's swap_ab is true or false, got %s", tostring(c.swap_ab))
+  end
+  if opts.group_offsets then
+    if c.swap_ab then err.raise("cute.gemm: a grouped GEMM takes no swap_ab (its problems share B, not A)") end
+    return false
+  end
+  if c.swap_ab ~= nil then return c.swap_ab, c.swap_ab and "swapped (opts.config.swap_ab)" or nil end
+  for k in pairs(c) do
+    if k ~= "cluster" and k ~= "split_k" and k ~= "split_reduce" then return false end
+  end
+  if m <= M.SWAP_ROWS and n >= 4 * m then
+    return true, string.format("swapped: M = %d <= %d rows (cute.lib.gemm_sm90.SWAP_ROWS)", m, M.SWAP_ROWS)
+  end
+  return false
+end
+
+-- (rows, cols, L) -> (cols, rows, L): the same memory
+local function transposed(t)
+  local L = require "cute.layout"
+  local s, d = L.shape(t.layout), L.stride(t.layout)
+  return require("cute.lib.gemm").view(t, { s[2], s[1], s[3] }, { d[2], d[1], d[3] })
+end
+
+--- The plan of C = alpha A B + beta C as C^T = alpha B^T A^T + beta C^T: B's
+-- view (N x K) as the kernel's A, A's (M x K) as its B, C^T (N x M, C's
+-- memory) as its C; a bias by column of C is one by row of C^T (and the
+-- reverse), and opts.epilogue still gets C's coordinates (cfg.swapped).
+-- plan.swap_why says why; plan.config is the swapped problem's (bm x bn a
+-- tile of C^T).
+-- @param Av A's kernel view (M, K, L)
+-- @param Bv B's kernel view (N, K, L)
+-- @param Cv C's kernel view (M, N, L)
+-- @param dims {m =, n =, k =, l =}
+-- @param strides {a = A's view's strides, b = B's}
+-- @param alpha the f32 alpha (with the fp8 scales folded in)
+-- @param beta the f32 beta
+-- @param opts cute.gemm's options
+-- @param why the reason, for plan.swap_why
+-- @return the plan
+-- @usage local p = M.swapped_plan(Av, Bv, Cv, dims, strides, 1, 0, {}, "swapped (opts.config.swap_ab)")
+function M.swapped_plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, why)
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  if opts.config then
+    o.config = {}
+    for k, v in pairs(opts.config) do if k ~= "swap_ab" then o.config[k] = v end end
+    if next(o.config) == nil then o.config = nil end
+  end
+  if opts.bias ~= nil and (opts.bias_mode == nil or opts.bias_mode == "col" or opts.bias_mode == "row") then
+    o.bias_mode = opts.bias_mode == "row" and "col" or "row"
+  end
+  local p = M.plan(Bv, Av, transposed(Cv), { m = dims.n, n = dims.m, k = dims.k, l = dims.l },
+    { a = strides.b, b = strides.a }, alpha, beta, o, true)
+  p.swap_why = why
+  return p
+end
 
 -- How split-K's k-slices are summed (opts.config.split_reduce): "kernel" (the
 -- default: a second kernel, M.reduce_kernel) or "fused" (the tile's last unit
@@ -1287,8 +1386,13 @@ end
 
 --- The launch for kernel views Av (M, K, L), Bv (N, K, L), Cv (M, N, L)
 -- (cute.lib.gemm.plan made them and checked M.unsupported): the kernel, its
--- arguments, grid and block.
-function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
+-- arguments, grid and block. A skinny problem is planned swapped (M.swap_ab,
+-- M.swapped_plan); `swapped` is true for the swapped problem's own plan.
+function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
+  if not swapped then
+    local swap, swap_why = M.swap_ab(dims.m, dims.n, opts)
+    if swap then return M.swapped_plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swap_why) end
+  end
   local name = input_name(Av.dtype)
   local bytes = Av.dtype.bytes
   local bk = 128 / bytes -- one 128-byte swizzle row of K
@@ -1299,14 +1403,15 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts)
   -- a config of a cluster alone keeps the tile the heuristic (or the tuner) picks
   local tile_given = false
   for k in pairs(opts.config or {}) do
-    if k ~= "cluster" and k ~= "split_k" and k ~= "split_reduce" then tile_given = true end
+    if k ~= "cluster" and k ~= "split_k" and k ~= "split_reduce" and k ~= "swap_ab" then tile_given = true end
   end
   if not tile_given then
     local chosen
-    chosen, source, report = tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name)
+    chosen, source, report = tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name, swapped)
     for k, v in pairs(chosen) do cfg[k] = v end
   end
   for k, v in pairs(opts.config or {}) do cfg[k] = v end
+  cfg.swap_ab, cfg.swapped = nil, swapped or nil
   M.check_cluster(cfg, opts.group_offsets ~= nil)
   M.check_split_k(cfg, opts.group_offsets ~= nil)
   local m, n, k, batch = dims.m, dims.n, dims.k, dims.l

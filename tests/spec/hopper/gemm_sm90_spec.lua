@@ -61,13 +61,38 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.same({ 64, 32, 8, "pingpong" }, pick(33, 1024, 4096, 1)) -- 32 tiles: the narrowest
     assert.same({ 64, 128, 8, "pingpong" }, pick(64, 1024, 4096, 8)) -- 8 batches of 8 tiles
     assert.equal(128, pick(65, 4096, 4096, 1)[1]) -- 65 rows: the cooperative 128-row tiles
-    -- the kernel views of a skinny problem plan those tiles, and the grid covers them
-    -- (17 rows: 16 and fewer go to cute.lib.gemv)
+    -- up to 64 columns with more rows (a swapped skinny problem): BN the columns rounded
+    -- up to 16, 64-row ping-pong tiles, 12 stages
+    assert.same({ 64, 16, 12, "pingpong" }, pick(8192, 16, 8192, 1))
+    assert.same({ 64, 16, 12, "pingpong" }, pick(14336, 3, 4096, 1))
+    assert.same({ 64, 48, 12, "pingpong" }, pick(4096, 40, 4096, 1))
+    assert.same({ 64, 64, 12, "pingpong" }, pick(4096, 64, 14336, 1))
+    -- a skinny problem is planned swapped (C^T = B^T A^T): its 17 rows are the tile's
+    -- 32 columns, the grid covers C^T's 8192 rows (16 rows and fewer: the same on
+    -- Hopper from GEMV_ROWS_SM90 rows, cute.lib.gemv below)
     local A, B = fakes(cute.bf16, 17, 8192, 8192)
     local p = G.plan(A, B, nil, { arch = "sm_90a" })
-    assert.same({ 64, 128, 8, "pingpong" }, { p.config.bm, p.config.bn, p.config.stages, p.config.schedule })
-    assert.equal("gemm_sm90_bf16_64x128x64_pingpong", p.kernel.name)
-    assert.equal(64, p.grid[1])
+    assert.same({ 64, 32, 12, "pingpong" }, { p.config.bm, p.config.bn, p.config.stages, p.config.schedule })
+    assert.is_true(p.config.swapped)
+    assert.matches("; swapped: M = 17 <= 64 rows %(cute.lib.gemm_sm90.SWAP_ROWS%): C^T = B^T A^T", p.why)
+    assert.equal("gemm_sm90_bf16_64x32x64_pingpong", p.kernel.name)
+    assert.equal(128, p.grid[1])
+    assert.same({ 8192, 17, 1 }, p.args[3].layout.shape) -- C^T: C's memory (17 x 8192 f32, row-major)
+    assert.same({ 1, 8192, 0 }, p.args[3].layout.stride)
+    -- not swapped: with swap_ab = false, a tile in opts.config, few columns, or over 64 rows
+    local function swapped(m, n, config)
+      local a, b = fakes(cute.bf16, m, n, 1024)
+      return G.plan(a, b, nil, { arch = "sm_90a", kernel = "sm90", config = config }).config.swapped == true
+    end
+    assert.is_false(swapped(17, 8192, { swap_ab = false }))
+    assert.is_false(swapped(17, 8192, { bm = 64, bn = 128, stages = 4, schedule = "pingpong" }))
+    assert.is_true(swapped(17, 8192, { split_k = 2 }))
+    assert.is_false(swapped(64, 128))
+    assert.is_true(swapped(64, 256))
+    assert.is_false(swapped(65, 8192))
+    assert.is_true(swapped(200, 1024, { swap_ab = true }))
+    assert.matches("swap_ab is true or false, got yes",
+      H.error_of(function() swapped(16, 256, { swap_ab = "yes" }) end))
   end)
 
   it("plan falls back to the sm_80 kernel and says why", function()
@@ -475,7 +500,7 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     -- int8: an i32 workspace; batches
     local Ai = cute.fake_tensor(cute.i8, { 64, 512, 2 }, { 512, 1, 64 * 512 })
     local Bi = cute.fake_tensor(cute.i8, { 512, 256, 2 }, { 1, 512, 512 * 256 })
-    local pi = G.plan(Ai, Bi, nil, { arch = "sm_90a", kernel = "sm90", config = { split_k = 2 } })
+    local pi = G.plan(Ai, Bi, nil, { arch = "sm_90a", kernel = "sm90", config = { split_k = 2, swap_ab = false } })
     assert.equal("i32", pi.workspace.dtype.name)
     assert.same({ 2, 64, 256, 2 }, pi.workspace.layout.shape)
     -- the default kernel is untouched: no split without opts.config.split_k (AUTO_SPLIT_K is off)
@@ -838,12 +863,27 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     check(cute.bf16, 16, 8192, 1040, { config = { bm = 64, bn = 128, bk = 128, stages = 4, schedule = "pingpong" },
       c_dtype = cute.bf16, samples = 2000 })
     check(cute.bf16, 300, 1000, 1000, { config = { bn = 64, bk = 128, stages = 4 }, samples = 2000 })
-    check(cute.bf16, 700, 904, 200, { config = { bn = 128, bk = 128, stages = 3 }, a_layout = "col", b_layout = "row" })
+    check(cute.bf16, 704, 904, 200, { config = { bn = 128, bk = 128, stages = 3 }, a_layout = "col", b_layout = "row" })
     check(cute.e4m3, 64, 4096, 2064, { config = { bm = 64, bn = 64, bk = 256, stages = 4, schedule = "pingpong" },
       c_dtype = cute.bf16, rtol = 2 ^ -8 })
     check(cute.bf16, 64, 4096, 3000, { config = { bm = 64, bn = 64, bk = 128, stages = 4, schedule = "pingpong",
       split_k = 2 }, samples = 2000 })
   end)
+
+  it("skinny problems planned swapped (C^T = B^T A^T): both schedules, split-K, fp8, majors, alpha and beta #gpu",
+    function()
+      if not need_sm90() then return end
+      local sw = { swap_ab = true }
+      check(cute.bf16, 16, 8192, 1040, { config = sw, c_dtype = cute.bf16, samples = 2000 }) -- 64 x 16 ping-pong
+      check(cute.bf16, 16, 8192, 1040, { config = { swap_ab = true, bn = 16, stages = 10 }, c_dtype = cute.bf16,
+        samples = 2000 }) -- 128 x 16 cooperative
+      check(cute.bf16, 13, 14336, 4096, { config = sw, samples = 2000 }) -- ragged rows, f32 C, 224 tiles
+      check(cute.bf16, 40, 4096, 3000, { config = { swap_ab = true, split_k = 2, split_reduce = "fused" },
+        samples = 2000 })
+      check(cute.bf16, 64, 1000, 1000, { config = { swap_ab = true, split_k = 3 }, samples = 2000 })
+      check(cute.e4m3, 16, 4096, 2048, { config = sw, c_dtype = cute.bf16, rtol = 2 ^ -8, scale_a = 0.5 })
+      check(cute.bf16, 24, 2048, 512, { config = sw, a_layout = "col", b_layout = "row", beta = -1.5, alpha = 2 })
+    end)
 
   it("cute.lib.gemv's wide form (A through shared memory, B through a cp.async ring) #gpu", function()
     if not need_sm90() then return end
@@ -883,9 +923,9 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     A, B, C, C2 = nil, nil, nil, nil -- luacheck: ignore 311 (dropped so that the GC takes them)
     collectgarbage()
     collectgarbage()
-    local left = 0
-    for _ in pairs(cache) do left = left + 1 end
-    assert.equal(0, left)
+    local left = {}
+    for a in pairs(cache) do left[#left + 1] = tostring(a.dtype.name) .. " " .. tostring(a.layout) end
+    assert.equal(0, #left, "plans left for A = " .. table.concat(left, "; "))
   end)
 
   it("opts.tune times the candidates once and caches the winner by device, shape class and dtypes #gpu", function()

@@ -131,6 +131,65 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     end
   end)
 
+  it("a skinny problem planned swapped (C^T = B^T A^T): tiles, majors, split-K, alpha and beta", function()
+    -- C's few rows become wgmma's N (config.swap_ab); the tile is one of C^T, and C is
+    -- written through its transposed view
+    for _, c in ipairs {
+      { 16, 300, 200, {}, cute.bf16, 16 }, -- the heuristic's swapped tile: 64 x 16 ping-pong
+      { 5, 264, 136, {}, cute.f32, 16 }, -- 5 rows in a 16-wide tile
+      { 40, 200, 96, { bm = 128, bn = 48, stages = 3 }, cute.f32, 48 }, -- cooperative
+      { 24, 136, 600, { split_k = 3 }, cute.f32, 32 },
+      { 16, 128, 72, {}, cute.bf16, 16, "col", "row" }, -- A M-major, B N-major
+    } do
+      local m, n, k, cfg, cdt, bn = c[1], c[2], c[3], c[4], c[5], c[6]
+      local A, B, C = operands(cute.bf16, m, n, k, cdt, c[7], c[8])
+      local o = { kernel = "sm90", config = { swap_ab = true } }
+      for key, v in pairs(cfg) do o.config[key] = v end
+      local p = hopper_plan(A, B, C, o)
+      local what = string.format("swapped %dx%dx%d", m, n, k)
+      assert.matches("swapped %(opts.config.swap_ab%)", p.why, what)
+      assert.is_true(p.config.swapped, what)
+      assert.equal(bn, p.config.bn, what)
+      cute.gemm(A, B, C, o)
+      local r = cute.testing.check_gemm(A, B, C, { rtol = cdt.bytes == 2 and 2 ^ -7 or 1e-5, what = what })
+      assert.equal(m * n, r.checked)
+    end
+    local A, B, C = operands(cute.f16, 12, 96, 64, cute.f16)
+    C:uniform(-1, 1)
+    local c0 = C:to_host()
+    local o = { alpha = 0.5, beta = -2, kernel = "sm90", config = { swap_ab = true } }
+    cute.gemm(A, B, C, o)
+    cute.testing.check_gemm(A, B, C, { alpha = 0.5, beta = -2, c0 = c0, rtol = 2 ^ -8, atol = 2 ^ -9 })
+  end)
+
+  it("a swapped plan's fused epilogue: a bias by column or by row, the user function gets C's coordinates", function()
+    local m, n, k = 12, 72, 64
+    for _, mode in ipairs { "col", "row" } do
+      local A, B, C = operands(cute.bf16, m, n, k)
+      local bias = cute.tensor(cute.f32, { mode == "col" and n or m }):uniform(-1, 1)
+      local function fn(v, i, j) return v + i:to(cute.f32) * 0.25 - j:to(cute.f32) * 0.0625 end
+      local o = { kernel = "sm90", config = { swap_ab = true }, bias = bias, bias_mode = mode, activation = "relu",
+        epilogue = fn }
+      assert.is_true(hopper_plan(A, B, C, o).config.swapped)
+      cute.gemm(A, B, C, o)
+      local a, b, c, bv = A:to_table(), B:to_table(), C:to_table(), bias:to_table()
+      for i = 0, m - 1 do
+        for j = 0, n - 1 do
+          local s, mag = 0, 0
+          for kk = 0, k - 1 do
+            local p = a[i + m * kk + 1] * b[kk + k * j + 1]
+            s, mag = s + p, mag + math.abs(p)
+          end
+          local bb = mode == "col" and bv[j + 1] or bv[i + 1]
+          local want = math.max(s + bb, 0) + i * 0.25 - j * 0.0625
+          local got = c[i + m * j + 1]
+          assert.is_true(got == got and math.abs(got - want) <= 1e-5 * (mag + 1 + i + j),
+            string.format("bias_mode %s: C(%d,%d) = %s, expected %s", mode, i, j, got, want))
+        end
+      end
+    end
+  end)
+
   it("a grouped (MoE) GEMM: uneven and empty problems, ragged rows, a bias", function()
     local T, K, N, off = 200, 64, 72, { 0, 0, 37, 120, 200 }
     local E = #off - 1
