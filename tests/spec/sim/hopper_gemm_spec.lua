@@ -110,17 +110,10 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     hopper_plan(A, B, C, { bias = bias, activation = "gelu_tanh" })
     cute.gemm(A, B, C, { bias = bias, activation = "gelu_tanh" })
     local a, b, c, bv = A:to_table(), B:to_table(), C:to_table(), bias:to_table()
-    -- (to_table lists a matrix's elements column by column, whatever its storage)
-    local function at_a(i, kk) return a[i + m * kk + 1] end
-    local function at_b(kk, j) return b[kk + k * j + 1] end
     local worst = 0
     for i = 0, m - 1 do
       for j = 0, n - 1 do
-        local s, mag = 0, 0
-        for kk = 0, k - 1 do
-          local p = at_a(i, kk) * at_b(kk, j)
-          s, mag = s + p, mag + math.abs(p)
-        end
+        local s, mag = H.dot(a, b, m, k, i, j)
         local x = s + bv[j + 1]
         local want = 0.5 * x * (1 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
         local got = c[i + m * j + 1]
@@ -160,6 +153,16 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     local o = { alpha = 0.5, beta = -2, kernel = "sm90", config = { swap_ab = true } }
     cute.gemm(A, B, C, o)
     cute.testing.check_gemm(A, B, C, { alpha = 0.5, beta = -2, c0 = c0, rtol = 2 ^ -8, atol = 2 ^ -9 })
+    -- batches (strided: each of C's matrices transposed in its own place), by the default rule
+    local m, n, k, l = 9, 80, 72, 3
+    local Ab = cute.tensor(cute.bf16, { m, k, l }, { k, 1, m * k }):uniform(-1, 1)
+    local Bb = cute.tensor(cute.bf16, { k, n, l }, { 1, k, k * n }):uniform(-1, 1)
+    local Cb = cute.tensor(cute.f32, { m, n, l }, { n, 1, m * n }):fill(0 / 0)
+    local p = hopper_plan(Ab, Bb, Cb)
+    assert.is_true(p.config.swapped, p.why)
+    cute.gemm(Ab, Bb, Cb)
+    local r = cute.testing.check_gemm(Ab, Bb, Cb, { rtol = 1e-5, what = "swapped batches" })
+    assert.equal(m * n * l, r.checked)
   end)
 
   it("a swapped plan's fused epilogue: a bias by column or by row, the user function gets C's coordinates", function()
@@ -175,11 +178,7 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
       local a, b, c, bv = A:to_table(), B:to_table(), C:to_table(), bias:to_table()
       for i = 0, m - 1 do
         for j = 0, n - 1 do
-          local s, mag = 0, 0
-          for kk = 0, k - 1 do
-            local p = a[i + m * kk + 1] * b[kk + k * j + 1]
-            s, mag = s + p, mag + math.abs(p)
-          end
+          local s, mag = H.dot(a, b, m, k, i, j)
           local bb = mode == "col" and bv[j + 1] or bv[i + 1]
           local want = math.max(s + bb, 0) + i * 0.25 - j * 0.0625
           local got = c[i + m * j + 1]

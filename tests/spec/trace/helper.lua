@@ -57,6 +57,18 @@ function H.gemm_operands(dt, m, n, k, l, cdt, seed, a_layout, b_layout)
   return A, B, C
 end
 
+--- Row i of A times column j of B (0-based), and the sum of the products'
+-- magnitudes (for a tolerance), from the lists of A (M x K) and B (K x N)
+-- that Tensor:to_table() gives (column by column, whatever the storage).
+function H.dot(a, b, m, k, i, j)
+  local s, mag = 0, 0
+  for kk = 0, k - 1 do
+    local p = a[i + m * kk + 1] * b[kk + k * j + 1]
+    s, mag = s + p, mag + math.abs(p)
+  end
+  return s, mag
+end
+
 --- The error message of f(), which must fail.
 function H.error_of(f)
   local ok, msg = pcall(f)
