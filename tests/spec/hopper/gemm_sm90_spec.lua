@@ -626,7 +626,7 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", tunes = true }) end))
   end)
 
-  it("SASS: HGMMA 64x256x16, UTMALDG, USETMAXREG (when a disassembler is present)", function()
+  it("SASS: HGMMA 64x256x16 (64x16x16 swapped), UTMALDG, USETMAXREG (when a disassembler is present)", function()
     -- (ptxas writes f16 inputs as the default: HGMMA.64x256x16.F32 with no type after it)
     for _, c in ipairs { { cute.bf16, "HGMMA.64x256x16.F32.BF16 " }, { cute.f16, "HGMMA.64x256x16.F32 " } } do
       local dt = c[1]
@@ -645,6 +645,15 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       assert.equal(1, H.count(sass, "WARPGROUP.DEPBAR.LE gsb0, 0x0"))
       assert.matches("RZ, !UPT", sass) -- scale-d 0 on a tile's first wgmma
     end
+    -- a skinny problem planned swapped: its 16 rows are the MMA's N; C^T stored from registers
+    local p, h = compile(cute.bf16, 16, 8192, 8192, { c_dtype = cute.bf16 })
+    assert.is_true(p.config.swapped)
+    local sass = h:sass()
+    assert.equal(8, H.count(sass, "HGMMA.64x16x16.F32.BF16 "))
+    assert.equal(0, H.count(sass, "HGMMA.64x128"))
+    assert.matches("UTMALDG%.3D", sass)
+    assert.matches("STG%.E%.U16", sass)
+    assert.is_nil(sass:find("UTMASTG", 1, true))
   end)
 end)
 
