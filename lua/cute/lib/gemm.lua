@@ -928,10 +928,11 @@ end
 -- (1), beta (0; C is then not read), scale_a and scale_b (fp8's per-tensor
 -- scales, folded into alpha), stream, kernel ("sm80" or "sm90" forces one),
 -- arch ("sm_90a": plan for Hopper without a GPU), config (the tile: for the
--- sm_80 kernel M.pick's bm, bn, bk, stages, wm, wn; for gemm_sm90 bn, stages,
--- group, schedule, cluster, split_k, split_reduce), tune (true: time gemm_sm90's tiles once and cache the winner;
--- docs/autotune.md), and the Hopper kernel's fused epilogue: bias (a device
--- tensor, one value a column, or a row with bias_mode = "row"), activation
+-- sm_80 kernel M.pick's bm, bn, bk, stages, wm, wn; for gemm_sm90 bm, bn, bk,
+-- stages, group, schedule, cluster, split_k, split_reduce, swap_ab), tune
+-- (true: time gemm_sm90's tiles once and cache the winner; docs/autotune.md),
+-- and the Hopper kernel's fused epilogue: bias (a device tensor, one value a
+-- column, or a row with bias_mode = "row"), activation
 -- ("relu", "gelu", "gelu_tanh", "silu") and epilogue (a function(v, m, n, l)
 -- traced into the kernel, returning the value to store). A repeated call
 -- with the same tensors and options reuses its plan. Returns C. Inside a kernel,
