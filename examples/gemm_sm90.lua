@@ -8,7 +8,10 @@
 --    descriptors read and the TMA atoms that write exactly those layouts;
 --    with DIR, pictures of the shared layouts go to DIR/gemm_sm90_*.svg.
 -- 2. The plan cute.gemm makes for M x N x K (tile, stages, grid, why this
---    kernel), and the pipeline it builds from those numbers.
+--    kernel), and the pipeline it builds from those numbers; then the plan of a
+--    skinny (decode) problem, 16 x N x K, which cute.gemm computes swapped, C^T =
+--    B^T A^T, so that its 16 rows are the MMA's N instead of a 64-row tile's
+--    padding.
 -- 3. The kernel compiled for sm_90a (on any machine): its resources, the
 --    instruction mix of its PTX, and, where a disassembler is installed, of
 --    its SASS (HGMMA, UTMALDG, USETMAXREG).
@@ -70,9 +73,22 @@ print("why:", p.why)
 local stage = (c.bm + c.bn) * c.bk * 2
 print(string.format("CTA: %d threads = a producer warpgroup (one thread issues the TMA loads) + %d consumer "
   .. "warpgroups (wgmma)", p.block, (p.block - 128) / 128))
+-- (a swapped plan's tile is one of C^T: N x M)
+local rows, cols = M, N
+if c.swapped then rows, cols = N, M end
 print(string.format("ring: %d stages of %d KiB (A %dx%d + B %dx%d bf16), a full and an empty mbarrier each; "
-  .. "%d tiles of %dx%d on a persistent grid of %d CTAs, grouped by %d along M", c.stages, stage / 1024, c.bm, c.bk,
-  c.bn, c.bk, math.ceil(M / c.bm) * math.ceil(N / c.bn), c.bm, c.bn, p.grid[1], c.group))
+  .. "%d tiles of %dx%d%s on a persistent grid of %d CTAs, grouped by %d along M", c.stages, stage / 1024, c.bm, c.bk,
+  c.bn, c.bk, math.ceil(rows / c.bm) * math.ceil(cols / c.bn), c.bm, c.bn, c.swapped and " of C^T" or "", p.grid[1],
+  c.group))
+-- a skinny problem (a decode step: 16 tokens through a linear layer of N x K weights).
+-- A 64-row tile would be three quarters padding; swapped, B's N x K view is the
+-- kernel's A, A's 16 x K its B, and the tile 64 x 16 of C^T (written through C's
+-- transposed view): the weights stream through the ring, each stage a 64 x 64 box
+-- of them and a 16 x 64 box of the tokens.
+local ps = G.plan(cute.fake_tensor(cute.bf16, { 16, K }, "row"), B_f, cute.fake_tensor(cute.bf16, { 16, N }, "row"),
+  { arch = "sm_90a" })
+print(string.format("16 x %d x %d: %s, %d CTAs; %s", N, K, ps.kernel.name, ps.grid[1],
+  ps.config.swapped and "swapped (C^T = B^T A^T)" or "not swapped"))
 
 -- 3. The compiled kernel
 print("== 3. the compiled kernel (sm_90a)")
