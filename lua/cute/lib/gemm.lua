@@ -743,22 +743,28 @@ local config_key = require("cute.lib.common").config_key
 
 -- The options' part of a plan's cache key; nil for options the cache does not
 -- take (a config it cannot key by value; what plan refuses).
+-- (the options given, in OPT_KEYS' order, as "name=value,": "" for none, so that
+-- the common call, cute.gemm(A, B, C), builds no string at all; it runs on every
+-- call, ahead of the launch)
 local function options_key(opts)
-  opts = opts or {}
+  if opts == nil then return "" end
   for key in pairs(opts) do
     if key ~= "stream" and key ~= "config" and not KEYED[key] then return nil end
   end
-  local parts = {}
-  for i, k in ipairs(OPT_KEYS) do
+  local key = ""
+  for _, k in ipairs(OPT_KEYS) do
     local v = opts[k]
-    parts[i] = (type(v) == "table" or type(v) == "function") and ("#" .. ident(v)) or tostring(v)
+    if v ~= nil then
+      local t = type(v)
+      key = key .. k .. "=" .. ((t == "table" or t == "function") and ("#" .. ident(v)) or tostring(v)) .. ","
+    end
   end
   if opts.config ~= nil then
     local ck = config_key(opts.config)
     if not ck then return nil end
-    parts[#parts + 1] = "config{" .. ck .. "}"
+    key = key .. "config{" .. ck .. "}"
   end
-  return table.concat(parts, ",")
+  return key
 end
 
 -- The cache key of a call's plan, or nil when the call cannot be cached
