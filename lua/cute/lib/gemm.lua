@@ -565,7 +565,9 @@ local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true
 -- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
 -- grid, block, config and C. With fake tensors (cute.fake_tensor; a fake C
 -- is made when none is given) `plan.kernel:compile(unpack(plan.args))`
--- compiles what cute.gemm would run, without a GPU.
+-- compiles what cute.gemm would run, without a GPU. A Hopper plan of a skinny
+-- problem may be swapped (config.swapped: C^T = B^T A^T, config's tile one of
+-- C^T; docs/hopper.md, "Skinny problems").
 -- @param A the device tensor A (M x K[, L])
 -- @param B the device tensor B (K x N[, L])
 -- @param C optional: the device tensor C (M x N[, L])
