@@ -64,6 +64,21 @@ local function sm_count()
 end
 M.sm_count = sm_count
 
+-- The ring stages that fit beside the epilogue's buffers (227 KiB a CTA, 1 KiB
+-- of barriers) with stages of `stage_bytes` (BM + BN rows of the k-tile's bytes).
+local function stages_fit(stage_bytes)
+  return math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / stage_bytes)
+end
+
+-- The opts.config fields that leave the tile to the heuristic (or the tuner).
+local NOT_TILE = { cluster = true, split_k = true, split_reduce = true, swap_ab = true }
+local function names_tile(config)
+  for k in pairs(config or {}) do
+    if not NOT_TILE[k] then return true end
+  end
+  return false
+end
+
 --- The tile width and stages for an M x N x K (x L) problem with inputs `name`
 -- on `sms` multiprocessors: the widest BN (256, 128, 64, 32) whose tiles fill
 -- the machine's waves best, a narrower tile counting as 10% less efficient a
@@ -92,8 +107,7 @@ function M.pick_config(m, n, k, l, name, sms)
     -- 8192 x 8192 on the H200: 0.97x cuBLAS, 0.92 with 6 stages, 0.95 with 20;
     -- 128-row cooperative tiles with 10 stages 0.97)
     local bn = math.max(16, math.ceil(n / 16) * 16)
-    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((64 + bn) * 128))
-    return { bm = 64, bn = bn, stages = math.min(fit, 12), schedule = "pingpong" }
+    return { bm = 64, bn = bn, stages = math.min(stages_fit((64 + bn) * 128), 12), schedule = "pingpong" }
   end
   if m <= 64 then
     local bn = 32
@@ -103,8 +117,7 @@ function M.pick_config(m, n, k, l, name, sms)
         break
       end
     end
-    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((64 + bn) * 128))
-    return { bm = 64, bn = bn, stages = math.min(fit, 8), schedule = "pingpong" }
+    return { bm = 64, bn = bn, stages = math.min(stages_fit((64 + bn) * 128), 8), schedule = "pingpong" }
   end
   local best, best_score
   local penalty = 1
@@ -115,9 +128,7 @@ function M.pick_config(m, n, k, l, name, sms)
     if not best_score or score > best_score + 1e-9 then best, best_score = bn, score end
     penalty = penalty * 0.9
   end
-  local stage_bytes = (128 + best) * 128
-  local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / stage_bytes)
-  return { bm = 128, bn = best, stages = math.min(fit, best == 256 and 4 or 8) }
+  return { bm = 128, bn = best, stages = math.min(stages_fit((128 + best) * 128), best == 256 and 4 or 8) }
 end
 
 -- Automatic split-K (M.plan, when opts.config gives no split_k): off, as it
@@ -1012,8 +1023,7 @@ function M.candidates(m, n, k, l, name)
   local atom = 128 / cute.dtype.get(INPUTS[name].storage or name).bytes -- one swizzle row of K
   local function add(bn, stages, group, bm, rows_k)
     bm, rows_k = bm or 128, rows_k or 1
-    local fit = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / ((bm + bn) * 128 * rows_k))
-    stages = math.min(stages, fit)
+    stages = math.min(stages, stages_fit((bm + bn) * 128 * rows_k))
     local key = bm .. "," .. bn .. "," .. rows_k .. "," .. stages .. "," .. group
     if not seen[key] then
       seen[key] = true
@@ -1175,9 +1185,7 @@ function M.swap_ab(m, n, opts)
     return false
   end
   if c.swap_ab ~= nil then return c.swap_ab, c.swap_ab and "swapped (opts.config.swap_ab)" or nil end
-  for k in pairs(c) do
-    if k ~= "cluster" and k ~= "split_k" and k ~= "split_reduce" then return false end
-  end
+  if names_tile(c) then return false end
   if m <= M.SWAP_ROWS and n >= 4 * m then
     return true, string.format("swapped: M = %d <= %d rows (cute.lib.gemm_sm90.SWAP_ROWS)", m, M.SWAP_ROWS)
   end
@@ -1209,13 +1217,8 @@ end
 -- @return the plan
 -- @usage local p = M.swapped_plan(Av, Bv, Cv, dims, strides, 1, 0, {}, "swapped (opts.config.swap_ab)")
 function M.swapped_plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, why)
-  local o = {}
+  local o = {} -- (opts.config as given: the swapped plan ignores swap_ab)
   for k, v in pairs(opts) do o[k] = v end
-  if opts.config then
-    o.config = {}
-    for k, v in pairs(opts.config) do if k ~= "swap_ab" then o.config[k] = v end end
-    if next(o.config) == nil then o.config = nil end
-  end
   if opts.bias ~= nil and (opts.bias_mode == nil or opts.bias_mode == "col" or opts.bias_mode == "row") then
     o.bias_mode = opts.bias_mode == "row" and "col" or "row"
   end
@@ -1401,10 +1404,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
   require("cute.lib.gemm").check_config_keys(opts.config, M.CONFIG_KEYS, "gemm_sm90's")
   local source, report = "opts.config", nil
   -- a config of a cluster alone keeps the tile the heuristic (or the tuner) picks
-  local tile_given = false
-  for k in pairs(opts.config or {}) do
-    if k ~= "cluster" and k ~= "split_k" and k ~= "split_reduce" and k ~= "swap_ab" then tile_given = true end
-  end
+  local tile_given = names_tile(opts.config)
   if not tile_given then
     local chosen
     chosen, source, report = tuned_config(Av, Bv, Cv, dims, strides, alpha, opts, name, swapped)
@@ -1445,7 +1445,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
     err.raise("cute.gemm: gemm_sm90's bn is a multiple of 16 from 16 to 256, got %s", tostring(cfg.bn))
   end
   local stage_bytes = (cfg.bm + cfg.bn) * cfg.bk * bytes
-  local max_stages = math.floor((227 * 1024 - 1024 - M.EPI_BYTES) / stage_bytes)
+  local max_stages = stages_fit(stage_bytes)
   if type(cfg.stages) ~= "number" or cfg.stages % 1 ~= 0 or cfg.stages < 2 or cfg.stages > max_stages then
     err.raise("cute.gemm: gemm_sm90 with a %dx%dx%d tile takes 2 to %d stages (%d bytes each), got %s", cfg.bm,
       cfg.bn, cfg.bk, max_stages, stage_bytes, tostring(cfg.stages))

@@ -37,6 +37,26 @@ describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", fun
   end
 
   -- cute.gemm with opts.config = config (split_k in it) into a poisoned C; checks the
+  -- A user epilogue function of the coordinates through a split-K config: C against
+  -- the unsplit kernel's C through the same function in Lua.
+  local function user_epilogue(config)
+    local A, B, C = operands(cute.bf16, 72, 40, 200, nil, cute.f32)
+    local function fn(v, m, n) return v * 2.0 + (m * 1000 + n):to(cute.f32) end
+    cute.gemm(A, B, C, { kernel = "sm90", epilogue = fn, config = config })
+    local ref = cute.tensor(cute.f32, { 72, 40 }, "row"):fill(0 / 0)
+    cute.gemm(A, B, ref, { kernel = "sm90", config = { bn = config.bn, stages = config.stages } })
+    local c, r = C:to_table(), ref:to_table()
+    for i = 0, 71 do
+      for j = 0, 39 do
+        local want = 2 * r[i + 72 * j + 1] + i * 1000 + j
+        local got = c[i + 72 * j + 1]
+        assert.is_true(math.abs(got - want) <= 1e-4 * (math.abs(want) + 1), string.format("C(%d,%d) = %s, expected %s",
+          i, j, got, want))
+      end
+    end
+    A:free(); B:free(); C:free(); ref:free()
+  end
+
   -- plan (the split kernel, the reduction, S slices of the workspace) and C against
   -- float64; returns the plan
   local function check(dt, m, n, k, config, o)
@@ -127,22 +147,7 @@ describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", fun
   end)
 
   it("a user epilogue function, in the reduction", function()
-    local A, B, C = operands(cute.bf16, 72, 40, 200, nil, cute.f32)
-    local function fn(v, m, n) return v * 2.0 + (m * 1000 + n):to(cute.f32) end
-    local opts = { kernel = "sm90", epilogue = fn, config = { split_k = 2, bn = 64, stages = 4 } }
-    cute.gemm(A, B, C, opts)
-    local ref = cute.tensor(cute.f32, { 72, 40 }, "row"):fill(0 / 0)
-    cute.gemm(A, B, ref, { kernel = "sm90", config = { bn = 64, stages = 4 } })
-    local c, r = C:to_table(), ref:to_table()
-    for i = 0, 71 do
-      for j = 0, 39 do
-        local want = 2 * r[i + 72 * j + 1] + i * 1000 + j
-        local got = c[i + 72 * j + 1]
-        assert.is_true(math.abs(got - want) <= 1e-4 * (math.abs(want) + 1), string.format("C(%d,%d) = %s, expected %s",
-          i, j, got, want))
-      end
-    end
-    A:free(); B:free(); C:free(); ref:free()
+    user_epilogue { split_k = 2, bn = 64, stages = 4 }
   end)
 
   it("fp8 (e4m3, f32 out), int8 (i32, exact), batches (L = 2)", function()
@@ -264,21 +269,7 @@ describe("cute.gemm's Hopper kernel with split-K on the simulator (sm_90a)", fun
     -- 128 x 256 tiles, one full (the epilogue a chunk at a time)
     epi(136, 260, 128, { split_k = 2, bn = 256, stages = 3 }, "gemm_sm90_bf16_128x256x64_bias_gelu_splitkf")
     -- a user epilogue
-    local A2, B2, D = operands(cute.bf16, 72, 40, 200, nil, cute.f32)
-    local function fn(v, mm, nn) return v * 2.0 + (mm * 1000 + nn):to(cute.f32) end
-    cute.gemm(A2, B2, D, { kernel = "sm90", epilogue = fn, config = fused { split_k = 2, bn = 64, stages = 4 } })
-    local ref = cute.tensor(cute.f32, { 72, 40 }, "row"):fill(0 / 0)
-    cute.gemm(A2, B2, ref, { kernel = "sm90", config = { bn = 64, stages = 4 } })
-    local d, r = D:to_table(), ref:to_table()
-    for i = 0, 71 do
-      for j = 0, 39 do
-        local want = 2 * r[i + 72 * j + 1] + i * 1000 + j
-        local got = d[i + 72 * j + 1]
-        assert.is_true(math.abs(got - want) <= 1e-4 * (math.abs(want) + 1), string.format("C(%d,%d) = %s, expected %s",
-          i, j, got, want))
-      end
-    end
-    A2:free(); B2:free(); D:free(); ref:free()
+    user_epilogue(fused { split_k = 2, bn = 64, stages = 4 })
   end)
 
   it("fused: fp8 (e4m3), int8 (i32, exact, beta), tf32, batches (L = 2)", function()
