@@ -504,13 +504,13 @@ local function device_is_sm90()
 end
 
 -- From this many rows cute.gemm takes the Hopper kernel (on an sm_90 target,
--- operands it takes) over cute.lib.gemv: measured on the H200 (2026-11-28,
--- bench/gemm_sm90_probe.lua, cuBLAS in the same run), the ping-pong 64-row
--- tiles against the gemv at 4 / 8 / 16 rows: 8192x8192 0.72 / 0.74 / 0.79x
--- cuBLAS against 0.74 / 0.68 / 0.59x; 14336x4096 0.82 / 0.87 / 0.86x against
--- 0.67 / 0.62 / 0.53x; 4096x4096 0.94 / 1.04 / 1.04x against 0.91 / 0.82 / 0.72x;
--- at one row the gemv wins (1.01 / 0.98 / 1.98x against 0.71 / 0.87 / 0.91x).
-M.GEMV_ROWS_SM90 = 4
+-- operands it takes) over cute.lib.gemv. Measured on the H200 (2026-11-28,
+-- bench/gemm_sm90_probe.lua with and without SWAP=1, cuBLAS in the same run):
+-- the swapped plan's 64 x 16 tiles of C^T against the gemv at 2 / 3 rows x
+-- 8192 x 8192: 1.005 / 0.995x cuBLAS against 0.895 / 0.768x; at one row the gemv
+-- wins (8192x8192, 14336x4096, 4096x4096: 1.03 / 0.98 / 1.40x against 0.99 /
+-- 1.01 / 1.05x).
+M.GEMV_ROWS_SM90 = 2
 
 --- Whether a problem is planned for the Hopper kernel, and why (see the comment above device_is_sm90).
 -- @param dt the inputs' dtype

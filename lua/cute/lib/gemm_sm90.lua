@@ -98,6 +98,12 @@ end
 -- 64x4096x14336 0.89x cuBLAS at 64x64 (64 tiles) against 0.37x with the
 -- 128x32 tiles this rule replaced and 0.70x at 64x128 (32 tiles); 16x8192x8192
 -- 0.81x at 64x128 (64 tiles) against 0.72x at 64x64 (128 tiles).
+--
+-- The same from 65 to 128 rows of one matrix (batches: the rule below): at
+-- 128x8192x8192 64x128 ping-pong tiles are 1.00x cuBLAS against 0.94x with
+-- the 128x64 cooperative ones, at 128x4096x14336 0.86x against 0.76x (128x32);
+-- 128x128 cooperative 0.84 / 0.54x, 128x64 in clusters of 1x2 0.88 / 0.68x
+-- (H200, 2026-11-28, the same probe).
 function M.pick_config(m, n, k, l, name, sms)
   local _, _ = k, name -- (not used yet: a k-tile is 128 bytes of K whatever the dtype)
   sms = sms or sm_count()
@@ -109,10 +115,10 @@ function M.pick_config(m, n, k, l, name, sms)
     local bn = math.max(16, math.ceil(n / 16) * 16)
     return { bm = 64, bn = bn, stages = math.min(stages_fit((64 + bn) * 128), 12), schedule = "pingpong" }
   end
-  if m <= 64 then
+  if m <= 64 or (m <= 128 and (l or 1) == 1) then
     local bn = 32
     for _, w in ipairs { 128, 64 } do
-      if math.ceil(n / w) * (l or 1) >= 0.48 * sms then
+      if math.ceil(m / 64) * math.ceil(n / w) * (l or 1) >= 0.48 * sms then
         bn = w
         break
       end
@@ -1036,7 +1042,7 @@ function M.candidates(m, n, k, l, name)
   if n <= 64 and m > 64 then -- a swapped skinny problem: BN is its few rows
     for _, stages in ipairs { 8, 16 } do add(d.bn, stages, 8, 64) end
     add(d.bn, 10, 8)
-  elseif m <= 64 then
+  elseif d.bm == 64 then
     for _, bn in ipairs { 128, 64, 32 } do add(bn, 8, 8, 64) end
     for _, bn in ipairs { 128, 64 } do add(bn, 8, 8) end
     for _, bn in ipairs { 128, 64 } do add(bn, 4, 8, 64, 2) end

@@ -53,14 +53,19 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     end
     assert.same({ 128, 256, 4 }, pick(4096, 4096, 4096, 1)) -- 512 tiles: 3.9 waves either way; the widest
     assert.same({ 128, 256, 4 }, pick(2048, 2048, 2048, 1)) -- 128 tiles: one wave
-    assert.same({ 128, 64, 8 }, pick(128, 8192, 8192, 1)) -- 128 tiles of 64 instead of 32 of 256
+    assert.same({ 128, 128, 6 }, pick(256, 8192, 8192, 1)) -- 128 tiles of 128 instead of 64 of 256
     assert.same({ 128, 256, 4 }, pick(128, 8192, 8192, 4)) -- batches fill the machine too
     -- up to 64 rows: ping-pong 64-row tiles, the widest BN whose tiles cover 48% of the SMs
     assert.same({ 64, 128, 8, "pingpong" }, pick(16, 8192, 8192, 1)) -- 64 tiles
     assert.same({ 64, 64, 8, "pingpong" }, pick(64, 4096, 14336, 1)) -- 64 tiles (128 wide: 32)
     assert.same({ 64, 32, 8, "pingpong" }, pick(33, 1024, 4096, 1)) -- 32 tiles: the narrowest
     assert.same({ 64, 128, 8, "pingpong" }, pick(64, 1024, 4096, 8)) -- 8 batches of 8 tiles
-    assert.equal(128, pick(65, 4096, 4096, 1)[1]) -- 65 rows: the cooperative 128-row tiles
+    -- the same up to 128 rows of one matrix; from 129 rows, or batched, the cooperative 128-row tiles
+    assert.same({ 64, 128, 8, "pingpong" }, pick(128, 8192, 8192, 1)) -- 128 tiles
+    assert.same({ 64, 128, 8, "pingpong" }, pick(128, 4096, 14336, 1)) -- 64 tiles
+    assert.same({ 64, 64, 8, "pingpong" }, pick(65, 2048, 4096, 1)) -- 64 tiles (128 wide: 32)
+    assert.equal(128, pick(129, 4096, 4096, 1)[1])
+    assert.equal(128, pick(128, 4096, 4096, 2)[1])
     -- up to 64 columns with more rows (a swapped skinny problem): BN the columns rounded
     -- up to 16, 64-row ping-pong tiles, 12 stages
     assert.same({ 64, 16, 12, "pingpong" }, pick(8192, 16, 8192, 1))
@@ -515,9 +520,11 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.equal(16, S90.auto_split_k(128, 1024, 8192, 1, 256, 64, 132)) -- 4 tiles: at most 16
     assert.is_nil(S90.auto_split_k(4096, 4096, 4096, 1, 256, 64, 132)) -- enough tiles
     assert.is_nil(S90.auto_split_k(128, 8192, 960, 1, 256, 64, 132)) -- a short K (15 k-tiles)
-    -- on: the heuristic's tile gives way to 128 x 256 tiles in k-slices
+    -- on: the heuristic's tile gives way to 128 x 256 tiles in k-slices (256 x 4096 x 8192:
+    -- 32 such tiles; 128 rows would be 64-row ping-pong tiles, which it leaves alone)
     S90.AUTO_SPLIT_K = true
-    local planned, pa = pcall(G.plan, A, B, C, { arch = "sm_90a" })
+    local A2, B2 = fakes(cute.bf16, 256, 4096, 8192)
+    local planned, pa = pcall(G.plan, A2, B2, cute.fake_tensor(cute.bf16, { 256, 4096 }, "row"), { arch = "sm_90a" })
     S90.AUTO_SPLIT_K = false
     assert(planned, pa)
     assert.equal(256, pa.config.bn)
@@ -855,12 +862,13 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
     end
   end)
 
-  it("skinny (decode) shapes: 64-row ping-pong tiles (4 to 64 rows), cute.lib.gemv (1 to 3, or asked) #gpu", function()
+  it("skinny (decode) shapes: 64-row ping-pong tiles (2 to 64 rows), cute.lib.gemv (1 row, or asked) #gpu", function()
     if not need_sm90() then return end
     check(cute.bf16, 40, 8192, 1024, { c_dtype = cute.bf16, samples = 2000 })
     check(cute.bf16, 64, 4096, 1000, { c_dtype = cute.bf16, samples = 2000 }) -- 64 x 64 tiles
     check(cute.bf16, 5, 8192, 1040, { c_dtype = cute.bf16, samples = 2000, default = true }) -- the default plan
-    check(cute.bf16, 2, 4096, 1024, { c_dtype = cute.bf16, samples = 2000, default = true, want = "gemv" })
+    check(cute.bf16, 2, 4096, 1024, { c_dtype = cute.bf16, samples = 2000, default = true }) -- swapped
+    check(cute.bf16, 1, 4096, 1024, { c_dtype = cute.bf16, samples = 2000, default = true, want = "gemv" })
     check(cute.bf16, 16, 8192, 1024, { c_dtype = cute.bf16, samples = 2000, want = "gemv" })
     check(cute.bf16, 1, 4096, 4096, { c_dtype = cute.bf16, samples = 2000, want = "gemv" })
     check(cute.f16, 7, 1000, 520, { c_dtype = cute.f16, want = "gemv" })

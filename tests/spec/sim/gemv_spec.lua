@@ -52,9 +52,9 @@ describe("cute.lib.gemv (on the simulator)", function()
     -- by default: SIMT up to 2 rows, tensor cores above
     local A = cute.fake_tensor(cute.bf16, { 3, 512 }, "row")
     local B = cute.fake_tensor(cute.bf16, { 512, 4096 }, "col")
-    local p = G.plan(A, B, nil, { arch = "sm_90a" })
+    local p = G.plan(A, B, nil, { arch = "sm_80" })
     assert.same({ "gemv", true }, { p.kernel_name, p.config.mma })
-    assert.is_nil(G.plan(cute.fake_tensor(cute.bf16, { 2, 512 }, "row"), B, nil, { arch = "sm_90a" }).config.mma)
+    assert.is_nil(G.plan(cute.fake_tensor(cute.bf16, { 2, 512 }, "row"), B, nil, { arch = "sm_80" }).config.mma)
   end)
 
   it("reads C with beta, adds a bias and applies an activation, as the Hopper kernel's epilogue", function()
@@ -85,14 +85,14 @@ describe("cute.lib.gemv (on the simulator)", function()
     assert.are_not.equal("gemv", G.plan(A, B, nil, { arch = "sm_90a" }).kernel_name) -- 17 rows
     local A1 = cute.fake_tensor(cute.bf16, { 1, 512 }, "row")
     assert.equal("gemv", G.plan(A1, B, nil, { arch = "sm_90a" }).kernel_name)
-    -- on Hopper from 4 rows (gemm.GEMV_ROWS_SM90) the TMA + wgmma kernel's 64-row ping-pong tiles;
+    -- on Hopper from 2 rows (gemm.GEMV_ROWS_SM90) the TMA + wgmma kernel's 64-row ping-pong tiles;
     -- elsewhere, or asked for, the gemv
     local function kernel_of(rows, o)
       return G.plan(cute.fake_tensor(cute.bf16, { rows, 512 }, "row"), B, nil, o).kernel_name
     end
-    assert.equal(4, G.GEMV_ROWS_SM90)
-    assert.equal("gemv", kernel_of(3, { arch = "sm_90a" }))
-    for _, rows in ipairs { 4, 16 } do
+    assert.equal(2, G.GEMV_ROWS_SM90)
+    assert.equal("gemv", kernel_of(1, { arch = "sm_90a" }))
+    for _, rows in ipairs { 2, 3, 16 } do
       local p = G.plan(cute.fake_tensor(cute.bf16, { rows, 512 }, "row"), B, nil, { arch = "sm_90a" })
       assert.equal("sm90", p.kernel_name)
       assert.same({ 64, "pingpong" }, { p.config.bm, p.config.schedule })
