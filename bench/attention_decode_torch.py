@@ -8,8 +8,8 @@ bench/attention_decode_probe.lua (which runs it once and reads its lines).
 Prints one line a shape and backend: "torch BACKEND B:CACHE MS" (or "unavailable").
 Q is (B, Hq, 1, D), K and V (B, Hkv, CACHE, D) bf16 with enable_gqa=True (torch 2.5
 and later), so each backend reads the cache once as cute's decode does. The L2 is
-flushed (a buffer of twice its size zeroed) before each timed call, as the probe
-does. Exits 77 without torch or a GPU."""
+flushed before each timed call as cute.bench does: a buffer of twice its size, written
+once, is read (summed), which leaves the L2 with none of the cache and no dirty lines. Exits 77 without torch or a GPU."""
 import os
 import sys
 
@@ -26,7 +26,12 @@ from torch_timing import median_ms  # noqa: E402 (bench/, after the checks above
 HQ, HKV, D = (int(os.environ.get(k, v)) for k, v in (("HQ", 32), ("HKV", 8), ("D", 128)))
 print("# " + torch.cuda.get_device_name() + " torch " + torch.__version__, flush=True)
 L2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20) or (64 << 20)
-FLUSH = torch.empty(2 * L2, dtype=torch.uint8, device="cuda")
+FLUSH = torch.ones(2 * L2 // 4, dtype=torch.int32, device="cuda")
+
+
+def flush():
+    FLUSH.sum()
+
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "cudnn": SDPBackend.CUDNN_ATTENTION}
 for arg in sys.argv[1:]:
@@ -37,7 +42,7 @@ for arg in sys.argv[1:]:
         try:
             with sdpa_kernel(backend):
                 ms = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True),
-                               before=FLUSH.zero_)
+                               before=flush)
             print(f"torch {name} {b}:{cache} {ms:.5f}", flush=True)
         except Exception as e:  # noqa: BLE001
             print(f"torch {name} {b}:{cache} unavailable {type(e).__name__}", flush=True)

@@ -18,6 +18,19 @@ describe("cute.bench", function()
     assert.has_error(function() cute.bench(42) end)
   end)
 
+  it("flushes the L2 with a PTX kernel that only reads (it assembles for sm_80 and sm_90a)", function()
+    local ptx = cute.bench.internal.flush_ptx
+    assert.matches("ld%.global%.u32", ptx)
+    -- its one store is behind a test no sum of the buffer's even words passes
+    local _, stores = ptx:gsub("st%.global", "")
+    assert.equal(1, stores)
+    assert.matches("and%.b32 %%r2, %%r5, 1;%s+setp%.eq%.u32 %%p2, %%r2, 0;%s+@%%p2 bra END;%s+st%.global", ptx)
+    for _, arch in ipairs { "sm_80", "sm_90a" } do
+      local cubin = cute.compiler.ptx_to_cubin(ptx, { arch = arch })
+      assert.is_true(#cubin > 0, arch)
+    end
+  end)
+
   it("times device work with events #gpu", function()
     local n = 64 * 1024 * 1024
     local a, b = cute.alloc(n * 4), cute.alloc(n * 4)
