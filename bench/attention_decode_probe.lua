@@ -12,6 +12,7 @@
 --   cutelua bench/attention_decode_probe.lua [b:cache[:splits] ...]   e.g. 1:32768 8:8192:16
 --   CUTELUA_NO_TORCH=1: without the torch peer
 --   CUTELUA_DECODE_TILE=64x4: opts.config = {bm = 64, warps = 4} (rows a query tile and warps a CTA)
+--   CUTELUA_DECODE_CONFIG=bn=32,stages=2: more of opts.config (numbers), e.g. narrower key tiles
 --   CUTELUA_DECODE_FUSED=1: opts.config.fused_combine = true (the last CTA of a tile's splits combines
 --   them: one launch; "split kernel" is then the whole work, and no combine time)
 io.stdout:setvbuf("line")
@@ -35,6 +36,10 @@ if os.getenv("CUTELUA_DECODE_TILE") then
   local bm, w = os.getenv("CUTELUA_DECODE_TILE"):match("^(%d+)x(%d+)$")
   if not bm then error("CUTELUA_DECODE_TILE must be BMxWARPS, e.g. 64x4", 0) end
   config = { bm = tonumber(bm), warps = tonumber(w) }
+end
+if os.getenv("CUTELUA_DECODE_CONFIG") then
+  config = config or {}
+  for key, v in os.getenv("CUTELUA_DECODE_CONFIG"):gmatch("(%w+)=(%d+)") do config[key] = tonumber(v) end
 end
 if os.getenv("CUTELUA_DECODE_FUSED") == "1" then
   config = config or {}

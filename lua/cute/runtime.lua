@@ -508,7 +508,7 @@ local function integer_dim(v, what)
   return v
 end
 
---- Fills an RtLaunch from {grid=, block=, smem=, cluster=, stream=}.
+--- Fills an RtLaunch from {grid=, block=, smem=, cluster=, stream=, pdl=}.
 local function fill_launch(cfg, out)
   if type(cfg) ~= "table" then err.raise("launch: expected a configuration table {grid=, block=, ...}") end
   local gx, gy, gz = dims(cfg.grid, "grid", 1)
@@ -523,6 +523,10 @@ local function fill_launch(cfg, out)
     integer_dim(cz, "cluster.z")
   out.smem = integer_dim(cfg.smem or 0, "smem")
   out.stream = cfg.stream and cfg.stream.handle or nil
+  if cfg.pdl ~= nil and type(cfg.pdl) ~= "boolean" then
+    err.raise("launch: pdl must be a boolean (a programmatic dependent launch), got %s", type(cfg.pdl))
+  end
+  out.pdl = cfg.pdl and 1 or 0
   return out
 end
 

@@ -187,13 +187,25 @@ int rt_launch(RtFunction *f, const RtLaunch *c, void **args) {
   const RtDriver *d = rt_enter(f->device);
   if (!d || prepare(d, f, c)) return RT_ERROR;
   CUresult r;
-  if (rt_cluster_size(c) > 1) {
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = c->cluster[0] ? c->cluster[0] : 1;
-    attr.value.clusterDim.y = c->cluster[1] ? c->cluster[1] : 1;
-    attr.value.clusterDim.z = c->cluster[2] ? c->cluster[2] : 1;
+  const RtDeviceInfo *props = c->pdl ? rt_device_props(f->device) : NULL;
+  int pdl = props && props->cc_major >= 9;
+  int ex = rt_cluster_size(c) > 1 || pdl;
+  if (ex) {
+    CUlaunchAttribute attr[2];
+    unsigned n = 0;
+    memset(attr, 0, sizeof attr);
+    if (rt_cluster_size(c) > 1) {
+      attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr[n].value.clusterDim.x = c->cluster[0] ? c->cluster[0] : 1;
+      attr[n].value.clusterDim.y = c->cluster[1] ? c->cluster[1] : 1;
+      attr[n].value.clusterDim.z = c->cluster[2] ? c->cluster[2] : 1;
+      n++;
+    }
+    if (pdl) {
+      attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr[n].value.programmaticStreamSerializationAllowed = 1;
+      n++;
+    }
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = c->grid[0];
@@ -204,8 +216,8 @@ int rt_launch(RtFunction *f, const RtLaunch *c, void **args) {
     cfg.blockDimZ = c->block[2];
     cfg.sharedMemBytes = c->smem;
     cfg.hStream = (CUstream)c->stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = n;
     r = d->f_cuLaunchKernelEx(&cfg, (CUfunction)f->handle, args, NULL);
   } else {
     r = d->f_cuLaunchKernel((CUfunction)f->handle, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
@@ -215,7 +227,7 @@ int rt_launch(RtFunction *f, const RtLaunch *c, void **args) {
   if (r != CUDA_SUCCESS) {
     char what[200];
     snprintf(what, sizeof what, "launching kernel '%s'", f->name);
-    return rt_result(f->device, r, rt_cluster_size(c) > 1 ? "cuLaunchKernelEx" : "cuLaunchKernel", what);
+    return rt_result(f->device, r, ex ? "cuLaunchKernelEx" : "cuLaunchKernel", what);
   }
   if (rt_sync_launches()) {
     char what[200];

@@ -1116,7 +1116,7 @@ OPS["wgmma.mma_async"] = function(self, v, d)
 end
 
 -- Inline PTX: the few forms cutelua's own kernels and specs write by hand
--- (fences, a TMA load and its multicast form, mbarrier init / arrive.expect_tx / try_wait, a bulk
+-- (fences, griddepcontrol, a TMA load and its multicast form, mbarrier init / arrive.expect_tx / try_wait, a bulk
 -- load); anything else is refused.
 OPS.asm = function(self, v, d)
   local text = ffi.string(ir.str_get(self.m, tonumber(self:imm(v, 0))))
@@ -1127,7 +1127,9 @@ OPS.asm = function(self, v, d)
     return self:a(v, k - nout)
   end
   local function sh(k) return string.format("%q, %s", "shared", opnd(k)) end
-  if not d and (t:match("^ ?fence%.proxy%.async[%w:%.]*; ?$") or t:match("^ ?fence%.mbarrier_init[%w:%.]*; ?$")) then
+  -- (griddepcontrol: the simulator runs a stream's kernels one after the other)
+  if not d and (t:match("^ ?fence%.proxy%.async[%w:%.]*; ?$") or t:match("^ ?fence%.mbarrier_init[%w:%.]*; ?$")
+      or t:match("^ ?griddepcontrol%.[%w_]+; ?$")) then
     return nop(self)
   end
   local rank, rest = t:match("^ ?cp%.async%.bulk%.tensor%.(%d)d%.shared::cluster%.global%." ..

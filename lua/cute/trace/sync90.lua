@@ -242,6 +242,27 @@ function arch.fence_proxy_async() arch.fence_proxy("async") end
 -- @usage cute.arch.fence_view_async_shared()
 function arch.fence_view_async_shared() arch.fence_proxy("async.shared") end
 
+--- griddepcontrol.wait (sm_90+): waits until the grids this one depends on
+-- have completed and their memory writes are visible. Only a grid launched
+-- with pdl = true (a programmatic dependent launch) can start before the
+-- stream's previous kernel ends; for any other it returns at once. Call it
+-- before the first read of what that kernel wrote.
+-- @usage cute.arch.griddepcontrol_wait()
+function arch.griddepcontrol_wait()
+  need_trace("griddepcontrol_wait")
+  ops.asm("griddepcontrol.wait;", "", {}, { memory = true })
+end
+
+--- griddepcontrol.launch_dependents (sm_90+): this CTA no longer holds back
+-- the stream's next kernel when that one is launched with pdl = true (it may
+-- start once every CTA of this grid has said so or exited; it still waits
+-- for this grid's memory at griddepcontrol.wait).
+-- @usage cute.arch.griddepcontrol_launch_dependents()
+function arch.griddepcontrol_launch_dependents()
+  need_trace("griddepcontrol_launch_dependents")
+  ops.asm("griddepcontrol.launch_dependents;", "", {}, { memory = true })
+end
+
 --- bar.sync id, count: the named barrier `id` (0-15) over `count` threads
 -- (a multiple of 32; default the whole block).
 -- @param id the barrier, 0-15

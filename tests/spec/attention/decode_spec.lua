@@ -388,6 +388,30 @@ describe("cute.lib.attention.decode_plan", function()
     msg = H.error_of(function() A.decode_plan(q, kc, kc, nil, { config = { fused_combin = true } }) end)
     assert.matches("opts%.config%.fused_combin is not one of", msg)
   end)
+  it("launches the combine as a programmatic dependent launch on sm_90 (griddepcontrol), not before", function()
+    local q = fake(cute.bf16, { 1, 1, 8, 128 })
+    local kc = fake(cute.bf16, { 1, 4096, 2, 128 })
+    for _, c in ipairs { { "sm_90a", true }, { "sm_80", false } } do
+      local p = A.decode_plan(q, kc, kc, nil, { arch = c[1], num_splits = 8 })
+      assert.equal(c[2], p.combine.pdl, c[1])
+      local ptx = p.combine.kernel:compile(unpack(p.combine.args)):ptx()
+      assert.equal(c[2], ptx:find("griddepcontrol%.wait") ~= nil, c[1])
+      -- the split kernel lets it launch once all its CTAs have started
+      local sptx = p.kernel:compile(unpack(p.args)):ptx()
+      assert.equal(c[2], sptx:find("griddepcontrol%.launch_dependents") ~= nil, c[1])
+      assert.is_nil(sptx:find("griddepcontrol.wait", 1, true))
+      -- fused (no combine launch) or one split (no combine): neither
+      local f = A.decode_plan(q, kc, kc, nil, { arch = c[1], num_splits = 8, config = { fused_combine = true } })
+      assert.is_nil(f.kernel:compile(unpack(f.args)):ptx():find("griddepcontrol", 1, true))
+      local one = A.decode_plan(q, kc, kc, nil, { arch = c[1], num_splits = 1 })
+      assert.is_nil(one.kernel:compile(unpack(one.args)):ptx():find("griddepcontrol", 1, true))
+    end
+    -- a launch's pdl is a boolean
+    local fill, cfg = require("cute.runtime").internal.fill_launch, require("ffi").new("RtLaunch")
+    assert.equal(1, fill({ grid = 1, block = 32, pdl = true }, cfg).pdl)
+    assert.equal(0, fill({ grid = 1, block = 32 }, cfg).pdl)
+    assert.matches("pdl must be a boolean", H.error_of(function() fill({ grid = 1, block = 32, pdl = 1 }, cfg) end))
+  end)
   it("takes the split count from the wave model", function()
     -- (CTAs a split, key tiles of the longest sequence, CTAs resident) -> splits
     local cases = {
