@@ -44,7 +44,8 @@
   X(WGMMA, "wgmma.mma_async, wgmma.fence, commit_group, wait_group (sm_90a only)")                        \
   X(SETMAXNREG, "setmaxnreg (sm_90a, sm_100a, sm_103a, sm_120a)")                                         \
   X(TMA_MULTICAST, "bulk tensor copies with .multicast::cluster (sm_90a, sm_100a, sm_103a)")              \
-  X(TCGEN05, "tcgen05: tensor memory and its mma (sm_100a, sm_103a)")
+  X(TCGEN05, "tcgen05: tensor memory and its mma (sm_100a, sm_103a)")                                     \
+  X(GRIDDEP, "griddepcontrol: programmatic dependent launches, wait and launch_dependents (sm_90)")
 
 typedef enum ClFeature {
   CL_FEAT_NONE = -1, /* an op that every target has */
@@ -60,7 +61,7 @@ typedef enum ClFeature {
 #define CL_FEATURES_SM89 (CL_FEATURES_SM80 | CL_F(FP8))
 #define CL_FEATURES_SM90                                                                                  \
   (CL_FEATURES_SM89 | CL_F(MMA_F64_M16) | CL_F(STMATRIX) | CL_F(TMA) | CL_F(BULK_COPY) | CL_F(MBARRIER_TX) | \
-   CL_F(CLUSTER) | CL_F(ELECT) | CL_F(DSMEM))
+   CL_F(CLUSTER) | CL_F(ELECT) | CL_F(DSMEM) | CL_F(GRIDDEP))
 #define CL_FEATURES_SM90A (CL_FEATURES_SM90 | CL_F(WGMMA) | CL_F(SETMAXNREG) | CL_F(TMA_MULTICAST))
 #define CL_FEATURES_SM100A (CL_FEATURES_SM90 | CL_F(SETMAXNREG) | CL_F(TMA_MULTICAST) | CL_F(TCGEN05))
 #define CL_FEATURES_SM120A (CL_FEATURES_SM90 | CL_F(SETMAXNREG))

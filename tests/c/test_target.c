@@ -71,6 +71,7 @@ static void test_features(void) {
       {"sm_100a", CL_FEAT_WGMMA, 0},      {"sm_100a", CL_FEAT_TCGEN05, 1},    {"sm_100a", CL_FEAT_SETMAXNREG, 1},
       {"sm_103a", CL_FEAT_TCGEN05, 1},    {"sm_120", CL_FEAT_TMA, 1},         {"sm_120", CL_FEAT_SETMAXNREG, 0},
       {"sm_120a", CL_FEAT_SETMAXNREG, 1}, {"sm_120a", CL_FEAT_WGMMA, 0},      {"sm_120a", CL_FEAT_TCGEN05, 0},
+      {"sm_89", CL_FEAT_GRIDDEP, 0},      {"sm_90", CL_FEAT_GRIDDEP, 1},      {"sm_120", CL_FEAT_GRIDDEP, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     CHECK_AT(cl_target_has(cl_target_find(cases[i].target), cases[i].f) == cases[i].has, "%s %s %d", cases[i].target,

@@ -1012,8 +1012,8 @@ end
 local function nop(self) self:hop() end
 for _, op in ipairs { "fence.mbarrier_init", "fence.proxy.async", "fence.proxy.async.shared",
   "fence.proxy.async.global", "wgmma.fence", "wgmma.commit", "wgmma.wait", "bulk.commit", "bulk.wait",
-  "bulk.prefetch" } do
-  OPS[op] = nop
+  "bulk.prefetch", "griddepcontrol.wait", "griddepcontrol.launch_dependents" } do
+  OPS[op] = nop -- (griddepcontrol: the simulator runs a stream's kernels one after the other)
 end
 -- setmaxnreg: the count rules (24 to 256, a multiple of 8); registers are not modelled
 local function setmaxnreg(self, v)
@@ -1116,7 +1116,7 @@ OPS["wgmma.mma_async"] = function(self, v, d)
 end
 
 -- Inline PTX: the few forms cutelua's own kernels and specs write by hand
--- (fences, griddepcontrol, a TMA load and its multicast form, mbarrier init / arrive.expect_tx / try_wait, a bulk
+-- (fences, a TMA load and its multicast form, mbarrier init / arrive.expect_tx / try_wait, a bulk
 -- load); anything else is refused.
 OPS.asm = function(self, v, d)
   local text = ffi.string(ir.str_get(self.m, tonumber(self:imm(v, 0))))
@@ -1127,9 +1127,7 @@ OPS.asm = function(self, v, d)
     return self:a(v, k - nout)
   end
   local function sh(k) return string.format("%q, %s", "shared", opnd(k)) end
-  -- (griddepcontrol: the simulator runs a stream's kernels one after the other)
-  if not d and (t:match("^ ?fence%.proxy%.async[%w:%.]*; ?$") or t:match("^ ?fence%.mbarrier_init[%w:%.]*; ?$")
-      or t:match("^ ?griddepcontrol%.[%w_]+; ?$")) then
+  if not d and (t:match("^ ?fence%.proxy%.async[%w:%.]*; ?$") or t:match("^ ?fence%.mbarrier_init[%w:%.]*; ?$")) then
     return nop(self)
   end
   local rank, rest = t:match("^ ?cp%.async%.bulk%.tensor%.(%d)d%.shared::cluster%.global%." ..

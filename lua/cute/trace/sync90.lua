@@ -250,7 +250,7 @@ function arch.fence_view_async_shared() arch.fence_proxy("async.shared") end
 -- @usage cute.arch.griddepcontrol_wait()
 function arch.griddepcontrol_wait()
   need_trace("griddepcontrol_wait")
-  ops.asm("griddepcontrol.wait;", "", {}, { memory = true })
+  emit("griddepcontrol.wait", nil)
 end
 
 --- griddepcontrol.launch_dependents (sm_90+): this CTA no longer holds back
@@ -260,7 +260,7 @@ end
 -- @usage cute.arch.griddepcontrol_launch_dependents()
 function arch.griddepcontrol_launch_dependents()
   need_trace("griddepcontrol_launch_dependents")
-  ops.asm("griddepcontrol.launch_dependents;", "", {}, { memory = true })
+  emit("griddepcontrol.launch_dependents", nil)
 end
 
 --- bar.sync id, count: the named barrier `id` (0-15) over `count` threads

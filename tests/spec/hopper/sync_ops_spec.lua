@@ -47,6 +47,8 @@ local function all_ops(out)
   local old = A.dsmem_atomic_add(data:ptr_at(2), 5, 1)
   local mx = A.dsmem_atomic(pp, 7, nil, "max")
   A.mbarrier_inval(b0)
+  A.griddepcontrol_launch_dependents()
+  A.griddepcontrol_wait()
   A.cluster_arrive()
   A.cluster_sync()
   out[tid] = cute.to(ok, cute.i32) + cute.to(ok2, cute.i32) * 2 + cute.to(r, cute.i32) * 4
@@ -100,6 +102,11 @@ describe("Hopper sync primitives in the PTX (sm_90a)", function()
     has("{ %.reg %.pred p; MBWAIT%d+: mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R
       .. "; @!p bra MBWAIT%d+; }", 1)
     has("mbarrier%.inval%.shared::cta%.b64 %[" .. R .. "%];", 1)
+  end)
+
+  it("griddepcontrol (programmatic dependent launches)", function()
+    has("griddepcontrol%.launch_dependents;", 1)
+    has("griddepcontrol%.wait;", 1)
   end)
 
   it("proxy fences, named barriers, elect.sync", function()
@@ -223,6 +230,9 @@ describe("the verifier refuses", function()
     { "elect.sync", "sm_89", "ELECT", "(sm_90, sm_90a", function(k, v) k:op("elect.sync", "i1", v.i32) end },
     { "barrier.cluster.wait", "sm_80", "CLUSTER", "(sm_90, sm_90a", function(k) k:op("barrier.cluster.wait", nil) end },
     { "mapa", "sm_80", "DSMEM", "(sm_90, sm_90a", function(k, v) k:op("mapa", nil, v.bar, v.i32) end },
+    { "griddepcontrol.wait", "sm_89", "GRIDDEP", "(sm_90, sm_90a", function(k) k:op("griddepcontrol.wait", nil) end },
+    { "griddepcontrol.launch_dependents", "sm_80", "GRIDDEP", "(sm_90, sm_90a",
+      function(k) k:op("griddepcontrol.launch_dependents", nil) end },
     { "setmaxnreg.inc", "sm_90", "SETMAXNREG", "(sm_90a, sm_100a",
       function(k) k:op("setmaxnreg.inc", nil, { 232 }) end },
   }
@@ -306,5 +316,10 @@ describe("cute.arch sync functions refuse at the user's line", function()
       A.mbarrier_init(cute.make_smem_tensor(cute.i64, cute.make_layout(1), 8):ptr_at(0), 1)
     end, line, "sm_80")
     assert.matches("mbarrier.init needs MBARRIER_TX, which sm_80 lacks", msg, 1, true)
+  end)
+  it("griddepcontrol for a target without it (sm_80), at the user's line", function()
+    local line = here() + 1
+    local msg = error_at_line(function(_) A.griddepcontrol_wait() end, line, "sm_80")
+    assert.matches("griddepcontrol.wait needs GRIDDEP, which sm_80 lacks", msg, 1, true)
   end)
 end)
