@@ -225,6 +225,8 @@ local function public_functions()
   for _, family in ipairs { "warp", "cpasync", "warpgroup" } do
     add_table("cute.nvgpu." .. family .. ".", cute.nvgpu[family])
   end
+  -- (cpasync's TMA part is copied in on first use: all of it, whatever ran before)
+  add_table("cute.nvgpu.cpasync.", require "cute.nvgpu.tma")
   -- pipelines, benchmarks, the compiler, cuBLAS, exported kernels, dtypes
   add_table("cute.pipeline.", cute.pipeline)
   add("cute.pipeline.PipelineTmaAsync.create", cute.pipeline.PipelineTmaAsync.create)

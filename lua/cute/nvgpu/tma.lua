@@ -40,16 +40,22 @@ TmaOp.__index = TmaOp
 TmaOp.__tostring = function(o) return o.name .. "()" end
 
 --- cp.async.bulk.tensor global -> shared, completing on an mbarrier.
+-- @return the op (for make_tiled_tma_atom)
+-- @usage local op = cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp()
 function M.CopyBulkTensorTileG2SOp()
   return setmetatable({ name = "CopyBulkTensorTileG2SOp", kind = "load", multicast = false }, TmaOp)
 end
 
 --- The same, written into every CTA of a cluster mask (.multicast::cluster, sm_90a).
+-- @return the op (for make_tiled_tma_atom)
+-- @usage local op = cute.nvgpu.cpasync.CopyBulkTensorTileG2SMulticastOp()
 function M.CopyBulkTensorTileG2SMulticastOp()
   return setmetatable({ name = "CopyBulkTensorTileG2SMulticastOp", kind = "load", multicast = true }, TmaOp)
 end
 
 --- cp.async.bulk.tensor shared -> global (bulk-group completion); clipped at the tensor's edges.
+-- @return the op (for make_tiled_tma_atom)
+-- @usage local op = cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp()
 function M.CopyBulkTensorTileS2GOp()
   return setmetatable({ name = "CopyBulkTensorTileS2GOp", kind = "store", multicast = false }, TmaOp)
 end
@@ -60,6 +66,9 @@ local REDUCTION_LIST = "add, min, max, inc, dec, and, or, xor"
 
 --- cp.reduce.async.bulk.tensor shared -> global: reduction "add" (default),
 -- "min", "max", "inc", "dec", "and", "or" or "xor" into the global tensor.
+-- @param reduction optional: the reduction's name (default "add")
+-- @return the op (for make_tiled_tma_atom)
+-- @usage local op = cute.nvgpu.cpasync.CopyReduceBulkTensorTileS2GOp("max")
 function M.CopyReduceBulkTensorTileS2GOp(reduction)
   reduction = reduction or "add"
   if type(reduction) ~= "string" or not REDUCTIONS[reduction:lower()] then
@@ -69,7 +78,11 @@ function M.CopyReduceBulkTensorTileS2GOp(reduction)
     reduction = reduction:lower() }, TmaOp)
 end
 
-M.is_tma_op = function(x) return getmetatable(x) == TmaOp end
+--- Whether x is a TMA op (one of the four above).
+-- @param x any value
+-- @return a boolean
+-- @usage cute.nvgpu.cpasync.is_tma_op(cute.nvgpu.cpasync.CopyBulkTensorTileS2GOp())  -- true
+function M.is_tma_op(x) return getmetatable(x) == TmaOp end
 
 -- ---------------------------------------------------------------------------
 -- Rules of cuTensorMapEncodeTiled (CUDA driver API; facts 4.1)
@@ -234,6 +247,14 @@ end
 -- type, e.g. cute.tf32 for f32 data; same size)}. Returns the atom and the
 -- TMA coordinate layout of the global tensor (global coordinate -> TMA
 -- coordinates, basis strides: mode j of the tensor is TMA dimension d).
+-- @param op a TMA op (CopyBulkTensorTileG2SOp(), ...)
+-- @param gmem_tensor the global tensor (or a fake one)
+-- @param smem_layout the shared-memory layout of one CTA tile
+-- @param cta_tiler the tile's extent along the global modes
+-- @param num_multicast optional: CTAs sharing each tile (default 1)
+-- @param opts optional: {l2 =, oob =, internal_type =}
+-- @return the atom and the TMA coordinate layout
+-- @usage local atom, coords = cute.nvgpu.cpasync.make_tiled_tma_atom(op, gA, sA_layout, {128, 64})
 function M.make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast, opts)
   local what = "make_tiled_tma_atom"
   if getmetatable(op) ~= TmaOp then
@@ -534,7 +555,11 @@ end
 -- argument) for tensor t; needs the CUDA driver.
 function TmaAtom:descriptor(t) return require("cute.runtime").tma_descriptor(self:tma_spec(t)) end
 
-M.is_tma_atom = function(x) return getmetatable(x) == TmaAtom end
+--- Whether x is a TMA atom (make_tiled_tma_atom's).
+-- @param x any value
+-- @return a boolean
+-- @usage cute.nvgpu.cpasync.is_tma_atom(42)  -- false
+function M.is_tma_atom(x) return getmetatable(x) == TmaAtom end
 M._TmaAtom = TmaAtom
 
 -- ---------------------------------------------------------------------------
@@ -556,6 +581,13 @@ end
 -- cta_layout(cta_coord) issues boxes index * boxes_per_cta .. + boxes_per_cta - 1
 -- of the tile (the box grid with dimension 0 fastest); every CTA of the
 -- group receives all of them. cta_coord may be a traced (dynamic) value.
+-- @param atom a TMA atom
+-- @param cta_coord the CTA's coordinate in cta_layout
+-- @param cta_layout the layout of the CTAs sharing a tile (or their count)
+-- @param smem_tensor the CTA's shared-memory layout, or a tensor with one
+-- @param gmem_tensor optional: the global tensor (its shape checked)
+-- @return a TmaPartition
+-- @usage local part = cute.nvgpu.cpasync.tma_partition(atom, 0, 1, sA_layout)
 function M.tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor)
   local what = "tma_partition"
   if getmetatable(atom) ~= TmaAtom then err.raise("%s: expected a TMA atom, got %s", what, tostring(atom)) end
@@ -726,7 +758,11 @@ function TmaPartition:smem_tile(smem_tensor, stage)
   return { kind = "tma_smem", part = self, tensor = smem_tensor, stage = stage }
 end
 
-M.is_tma_partition = function(x) return getmetatable(x) == TmaPartition end
+--- Whether x is a TmaPartition (tma_partition's).
+-- @param x any value
+-- @return a boolean
+-- @usage cute.nvgpu.cpasync.is_tma_partition({})  -- false
+function M.is_tma_partition(x) return getmetatable(x) == TmaPartition end
 
 -- ---------------------------------------------------------------------------
 -- Multicast masks
@@ -736,6 +772,10 @@ M.is_tma_partition = function(x) return getmetatable(x) == TmaPartition end
 -- 0: bit cta_layout(0, .., i, .., 0) for each i. The mask for a CTA is this
 -- pattern shifted left by cta_layout(its coordinate with mode `mode` set
 -- to 0).
+-- @param cta_layout the cluster's layout (coordinate -> %cluster_ctarank)
+-- @param mode the mode (0-based) along which the CTAs share
+-- @return the pattern (a number, bit r for rank r)
+-- @usage cute.nvgpu.cpasync.multicast_mask_pattern(cute.make_layout({2, 2}), 1)  -- 5
 function M.multicast_mask_pattern(cta_layout, mode)
   local what = "multicast_mask_pattern"
   if not L.is_layout(cta_layout) then err.raise("%s: expected a layout of the cluster, got %s", what,
@@ -763,6 +803,11 @@ end
 -- cta_layout maps a cluster coordinate to %cluster_ctarank. Static
 -- coordinates only (for a traced coordinate: multicast_mask_pattern, shifted
 -- by cta_layout(coordinate with mode `mode` at 0)).
+-- @param cta_layout the cluster's layout (coordinate -> %cluster_ctarank)
+-- @param cta_coord this CTA's coordinate (static)
+-- @param mode the mode (0-based) along which the CTAs share
+-- @return the 16-bit mask
+-- @usage cute.nvgpu.cpasync.create_tma_multicast_mask(cute.make_layout({2, 2}), {1, 0}, 1)  -- 10
 function M.create_tma_multicast_mask(cta_layout, cta_coord, mode)
   local what = "create_tma_multicast_mask"
   local pattern = M.multicast_mask_pattern(cta_layout, mode)
