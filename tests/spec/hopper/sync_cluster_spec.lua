@@ -1,8 +1,9 @@
 -- Clusters, distributed shared memory and elect.sync on the GPU: round trips
 -- through peers' shared memory (ld/st/atom on shared::cluster addresses from
 -- mapa), remote mbarrier arrivals, the cluster barrier, getctarank; and
--- elect.sync electing one leader per warp (or per mask). The kernels are
--- compiled on the CPU too (sm_90a), checking their PTX.
+-- elect.sync electing one leader per warp (or per mask); a programmatic
+-- dependent launch (griddepcontrol) ordering a consumer after its producer.
+-- The kernels are compiled on the CPU too (sm_90a), checking their PTX.
 local cute = require "cute"
 local A = cute.arch
 
@@ -127,6 +128,35 @@ describe("clusters and DSMEM", function()
       end
     end)
   end
+
+  it("a programmatic dependent launch: the second kernel, launched early, waits for the first's writes #gpu",
+    function()
+      if not sm90() then return end
+      -- the producer lets its dependent launch at once, then spins (globaltimer reads) before it writes
+      local producer = cute.kernel("pdl_producer", function(x, iters)
+        A.griddepcontrol_launch_dependents()
+        local i = cute.block_idx().x * 64 + cute.thread_idx().x
+        local t0 = cute.globaltimer()
+        local late = 0
+        for _ in cute.range(iters) do late = late + cute.to((cute.globaltimer() - t0):lt(0), cute.i32) end
+        x[i] = i * 2 + 1 + late
+      end, { params = { iters = cute.i32 } })
+      local consumer = cute.kernel("pdl_consumer", function(x, y)
+        A.griddepcontrol_wait()
+        local i = cute.block_idx().x * 64 + cute.thread_idx().x
+        y[i] = x[i] + 1
+      end)
+      local ptx = consumer:with({ arch = "sm_90a", cache = false }):compile(cute.fake_tensor(cute.i32, 128),
+        cute.fake_tensor(cute.i32, 128)):ptx()
+      assert.matches("griddepcontrol%.wait;", ptx)
+      for round = 1, 3 do
+        local x, y = cute.tensor(cute.i32, 128):fill(-7), cute.tensor(cute.i32, 128):fill(-9)
+        producer { grid = 2, block = 64 }(x, require("cute.runtime").is_sim() and 20 or 2000)
+        consumer { grid = 2, block = 64, pdl = true }(x, y)
+        local got = y:to_table()
+        for i = 0, 127 do assert.equal(i * 2 + 2, got[i + 1], "round " .. round .. ", element " .. i) end
+      end
+    end)
 
   it("elects one leader a warp, and one among the lanes of a mask #gpu", function()
     if not sm90() then return end
