@@ -8,17 +8,22 @@
 --   cutelua bench/ncu_target.lua cluster 2x1 [MxNxK]   gemm_sm90 in clusters of 2 (default 1000x1500x520)
 --   cutelua bench/ncu_target.lua attn persistent       the Hopper attention forward, causal GQA (d 128, 2x700x8/2
 --                                                      heads), its persistent grid on 7 CTAs or the default grid
+--   cutelua bench/ncu_target.lua attn short [causal]   the attention suite's b32 h16 s512 d128 row (its default plan)
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
 local what, arg2, size = arg[1], arg[2], arg[3]
 if what == "attn" then
   local A = require "cute.lib.attention"
-  local Q = cute.tensor(cute.bf16, { 2, 700, 8, 128 }, "row"):uniform(-1, 1, 1)
-  local K = cute.tensor(cute.bf16, { 2, 700, 2, 128 }, "row"):uniform(-1, 1, 2)
-  local V = cute.tensor(cute.bf16, { 2, 700, 2, 128 }, "row"):uniform(-1, 1, 3)
-  local O = cute.tensor(cute.bf16, { 2, 700, 8, 128 }, "row")
-  local opts = { causal = true, config = arg2 == "persistent" and { persistent = true, max_ctas = 7 } or nil }
+  local short = arg2 == "short"
+  local b, s, hq, hkv = 2, 700, 8, 2
+  if short then b, s, hq, hkv = 32, 512, 16, 16 end
+  local Q = cute.tensor(cute.bf16, { b, s, hq, 128 }, "row"):uniform(-1, 1, 1)
+  local K = cute.tensor(cute.bf16, { b, s, hkv, 128 }, "row"):uniform(-1, 1, 2)
+  local V = cute.tensor(cute.bf16, { b, s, hkv, 128 }, "row"):uniform(-1, 1, 3)
+  local O = cute.tensor(cute.bf16, { b, s, hq, 128 }, "row")
+  local opts = { causal = not short or size == "causal",
+    config = arg2 == "persistent" and { persistent = true, max_ctas = 7 } or nil }
   print(A.plan(Q, K, V, O, opts).why)
   O:fill(0 / 0)
   for _ = 1, 3 do A.forward(Q, K, V, O, opts) end
