@@ -126,19 +126,23 @@ END:
 ]]
 -- what the specs read: the flush kernel's PTX
 M.internal = { flush_ptx = FLUSH_PTX }
-local flush_buf, flush_words, flush_fn
+-- the buffer and the kernel a device, remade after a reset of its context
+local flushers = {}
 
 local function flush_l2(stream)
   if runtime.is_sim() then return end -- (the simulator has no L2)
-  local info = runtime.device_info()
-  if not flush_buf then
-    flush_words = math.max(1024, math.floor(2 * info.l2_bytes / 4))
-    flush_buf = runtime.alloc(flush_words * 4)
-    flush_buf:memset(0x5a5a5a5a, 4, flush_words, 0, stream)
-    flush_fn = runtime.load_module(FLUSH_PTX, "cute.bench's L2 flush"):kernel("cute_bench_flush_l2")
+  local dev = runtime.current_device()
+  local gen = runtime.generation(dev)
+  local f = flushers[dev]
+  if not f or f.gen ~= gen then
+    local info = runtime.device_info()
+    local words = math.max(1024, math.floor(2 * info.l2_bytes / 4))
+    f = { gen = gen, words = ffi.new("uint64_t", words), grid = info.sm_count * 8, buf = runtime.alloc(words * 4) }
+    f.buf:memset(0x5a5a5a5a, 4, words, 0, stream)
+    f.fn = runtime.load_module(FLUSH_PTX, "cute.bench's L2 flush"):kernel("cute_bench_flush_l2")
+    flushers[dev] = f
   end
-  flush_fn:launch({ grid = info.sm_count * 8, block = 256, stream = stream }, flush_buf,
-    ffi.new("uint64_t", flush_words))
+  f.fn:launch({ grid = f.grid, block = 256, stream = stream }, f.buf, f.words)
 end
 
 --- True when benchmarks should run in quick mode (CUTELUA_BENCH_QUICK=1): short
