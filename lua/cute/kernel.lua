@@ -379,7 +379,7 @@ end
 -- The dynamic shared memory the kernel carved is added to cfg.smem. pdl = true:
 -- a programmatic dependent launch (sm_90+, ignored before): the grid may start
 -- before the stream's previous kernel ends, so the kernel must wait for it
--- (cute.griddepcontrol_wait()) before it reads what that kernel wrote.
+-- (cute.arch.griddepcontrol_wait()) before it reads what that kernel wrote.
 -- @param cfg the configuration: {grid =, block =, smem =, cluster =, stream =, pdl =}
 -- @param ... the kernel's arguments
 -- @usage k:launch({grid = {n / 256}, block = {256}}, x, y)

@@ -189,12 +189,13 @@ int rt_launch(RtFunction *f, const RtLaunch *c, void **args) {
   CUresult r;
   const RtDeviceInfo *props = c->pdl ? rt_device_props(f->device) : NULL;
   int pdl = props && props->cc_major >= 9;
-  int ex = rt_cluster_size(c) > 1 || pdl;
+  int cluster = rt_cluster_size(c) > 1;
+  int ex = cluster || pdl;
   if (ex) {
     CUlaunchAttribute attr[2];
     unsigned n = 0;
     memset(attr, 0, sizeof attr);
-    if (rt_cluster_size(c) > 1) {
+    if (cluster) {
       attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
       attr[n].value.clusterDim.x = c->cluster[0] ? c->cluster[0] : 1;
       attr[n].value.clusterDim.y = c->cluster[1] ? c->cluster[1] : 1;

@@ -1112,8 +1112,9 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
   -- the H200 at batch 1 against a 32768-token cache, 7 in groups). The first
   -- group's values are loaded before the weights are known, at the same time
   -- as the LSEs.
+  local function part(s) return Op[{ cute.min(s, splits - 1), b, i, h, d }] end -- split s's value (clamped)
   local first = {}
-  for s = 0, 31 do first[s] = Op[{ cute.min(s, splits - 1), b, i, h, d }] end
+  for s = 0, 31 do first[s] = part(s) end
   if d < 32 then
     local v, mx = combine_lses(Lp, b, h, i, splits, d)
     local lse = combine_weights(v, mx, d, w)
@@ -1122,9 +1123,7 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
   cute.sync_threads()
   local acc = 0.0
   for s = 0, 31 do acc = acc + w[s] * first[s] end
-  for s in cute.range(32, ((splits + 31) / 32) * 32, { unroll = 32 }) do
-    acc = acc + w[s] * Op[{ cute.min(s, splits - 1), b, i, h, d }]
-  end
+  for s in cute.range(32, ((splits + 31) / 32) * 32, { unroll = 32 }) do acc = acc + w[s] * part(s) end
   O[{ b, i, h, d }] = acc:to(O.dtype)
 end, { preprocess = true, trace_key = "cute.lib.attention:combine v6" })
 
