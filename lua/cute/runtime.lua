@@ -557,8 +557,8 @@ local function pack_arg(a, i)
       local cell = ffi.new("uint64_t[1]", a.ptr)
       return cell, cell
     end
-    if ffi.istype("uint64_t", a) or ffi.istype("int64_t", a) then
-      local cell = ffi.new(ffi.typeof(a), a)
+    if ffi.istype("uint64_t", a) or ffi.istype("int64_t", a) then -- (a one-element array: its address)
+      local cell = ffi.new(ffi.istype("uint64_t", a) and "uint64_t[1]" or "int64_t[1]", a)
       return cell, cell
     end
     -- a struct passed by value (e.g. a TMA descriptor): its own bytes
@@ -687,6 +687,7 @@ M.internal = {
   check = check, -- check(rc, what): raises the runtime's last error when rc is not 0
   fill_launch = fill_launch, -- fill_launch(cfg, out): the RtLaunch out from {grid=, block=, smem=, cluster=, stream=}
   set_on_release = set_on_release, -- set_on_release(buffer, fn): fn() once when the buffer is freed or collected
+  pack_arg = pack_arg, -- pack_arg(value, i): the address of a launch argument's bytes, and what keeps them alive
 }
 
 return M

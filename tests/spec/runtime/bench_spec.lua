@@ -46,4 +46,18 @@ describe("cute.bench", function()
     assert.is_true(r.median_ms > 0)
     assert.is_true(r.gbps > 1)
   end)
+
+  it("leaves a slow first call (a compile) out of the estimate of the repetitions #gpu", function()
+    local a, b = cute.alloc(4096), cute.alloc(4096)
+    local r = cute.bench(function(i)
+      if i == 1 then -- 200 ms of host work, as a first call's compile
+        local t = os.clock()
+        while os.clock() - t < 0.2 do end
+      end
+      b:copy_from(a, 4096)
+    end, { min_time_ms = 50 })
+    -- a 4 KiB copy takes microseconds: 50 ms of them are thousands of repetitions
+    -- (the first call taken as the time of one would have given the 10 of min_reps)
+    assert.is_true(r.reps > 100, tostring(r.reps))
+  end)
 end)

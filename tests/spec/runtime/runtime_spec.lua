@@ -64,6 +64,29 @@ describe("runtime without a GPU", function()
       assert.is_true(rc == 0 or rc == true)
     end
   end)
+
+  it("packs raw launch arguments as the addresses of their bytes (64-bit integers, scalars, structs)", function()
+    local R = require "cute.runtime"
+    local pack = R.internal.pack_arg
+    local args = ffi.new("void *[4]")
+    local keep = {}
+    local big = 2 ^ 40 + 3
+    for i, v in ipairs { ffi.new("uint64_t", big), ffi.new("int64_t", -big), cute.i32(-7) } do
+      local p, anchor = pack(v, i)
+      args[i - 1] = p -- (a launch's argument array takes each)
+      keep[i] = anchor
+    end
+    assert.equals(big, tonumber(ffi.cast("uint64_t *", args[0])[0]))
+    assert.equals(-big, tonumber(ffi.cast("int64_t *", args[1])[0]))
+    assert.equals(-7, ffi.cast("int32_t *", args[2])[0])
+    assert.equals(3, #keep) -- (each value's anchor, which kept its bytes alive until here)
+    local s = ffi.new("struct { uint32_t a, b; }", 5, 6)
+    local p = pack(s, 4)
+    assert.equals(6, ffi.cast("uint32_t *", p)[1])
+    local ok, msg = pcall(pack, 3, 2)
+    assert.is_false(ok)
+    assert.matches("argument #2 is a number; pass a tensor, a buffer, a typed scalar such as cute.i32%(3%)", msg)
+  end)
 end)
 
 describe("runtime on the GPU", function()
