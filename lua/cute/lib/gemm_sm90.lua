@@ -104,6 +104,15 @@ end
 -- the 128x64 cooperative ones, at 128x4096x14336 0.86x against 0.76x (128x32);
 -- 128x128 cooperative 0.84 / 0.54x, 128x64 in clusters of 1x2 0.88 / 0.68x
 -- (H200, 2026-11-28, the same probe).
+--
+-- From 129 to 256 rows of one matrix, the same ping-pong tiles where the
+-- cooperative 128-row tiles would leave their last row of tiles at most half
+-- full (129-192 rows: three 64-row tiles against two of 128) or where the
+-- ping-pong tiles are no more than the cooperative ones; otherwise the rule
+-- below. Measured on the H200 (2026-11-29, the same probe, twice on different
+-- days): 192x8192x8192 0.86x cuBLAS against 0.77x, 160x8192x8192 0.61 against
+-- 0.57, 256x4096x14336 0.99 against 0.88 (128 tiles each); 256x8192x8192 keeps
+-- its 128 cooperative tiles (0.84x; 256 ping-pong tiles 0.78x).
 function M.pick_config(m, n, k, l, name, sms)
   local _, _ = k, name -- (not used yet: a k-tile is 128 bytes of K whatever the dtype)
   sms = sms or sm_count()
@@ -115,7 +124,7 @@ function M.pick_config(m, n, k, l, name, sms)
     local bn = math.max(16, math.ceil(n / 16) * 16)
     return { bm = 64, bn = bn, stages = math.min(stages_fit((64 + bn) * 128), 12), schedule = "pingpong" }
   end
-  if m <= 64 or (m <= 128 and (l or 1) == 1) then
+  local function pingpong() -- (64-row tiles, the widest BN of 128, 64, 32 whose tiles cover 48% of the SMs)
     local bn = 32
     for _, w in ipairs { 128, 64 } do
       if math.ceil(m / 64) * math.ceil(n / w) * (l or 1) >= 0.48 * sms then
@@ -125,6 +134,7 @@ function M.pick_config(m, n, k, l, name, sms)
     end
     return { bm = 64, bn = bn, stages = math.min(stages_fit((64 + bn) * 128), 8), schedule = "pingpong" }
   end
+  if m <= 64 or (m <= 128 and (l or 1) == 1) then return pingpong() end
   local best, best_score
   local penalty = 1
   for _, bn in ipairs { 256, 128, 64, 32 } do
@@ -133,6 +143,13 @@ function M.pick_config(m, n, k, l, name, sms)
     local score = tiles / (waves * sms) * penalty
     if not best_score or score > best_score + 1e-9 then best, best_score = bn, score end
     penalty = penalty * 0.9
+  end
+  if m <= 256 and (l or 1) == 1 then
+    local pp = pingpong()
+    if math.ceil(m / 64) % 2 == 1
+        or math.ceil(m / 64) * math.ceil(n / pp.bn) <= math.ceil(m / 128) * math.ceil(n / best) then
+      return pp
+    end
   end
   return { bm = 128, bn = best, stages = math.min(stages_fit((128 + best) * 128), best == 256 and 4 or 8) }
 end

@@ -60,12 +60,20 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.same({ 64, 64, 8, "pingpong" }, pick(64, 4096, 14336, 1)) -- 64 tiles (128 wide: 32)
     assert.same({ 64, 32, 8, "pingpong" }, pick(33, 1024, 4096, 1)) -- 32 tiles: the narrowest
     assert.same({ 64, 128, 8, "pingpong" }, pick(64, 1024, 4096, 8)) -- 8 batches of 8 tiles
-    -- the same up to 128 rows of one matrix; from 129 rows, or batched, the cooperative 128-row tiles
+    -- the same up to 128 rows of one matrix; batched, the cooperative 128-row tiles
     assert.same({ 64, 128, 8, "pingpong" }, pick(128, 8192, 8192, 1)) -- 128 tiles
     assert.same({ 64, 128, 8, "pingpong" }, pick(128, 4096, 14336, 1)) -- 64 tiles
     assert.same({ 64, 64, 8, "pingpong" }, pick(65, 2048, 4096, 1)) -- 64 tiles (128 wide: 32)
-    assert.equal(128, pick(129, 4096, 4096, 1)[1])
     assert.equal(128, pick(128, 4096, 4096, 2)[1])
+    -- 129-256 rows: ping-pong where the cooperative tiles' last row would be at most
+    -- half full, or where the ping-pong tiles are no more; else cooperative
+    assert.same({ 64, 128, 8, "pingpong" }, pick(192, 8192, 8192, 1)) -- 3 rows of tiles against 2
+    assert.same({ 64, 128, 8, "pingpong" }, pick(129, 4096, 4096, 1))
+    assert.same({ 64, 128, 8, "pingpong" }, pick(256, 4096, 14336, 1)) -- 128 tiles either way
+    assert.same({ 128, 128, 6 }, pick(256, 8192, 8192, 1)) -- 128 tiles against 256
+    assert.same({ 128, 128, 6 }, pick(255, 8192, 8192, 1))
+    assert.equal(128, pick(257, 8192, 8192, 1)[1])
+    assert.equal(128, pick(192, 8192, 8192, 2)[1])
     -- up to 64 columns with more rows (a swapped skinny problem): BN the columns rounded
     -- up to 16, 64-row ping-pong tiles, 12 stages
     assert.same({ 64, 16, 12, "pingpong" }, pick(8192, 16, 8192, 1))
@@ -520,15 +528,15 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.equal(16, S90.auto_split_k(128, 1024, 8192, 1, 256, 64, 132)) -- 4 tiles: at most 16
     assert.is_nil(S90.auto_split_k(4096, 4096, 4096, 1, 256, 64, 132)) -- enough tiles
     assert.is_nil(S90.auto_split_k(128, 8192, 960, 1, 256, 64, 132)) -- a short K (15 k-tiles)
-    -- on: the heuristic's tile gives way to 128 x 256 tiles in k-slices (256 x 4096 x 8192:
-    -- 32 such tiles; 128 rows would be 64-row ping-pong tiles, which it leaves alone)
+    -- on: the heuristic's tile gives way to 128 x 256 tiles in k-slices (384 x 4096 x 8192:
+    -- 48 such tiles; up to 256 rows could be 64-row ping-pong tiles, which it leaves alone)
     S90.AUTO_SPLIT_K = true
-    local A2, B2 = fakes(cute.bf16, 256, 4096, 8192)
-    local planned, pa = pcall(G.plan, A2, B2, cute.fake_tensor(cute.bf16, { 256, 4096 }, "row"), { arch = "sm_90a" })
+    local A2, B2 = fakes(cute.bf16, 384, 4096, 8192)
+    local planned, pa = pcall(G.plan, A2, B2, cute.fake_tensor(cute.bf16, { 384, 4096 }, "row"), { arch = "sm_90a" })
     S90.AUTO_SPLIT_K = false
     assert(planned, pa)
     assert.equal(256, pa.config.bn)
-    assert.matches("; split%-K 4 %(automatic%): 32 tiles x 4 k%-slices of 32 k%-tiles over 132 SMs$", pa.why)
+    assert.matches("; split%-K 2 %(automatic%): 48 tiles x 2 k%-slices of 64 k%-tiles over 132 SMs$", pa.why)
     assert.equal("gemm_sm90_splitk_reduce", pa.reduce.kernel.name)
     local function refused(config, grouped)
       local ok, msg
