@@ -5,17 +5,21 @@
 -- PERSISTENT=1: the persistent grid (config.persistent) too: each case checked
 -- with it (and on a grid capped at 7 CTAs), then timed next to the default in
 -- alternating rounds at S 512 to 8192, head dims 64 and 128 (ATTN_D: one).
+-- LPT_AB=1: the same rounds, causal only, between the persistent grid's
+-- longest-first order over every (batch, head) pair (config.lpt_group past
+-- their count) and its default groups (attention_sm90.lpt_group).
 local cute = require "cute"
 local a90 = require "cute.lib.attention_sm90"
 
 local what = arg[1] or "all"
 -- ATTN_CFG="bn=128,stages=2,pingpong=0": the tile configuration
 local config = {}
-for k, v in (os.getenv("ATTN_CFG") or ""):gmatch("(%w+)=(%w+)") do
+for k, v in (os.getenv("ATTN_CFG") or ""):gmatch("([%w_]+)=(%w+)") do
   config[k] = tonumber(v)
   if k == "pingpong" then config[k] = v == "1" end
 end
 local PERSISTENT = os.getenv("PERSISTENT") == "1"
+local LPT_AB = os.getenv("LPT_AB") == "1"
 -- config with fields of extra added
 local function with(extra)
   local c = {}
@@ -157,11 +161,17 @@ end
 
 -- PERSISTENT=1: the default grid and the persistent one on the same problem, in
 -- alternating rounds (each settles 100 ms untimed first); the median of the rounds
-if PERSISTENT and (what == "time" or what == "all") then
+if (PERSISTENT or LPT_AB) and (what == "time" or what == "all") then
   local ds = { 64, 128 }
   if os.getenv("ATTN_D") then ds = { tonumber(os.getenv("ATTN_D")) } end
+  local cfgs = { config, with { persistent = true } }
+  local names = { "default", "persistent" }
+  if LPT_AB then
+    cfgs = { with { persistent = true, lpt_group = 2 ^ 30 }, with { persistent = true } }
+    names = { "one order", "grouped" }
+  end
   for _, d in ipairs(ds) do
-    for _, causal in ipairs { false, true } do
+    for _, causal in ipairs(LPT_AB and { true } or { false, true }) do
       for _, s in ipairs { 512, 1024, 2048, 8192 } do
         local hq = d == 64 and 32 or 16
         local b = math.max(1, math.floor(16384 / s))
@@ -169,7 +179,7 @@ if PERSISTENT and (what == "time" or what == "all") then
         local pr, t = make(c)
         local flops = 4 * b * hq * s * s * d * (causal and 0.5 or 1)
         local vs = {}
-        for i, cfg in ipairs { config, with { persistent = true } } do
+        for i, cfg in ipairs(cfgs) do
           local p = assert(a90.plan(pr, { config = cfg }))
           vs[i] = { p = p, launch = p.kernel { grid = p.grid, block = p.block }, ms = {} }
         end
@@ -185,9 +195,9 @@ if PERSISTENT and (what == "time" or what == "all") then
           table.sort(v.ms)
           tf[i] = flops / (v.ms[math.ceil(#v.ms / 2)] * 1e-3) / 1e12
         end
-        print(string.format(
-          "persistent d=%d causal=%s b=%d h=%d s=%d: default %.1f, persistent %.1f TFLOP/s (%.3fx; %d CTAs)", d,
-          tostring(causal), b, hq, s, tf[1], tf[2], tf[2] / tf[1], vs[2].p.grid[1]))
+        print(string.format("persistent d=%d causal=%s b=%d h=%d s=%d: %s %.1f, %s %.1f TFLOP/s (%.3fx; %d CTAs; %s)",
+          d, tostring(causal), b, hq, s, names[1], tf[1], names[2], tf[2], tf[2] / tf[1], vs[2].p.grid[1],
+          vs[2].p.why:match("persistent.*") or ""))
         for _, x in pairs(t) do if type(x) == "table" and x.free then x:free() end end
       end
     end

@@ -214,20 +214,24 @@ local function build(cfg, trace_key)
     local live = not PERSIST and is_live(w0)
 
     -- the persistent grid's work tiles: t = blockIdx.x, + gridDim.x, ... of
-    -- mblocks x heads x batches; lpt: the last query blocks (the most keys under a
-    -- causal mask) first, the heads and batches of one query block side by side;
-    -- otherwise a (batch, head)'s query blocks one after another (its K and V stay
-    -- in L2 while its tiles run)
-    local mblocks, heads, batches, first, step, total
+    -- mblocks x heads x batches; lpt: the (batch, head) pairs in groups of
+    -- `pairs` (whose K and V fit in the L2 together, M.lpt_group), and in a group
+    -- the last query blocks (the most keys under a causal mask) first, the
+    -- group's pairs of one query block side by side; otherwise a (batch, head)'s
+    -- query blocks one after another (its K and V stay in L2 while its tiles run)
+    local mblocks, heads, batches, pairs, first, step, total
     if PERSIST then
       local nx = cfg.varlen and 3 or 1
-      mblocks, heads, batches = extra[nx], extra[nx + 1], extra[nx + 2]
+      mblocks, heads, batches, pairs = extra[nx], extra[nx + 1], extra[nx + 2], extra[nx + 3]
       first, step, total = cute.block_idx().x, cute.grid_dim().x, mblocks * heads * batches
     end
     local function tile_of(t)
       if LPT then
-        local r = t % (heads * batches)
-        return tile_info(mblocks - 1 - t / (heads * batches), r % heads, r / heads)
+        local g = t / (pairs * mblocks) -- the group
+        local within = t - g * (pairs * mblocks)
+        local n = cute.min(pairs, heads * batches - g * pairs) -- (its pairs: the last group may have fewer)
+        local r = g * pairs + within % n
+        return tile_info(mblocks - 1 - within / n, r % heads, r / heads)
       end
       local r = t / mblocks
       return tile_info(t % mblocks, r % heads, r / heads)
@@ -594,7 +598,30 @@ end
 M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
-M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "max_ctas" }
+M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas" }
+
+--- The (batch, head) pairs of a group of the persistent grid's longest-first
+-- order (config.lpt): as many as the K and V of their KV heads fit in half the
+-- L2 (the query heads of a KV head share them), a whole number of KV heads'
+-- query heads, all the pairs when they fit. One order over every pair would
+-- take the last query block of each pair, then the next-to-last of each, ...:
+-- where the pairs' K and V exceed the L2, each pass reads them again from
+-- memory (at b32 h16 s512 d128 causal on the H200, 2026-11-29, ncu: 457 MB
+-- moved where Q, K, V and O are 268 MB; L2 hit rate 25%).
+-- @param pr the problem (M.plan's)
+-- @param l2_bytes the L2's size in bytes (default: the device's, else 50 MiB)
+-- @return the pairs a group
+-- @usage M.lpt_group(problem) -- 100 at b32 h16 s512 d128 bf16 with a 50 MiB L2
+function M.lpt_group(pr, l2_bytes)
+  if not l2_bytes then
+    local ok, info = pcall(cute.device_info)
+    l2_bytes = ok and type(info) == "table" and info.l2_bytes or 50 * 2 ^ 20
+  end
+  local ratio = pr.hq / pr.hkv
+  local kv = 2 * pr.sk * pr.d * cute.dtype.get(pr.dtype).bytes -- (K and V of a KV head of a batch)
+  local all = pr.hq * pr.batch
+  return math.min(all, math.max(1, math.floor(l2_bytes / 2 / kv)) * ratio)
+end
 
 --- Whether a problem gets the persistent grid when opts.config does not say:
 -- measured on the H200 (2026-11-28, bench/attention_sm90_probe.lua time, the
@@ -631,9 +658,10 @@ end
 -- (one fits an SM: the consumers' setmaxnreg takes the register file), each
 -- walking the (query block, head, batch) tiles t = blockIdx.x, + gridDim.x, ...;
 -- config.lpt (default: with a causal mask, a right bound and no left one) takes
--- the last query blocks first; config.max_ctas caps the grid (tests: a few CTAs
--- that walk many tiles).
--- @param opts options: config (override {bm, bn, stages, pingpong, persistent, lpt, max_ctas})
+-- the last query blocks first, in groups of config.lpt_group (batch, head)
+-- pairs (default M.lpt_group: their K and V fit in the L2); config.max_ctas
+-- caps the grid (tests: a few CTAs that walk many tiles).
+-- @param opts options: config (override {bm, bn, stages, pingpong, persistent, lpt, lpt_group, max_ctas})
 -- @return the plan, or nil and a sentence
 -- @usage local p = M.plan(problem, {})
 function M.plan(pr, opts)
@@ -674,14 +702,23 @@ function M.plan(pr, opts)
     local sms = sm_count()
     local ctas = math.max(1, math.min(tiles, sms, mc or math.huge))
     grid = { ctas, 1, 1 }
-    for _, x in ipairs { mblocks, pr.hq, pr.batch } do args[#args + 1] = cute.i32(x) end
+    local all = pr.hq * pr.batch
+    local pairs = cfg.lpt_group
+    if pairs ~= nil and (type(pairs) ~= "number" or pairs < 1 or pairs % 1 ~= 0 or not cfg.lpt) then
+      err.raise("attention_sm90: config.lpt_group is %s, expected a whole number from 1 with config.lpt",
+        tostring(pairs))
+    end
+    pairs = math.min(all, pairs or (cfg.lpt and M.lpt_group(pr) or all))
+    for _, x in ipairs { mblocks, pr.hq, pr.batch, pairs } do args[#args + 1] = cute.i32(x) end
     why = string.format("%s; persistent%s: %d CTAs (one an SM of %d) walk %d work tiles, %s", why,
       auto_persistent and " (the default for this length: config.persistent = false turns it off)" or "", ctas, sms,
       tiles,
-      cfg.lpt and "the last query blocks first (causal: the longest tiles)"
+      cfg.lpt and ("the last query blocks first (causal: the longest tiles)" .. (pairs < all
+        and string.format(" in groups of %d (batch, head) pairs whose K and V fit in the L2", pairs) or ""))
         or "a (batch, head)'s query blocks together (its K and V stay in L2)")
-  elseif cfg.max_ctas ~= nil then
-    err.raise("attention_sm90: config.max_ctas caps a persistent grid; set config.persistent = true with it")
+  elseif cfg.max_ctas ~= nil or cfg.lpt_group ~= nil then
+    err.raise("attention_sm90: config.%s applies to a persistent grid; set config.persistent = true with it",
+      cfg.max_ctas ~= nil and "max_ctas" or "lpt_group")
   end
   return {
     kernel = M.kernel(cfg), args = args, grid = grid, block = 128 + cfg.bm / 64 * 128, config = cfg, why = why,

@@ -79,9 +79,11 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.matches("walk " .. c[2] .. " work tiles", p.why)
       assert.matches(c[3] and "_persistent_lpt$" or "_persistent$", p.kernel.name)
       -- the tiles' extents (query blocks, heads, batches) follow the usual arguments
+      -- and the (batch, head) pairs of a longest-first group: all 16 (the K and V
+      -- of 16 pairs, 1000 keys, fit in the L2)
       local n = #p.args
-      local ext = { p.args[n - 2].value, p.args[n - 1].value, p.args[n].value }
-      assert.same({ math.ceil(1000 / p.config.bm), 8, 2 }, ext)
+      local ext = { p.args[n - 3].value, p.args[n - 2].value, p.args[n - 1].value, p.args[n].value }
+      assert.same({ math.ceil(1000 / p.config.bm), 8, 2, 16 }, ext)
     end
     -- config.max_ctas caps the grid; lpt can be set either way; without persistent it is an error
     local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
@@ -90,8 +92,29 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent", p.kernel.name)
     -- the default stays one CTA a query block of a head of a batch
     assert.same({ 8, 8, 2 }, assert(a90.plan(problem(), {})).grid)
-    assert.matches("max_ctas caps a persistent grid",
+    assert.matches("config.max_ctas applies to a persistent grid",
       H.error_of(function() return a90.plan(problem(), { config = { max_ctas = 3 } }) end))
+    -- longest first in groups of (batch, head) pairs whose K and V fit in half the L2
+    -- (M.lpt_group): b32 h16 s512 d128 bf16 (512 pairs of 256 KiB) in groups of 100
+    -- pairs with a 50 MiB L2, whole KV heads' query heads (GQA 16:4: 4 a KV head)
+    local big = problem { b = 32, sq = 512, sk = 512, hq = 16, hkv = 16, right = 0 }
+    assert.equal(100, a90.lpt_group(big, 50 * 2 ^ 20))
+    assert.equal(400, a90.lpt_group(problem { b = 32, sq = 512, sk = 512, hq = 16, hkv = 4 }, 50 * 2 ^ 20))
+    assert.equal(16, a90.lpt_group(problem(), 50 * 2 ^ 20)) -- all the pairs
+    assert.equal(1, a90.lpt_group(problem { sk = 2 ^ 20 }, 50 * 2 ^ 20)) -- one pair's K and V exceed it
+    p = assert(a90.plan(big, { config = { persistent = true, lpt_group = 7 } }))
+    assert.equal(7, p.args[#p.args].value)
+    assert.matches("the last query blocks first %(causal: the longest tiles%) in groups of 7 %(batch, head%) pairs",
+      p.why)
+    assert.matches("config.lpt_group is 0, expected a whole number from 1 with config.lpt", H.error_of(function()
+      return a90.plan(big, { config = { persistent = true, lpt_group = 0 } })
+    end))
+    assert.matches("config.lpt_group is 4, expected a whole number from 1 with config.lpt", H.error_of(function()
+      return a90.plan(problem(), { config = { persistent = true, lpt_group = 4 } }) -- (no causal mask: no lpt)
+    end))
+    assert.matches("config.lpt_group applies to a persistent grid", H.error_of(function()
+      return a90.plan(big, { config = { persistent = false, lpt_group = 4 } })
+    end))
     assert.matches("max_ctas is 0", H.error_of(function()
       return a90.plan(problem(), { config = { persistent = true, max_ctas = 0 } })
     end))
@@ -197,6 +220,8 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     { name = "head dim 64, S 512", b = 8, sq = 512, sk = 512, hq = 16, d = 64 },
     { name = "head dim 64, S 512, causal", b = 8, sq = 512, sk = 512, hq = 16, d = 64, causal = true },
     { name = "head dim 128, S 512, causal", b = 8, sq = 512, sk = 512, hq = 16, d = 128, causal = true },
+    { name = "head dim 128, S 512, causal, longest first in groups of 5 pairs (the last of 3)", b = 8, sq = 512,
+      sk = 512, hq = 16, d = 128, causal = true, lpt_group = 5 },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -212,7 +237,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
   }
   for _, c in ipairs(cases) do
     it(c.name .. " #gpu", function()
-      local cfg = { persistent = true, max_ctas = c.ctas }
+      local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")

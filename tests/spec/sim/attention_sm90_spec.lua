@@ -23,7 +23,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local V = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 2)
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k,
-      config = c.ctas and { persistent = true, max_ctas = c.ctas } or nil }
+      config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group } or nil }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
     if c.ctas then -- a persistent grid of c.ctas CTAs, each walking several tiles
@@ -68,6 +68,10 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       what = "persistent window" }
     run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
       causal = true, ctas = 3, lpt = true, what = "persistent varlen" }
+    -- longest first in groups of (batch, head) pairs: 6 pairs in groups of 4 (the
+    -- last of 2), 3 query blocks each; every row checked
+    run { b = 2, sq = 300, sk = 300, hq = 3, hkv = 1, d = 64, causal = true, ctas = 4, lpt = true, lpt_group = 4,
+      what = "persistent causal, groups of 4 pairs" }
   end)
 
   it("variable-length batches (packed sequences)", function()
