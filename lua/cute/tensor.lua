@@ -324,17 +324,18 @@ end
 --- The elements as float64 without gathering them: (get, n), get(i) the i-th
 -- element in coordinate order (0-based), read from the span converted once.
 -- For checks that read a fraction of a large tensor (doubles() would copy all).
--- @return a function(i) -> number, and the number of elements
+-- @return a function(i) -> number, the number of elements, the span (a
+-- double[cosize] cdata) and offset(i), element i's index in it
 -- @usage local get, n = t:to_host():lazy_doubles()
 function host_methods:lazy_doubles()
   local n = L.size(self.layout)
   local cosize = L.cosize(self.layout)
   local span = host_array("double", cosize)
   rt.to_doubles(span, self.data, self.dtype.code, cosize)
-  if is_identity(self.layout) then return function(i) return span[i] end, n end
+  if is_identity(self.layout) then return function(i) return span[i] end, n, span, function(i) return i end end
   local s, d = live_modes(self.layout)
   local r = #s
-  return function(i)
+  local function offset(i)
     local off = 0
     for k = 1, r do
       local sk = s[k]
@@ -342,8 +343,9 @@ function host_methods:lazy_doubles()
       off = off + c * d[k]
       i = (i - c) / sk
     end
-    return span[off]
-  end, n
+    return off
+  end
+  return function(i) return span[offset(i)] end, n, span, offset
 end
 
 --- Copies the device tensor's memory into a host tensor.

@@ -42,8 +42,8 @@ local function values(x, what, n)
   if is_table(x) and x.to_host and x.layout then x = x:to_host() end
   if is_table(x) and x.lazy_doubles and x.layout then
     -- (the span converted once, elements found by their layout: no gathered copy)
-    local get, size = x:lazy_doubles()
-    return get, size, x.layout.shape, x.dtype
+    local get, size, span, offset = x:lazy_doubles()
+    return get, size, x.layout.shape, x.dtype, span, offset
   end
   if is_table(x) then
     for i = 1, #x do
@@ -405,23 +405,6 @@ function M.check_attention(Q, K, V, O, LSE, opts)
   end
   local lse_shape = varlen and { hq, qs[1] } or { nb, hq, qs[2] }
   if LSE ~= nil then attn_shape(LSE, "LSE", #lse_shape, varlen and "(Hq, total_q)" or "(B, Hq, Sq)") end
-  local q, _, _, qdt = values(Q, "Q")
-  local k, v, o = values(K, "K"), values(V, "V"), values(O, "O")
-  local lse = LSE ~= nil and values(LSE, "LSE") or nil
-  local scale = opts.scale or 1 / math.sqrt(d)
-  local left, right = -1, -1
-  if opts.window ~= nil then
-    if not is_table(opts.window) or #opts.window ~= 2 then
-      err.raise("cute.testing.check_attention: window must be {left, right}")
-    end
-    left, right = opts.window[1], opts.window[2]
-  end
-  if opts.causal then right = 0 end
-  local dname = qdt and qdt.name
-  local rtol = opts.rtol or (dname == "f16" and 2 ^ -9 or dname == "bf16" and 2 ^ -7 or 1e-6)
-  local atol = opts.atol or 2 ^ -12
-  local lse_tol = opts.lse_tol or 1e-3
-  local what = opts.what or "O"
   -- flat (colexicographic) indices of Q/O, K/V and LSE elements
   local qi, ki, li
   if varlen then
@@ -442,6 +425,40 @@ function M.check_attention(Q, K, V, O, LSE, opts)
     end
     li = function(b, row, h) return b + nb * (h + hq * row) end
   end
+  -- Q, K, V read a row (the D values of a (batch, row, head)) at a time:
+  -- xrow(b, i, h) -> arr, base, step, element e at arr[base + e * step] (the
+  -- converted span and the D mode's stride; a gathered copy for a list)
+  local function reader(x, what, idx)
+    local get, _, _, dt, span, offset = values(x, what)
+    local st = span and type(x.layout.stride) == "table" and x.layout.stride[r]
+    if type(st) == "number" then
+      return function(b, i, h) return span, offset(idx(b, i, h, 0)), st end, get, dt
+    end
+    return function(b, i, h)
+      local t = {}
+      for e = 0, d - 1 do t[e] = get(idx(b, i, h, e)) end
+      return t, 0, 1
+    end, get, dt
+  end
+  local qrow, _, qdt = reader(Q, "Q", qi)
+  local krow = reader(K, "K", ki)
+  local vrow = reader(V, "V", ki)
+  local o = values(O, "O")
+  local lse = LSE ~= nil and values(LSE, "LSE") or nil
+  local scale = opts.scale or 1 / math.sqrt(d)
+  local left, right = -1, -1
+  if opts.window ~= nil then
+    if not is_table(opts.window) or #opts.window ~= 2 then
+      err.raise("cute.testing.check_attention: window must be {left, right}")
+    end
+    left, right = opts.window[1], opts.window[2]
+  end
+  if opts.causal then right = 0 end
+  local dname = qdt and qdt.name
+  local rtol = opts.rtol or (dname == "f16" and 2 ^ -9 or dname == "bf16" and 2 ^ -7 or 1e-6)
+  local atol = opts.atol or 2 ^ -12
+  local lse_tol = opts.lse_tol or 1e-3
+  local what = opts.what or "O"
   -- the rows: (b, i, h) with i a row of sequence b (its global row for varlen)
   local rows = {}
   for b = 0, nb - 1 do
@@ -454,7 +471,7 @@ function M.check_attention(Q, K, V, O, LSE, opts)
   local total = #rows
   local count = opts.samples and math.min(math.floor(opts.samples), total) or total
   local max_rel, masked = 0, 0
-  local s, p = {}, {}
+  local s, p, qv, refs, mags = {}, {}, {}, {}, {}
   for t = 0, count - 1 do
     local row = rows[(count == total and t or (t * 7919) % total) + 1]
     local b, i, h, q0, q1, k0, k1 = row[1], row[2], row[3], row[4], row[5], row[6], row[7]
@@ -464,9 +481,12 @@ function M.check_attention(Q, K, V, O, LSE, opts)
     if left >= 0 then lo = math.max(lo, ii + sk - sq - left) end
     if right >= 0 then hi = math.min(hi, ii + sk - sq + right) end
     local mx = -math.huge
+    local qa, qb, qst = qrow(b, i, h)
+    for e = 0, d - 1 do qv[e] = qa[qb + e * qst] end
     for j = lo, hi do
       local acc = 0
-      for e = 0, d - 1 do acc = acc + q(qi(b, i, h, e)) * k(ki(b, k0 + j, hk, e)) end
+      local ka, kb, kst = krow(b, k0 + j, hk)
+      for e = 0, d - 1 do acc = acc + qv[e] * ka[kb + e * kst] end
       s[j] = acc * scale
       if s[j] > mx then mx = s[j] end
     end
@@ -490,13 +510,18 @@ function M.check_attention(Q, K, V, O, LSE, opts)
         p[j] = math.exp(s[j] - mx)
         sum = sum + p[j]
       end
-      for e = 0, d - 1 do
-        local ref, mag = 0, 0
-        for j = lo, hi do
-          local x = p[j] * v(ki(b, k0 + j, hk, e))
-          ref, mag = ref + x, mag + math.abs(x)
+      -- (each column's sum over the keys in key order, the keys' V rows read once)
+      for e = 0, d - 1 do refs[e], mags[e] = 0, 0 end
+      for j = lo, hi do
+        local va, vb, vst = vrow(b, k0 + j, hk)
+        local pj = p[j]
+        for e = 0, d - 1 do
+          local x = pj * va[vb + e * vst]
+          refs[e], mags[e] = refs[e] + x, mags[e] + math.abs(x)
         end
-        ref, mag = ref / sum, mag / sum
+      end
+      for e = 0, d - 1 do
+        local ref, mag = refs[e] / sum, mags[e] / sum
         local got = o(qi(b, i, h, e))
         local lim = rtol * (mag + math.abs(ref)) + atol
         local diff = math.abs(got - ref)
