@@ -8,18 +8,25 @@
 -- LPT_AB=1: the same rounds, causal only, between the persistent grid's
 -- longest-first order over every (batch, head) pair (config.lpt_group past
 -- their count) and its default groups (attention_sm90.lpt_group).
+-- AB="bn=128,stages=3": the same rounds between the plan's default and the
+-- default with those config fields, S 512 to 16384 (AB_CAUSAL=0 or 1: one mask).
 local cute = require "cute"
 local a90 = require "cute.lib.attention_sm90"
 
 local what = arg[1] or "all"
 -- ATTN_CFG="bn=128,stages=2,pingpong=0": the tile configuration
-local config = {}
-for k, v in (os.getenv("ATTN_CFG") or ""):gmatch("([%w_]+)=(%w+)") do
-  config[k] = tonumber(v)
-  if k == "pingpong" then config[k] = v == "1" end
+local function parse_config(text)
+  local c = {}
+  for k, v in text:gmatch("([%w_]+)=(%w+)") do
+    c[k] = tonumber(v)
+    if k == "pingpong" or k == "persistent" then c[k] = v == "1" end
+  end
+  return c
 end
+local config = parse_config(os.getenv("ATTN_CFG") or "")
 local PERSISTENT = os.getenv("PERSISTENT") == "1"
 local LPT_AB = os.getenv("LPT_AB") == "1"
+local AB = os.getenv("AB")
 -- config with fields of extra added
 local function with(extra)
   local c = {}
@@ -161,18 +168,26 @@ end
 
 -- PERSISTENT=1: the default grid and the persistent one on the same problem, in
 -- alternating rounds (each settles 100 ms untimed first); the median of the rounds
-if (PERSISTENT or LPT_AB) and (what == "time" or what == "all") then
+if (PERSISTENT or LPT_AB or AB) and (what == "time" or what == "all") then
   local ds = { 64, 128 }
   if os.getenv("ATTN_D") then ds = { tonumber(os.getenv("ATTN_D")) } end
   local cfgs = { config, with { persistent = true } }
   local names = { "default", "persistent" }
+  local masks, lengths = { false, true }, { 512, 1024, 2048, 8192 }
   if LPT_AB then
     cfgs = { with { persistent = true, lpt_group = 2 ^ 30 }, with { persistent = true } }
     names = { "one order", "grouped" }
+    masks = { true }
+  elseif AB then
+    cfgs = { config, with(parse_config(AB)) }
+    names = { "default", AB }
+    if not os.getenv("ATTN_D") then ds = { 64, 128, 256 } end
+    lengths = { 512, 2048, 8192, 16384 }
+    if os.getenv("AB_CAUSAL") then masks = { os.getenv("AB_CAUSAL") == "1" } end
   end
   for _, d in ipairs(ds) do
-    for _, causal in ipairs(LPT_AB and { true } or { false, true }) do
-      for _, s in ipairs { 512, 1024, 2048, 8192 } do
+    for _, causal in ipairs(masks) do
+      for _, s in ipairs(lengths) do
         local hq = d == 64 and 32 or 16
         local b = math.max(1, math.floor(16384 / s))
         local c = { b = b, hq = hq, hkv = hq, sq = s, sk = s, d = d, causal = causal }
@@ -195,9 +210,9 @@ if (PERSISTENT or LPT_AB) and (what == "time" or what == "all") then
           table.sort(v.ms)
           tf[i] = flops / (v.ms[math.ceil(#v.ms / 2)] * 1e-3) / 1e12
         end
-        print(string.format("persistent d=%d causal=%s b=%d h=%d s=%d: %s %.1f, %s %.1f TFLOP/s (%.3fx; %d CTAs; %s)",
-          d, tostring(causal), b, hq, s, names[1], tf[1], names[2], tf[2], tf[2] / tf[1], vs[2].p.grid[1],
-          vs[2].p.why:match("persistent.*") or ""))
+        print(string.format("%s d=%d causal=%s b=%d h=%d s=%d: %s %.1f, %s %.1f TFLOP/s (%.3fx; %d CTAs; %s)",
+          AB and "ab" or "persistent", d, tostring(causal), b, hq, s, names[1], tf[1], names[2], tf[2], tf[2] / tf[1],
+          vs[2].p.grid[1], vs[2].p.why:match("sm_90a: (.*)") or ""))
         for _, x in pairs(t) do if type(x) == "table" and x.free then x:free() end end
       end
     end
