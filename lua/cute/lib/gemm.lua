@@ -656,11 +656,11 @@ function M.plan(A, B, C, opts)
   end
   if opts.bias ~= nil or opts.activation ~= nil or opts.epilogue ~= nil or opts.bias_mode ~= nil then
     err.raise("cute.gemm: fused epilogues (opts.bias, activation, epilogue) run in the Hopper kernel only, and this "
-      .. "problem runs %s", why)
+      .. "problem does not run it: %s", why)
   end
   if opts.config ~= nil and opts.config.cluster ~= nil then
     err.raise("cute.gemm: opts.config.cluster is the Hopper kernel's (with opts.kernel = \"sm90\"), and this problem "
-      .. "runs %s", why)
+      .. "does not run it: %s", why)
   end
   local base = M.pick(m, n, k, dt)
   local cfg = {}

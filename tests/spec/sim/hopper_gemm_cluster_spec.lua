@@ -177,6 +177,8 @@ describe("cute.lib.gemm_sm90's cluster scheduler and option (CPU)", function()
     -- opts.config without opts.kernel = "sm90" is the mma.sync kernel's, which has no clusters
     local ok, msg = pcall(G.plan, A, B, nil, { arch = "sm_90a", config = { cluster = { 2, 1 } } })
     assert.is_false(ok)
-    assert.matches("opts.config.cluster is the Hopper kernel's %(with opts.kernel = \"sm90\"%)", msg)
+    assert.matches("opts.config.cluster is the Hopper kernel's %(with opts.kernel = \"sm90\"%), and this problem does "
+      .. "not run it: opts.config configures the mma.sync kernel %(with opts.kernel = \"sm90\" it configures "
+      .. "gemm_sm90%)", msg)
   end)
 end)
