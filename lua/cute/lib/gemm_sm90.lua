@@ -109,10 +109,11 @@ end
 -- cooperative 128-row tiles would leave their last row of tiles at most half
 -- full (129-192 rows: three 64-row tiles against two of 128) or where the
 -- ping-pong tiles are no more than the cooperative ones; otherwise the rule
--- below. Measured on the H200 (2026-11-29, the same probe, twice on different
--- days): 192x8192x8192 0.86x cuBLAS against 0.77x, 160x8192x8192 0.61 against
--- 0.57, 256x4096x14336 0.99 against 0.88 (128 tiles each); 256x8192x8192 keeps
--- its 128 cooperative tiles (0.84x; 256 ping-pong tiles 0.78x).
+-- below. Measured on the H200 (the same probe, on 2026-11-28 and twice on
+-- 2026-11-29): 192x8192x8192 0.83-0.86x cuBLAS against 0.77-0.82x,
+-- 256x4096x14336 0.95-1.05 against 0.88 (128 tiles each), 160x8192x8192
+-- 0.55-0.61 against 0.57 (within the spread); 256x8192x8192 keeps its 128
+-- cooperative tiles (0.84-0.85x; 256 ping-pong tiles 0.78-0.79x).
 function M.pick_config(m, n, k, l, name, sms)
   local _, _ = k, name -- (not used yet: a k-tile is 128 bytes of K whatever the dtype)
   sms = sms or sm_count()
