@@ -8,7 +8,8 @@
 --   cutelua bench/ncu_target.lua cluster 2x1 [MxNxK]   gemm_sm90 in clusters of 2 (default 1000x1500x520)
 --   cutelua bench/ncu_target.lua attn persistent       the Hopper attention forward, causal GQA (d 128, 2x700x8/2
 --                                                      heads), its persistent grid on 7 CTAs or the default grid
---   cutelua bench/ncu_target.lua attn short [causal]   the attention suite's b32 h16 s512 d128 row (its default plan)
+--   cutelua bench/ncu_target.lua attn short [causal] [D]   the attention suite's b32 h16 s512 row, head dim D
+--                                                      (128; 64: h32), its default plan
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -16,13 +17,20 @@ local what, arg2, size = arg[1], arg[2], arg[3]
 if what == "attn" then
   local A = require "cute.lib.attention"
   local short = arg2 == "short"
-  local b, s, hq, hkv = 2, 700, 8, 2
-  if short then b, s, hq, hkv = 32, 512, 16, 16 end
-  local Q = cute.tensor(cute.bf16, { b, s, hq, 128 }, "row"):uniform(-1, 1, 1)
-  local K = cute.tensor(cute.bf16, { b, s, hkv, 128 }, "row"):uniform(-1, 1, 2)
-  local V = cute.tensor(cute.bf16, { b, s, hkv, 128 }, "row"):uniform(-1, 1, 3)
-  local O = cute.tensor(cute.bf16, { b, s, hq, 128 }, "row")
-  local opts = { causal = not short or size == "causal",
+  local b, s, hq, hkv, d = 2, 700, 8, 2, 128
+  local causal = not short
+  if short then
+    local rest = { size, arg[4] } -- ([causal] [D])
+    if rest[1] == "causal" then causal = true; table.remove(rest, 1) end
+    d = tonumber(rest[1] or 128)
+    assert(d == 64 or d == 128 or d == 256, "attn short: the head dim is 64, 128 or 256")
+    b, s, hq, hkv = 32, 512, d == 64 and 32 or 16, d == 64 and 32 or 16
+  end
+  local Q = cute.tensor(cute.bf16, { b, s, hq, d }, "row"):uniform(-1, 1, 1)
+  local K = cute.tensor(cute.bf16, { b, s, hkv, d }, "row"):uniform(-1, 1, 2)
+  local V = cute.tensor(cute.bf16, { b, s, hkv, d }, "row"):uniform(-1, 1, 3)
+  local O = cute.tensor(cute.bf16, { b, s, hq, d }, "row")
+  local opts = { causal = causal,
     config = arg2 == "persistent" and { persistent = true, max_ctas = 7 } or nil }
   print(A.plan(Q, K, V, O, opts).why)
   O:fill(0 / 0)
