@@ -156,9 +156,10 @@ local function build(cfg, trace_key)
   -- cfg.persistent: a CTA an SM walking work tiles (cfg.lpt: longest first, for
   -- causal masks), its pipelines' phases and the ping-pong turns carried on from
   -- tile to tile (M.plan, docs/attention.md "A persistent grid")
-  local PERSIST, LPT = cfg.persistent, cfg.lpt
+  local PERSIST, LPT, O_VEC = cfg.persistent, cfg.lpt, cfg.o_vec
   local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
     cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
+    .. (O_VEC and "_ovec" or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
@@ -315,6 +316,40 @@ local function build(cfg, trace_key)
       local mx = { cute.var(cute.f32, -math.huge), cute.var(cute.f32, -math.huge) }
       local sum = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
       local row_of = { tScS[0][1], tScS[2][1] } -- the two rows in the tile
+      -- cfg.o_vec: O's full tiles leave in 16-byte stores. A thread holds, of
+      -- each 8-column chunk of its two rows, one 4-byte pair (the quad's four
+      -- lanes the chunk); four chunks at a time, the quad transposes its 4 x 4
+      -- pairs by two exchanges (lanes 1 apart, then 2), after which lane q holds
+      -- chunk 4g + q whole: each row's 64 bytes in whole 32-byte sectors
+      -- (2026-11-29, H200 ncu: O's 4-byte stores wrote 7.6 sectors a request, half
+      -- of each).
+      local function store_o_vec(out, gO)
+        local q = ct % 4
+        local odd, high = (q % 2) == 1, (q / 2) % 2 == 1
+        local function pair(i) -- (values i, i + 1 of out as one u32)
+          local lo = out[i]:bitcast(cute.u16):to(cute.u32)
+          return out[i + 1]:bitcast(cute.u16):to(cute.u32):shl(16):bor(lo)
+        end
+        for r = 0, 1 do
+          local row = row_of[r + 1]
+          for g = 0, D / 32 - 1 do
+            local x = {}
+            for j = 0, 3 do x[j] = pair(4 * (4 * g + j) + 2 * r) end
+            for _, j in ipairs { 0, 2 } do -- lanes 1 apart: the 2 x 2 blocks
+              local recv = cute.shuffle_xor(cute.where(odd, x[j], x[j + 1]), 1)
+              x[j], x[j + 1] = cute.where(odd, recv, x[j]), cute.where(odd, x[j + 1], recv)
+            end
+            for _, j in ipairs { 0, 1 } do -- lanes 2 apart: the blocks
+              local recv = cute.shuffle_xor(cute.where(high, x[j], x[j + 2]), 2)
+              x[j], x[j + 2] = cute.where(high, recv, x[j]), cute.where(high, x[j + 2], recv)
+            end
+            local frag = cute.make_fragment(4, cute.u32)
+            for j = 0, 3 do frag[j] = x[j] end
+            local col = 8 * (4 * g + q)
+            cute.copy(frag, cute.make_tensor(gO:ptr_at({ row, col }):cast(nil, cute.u32), cute.make_layout(4)))
+          end
+        end
+      end
       -- ping-pong (cfg.pingpong): the two warpgroups take turns to issue their
       -- wgmma (named barriers 1 and 2, one a warpgroup), so that one's softmax
       -- runs while the other's products use the tensor cores. Both take the same
@@ -477,7 +512,9 @@ local function build(cfg, trace_key)
         local tOgO = thrO:partition_C(gO)
         local out = cute.make_fragment_like(accO, dt)
         for i = 0, no - 1 do out[i] = (accO[i] * inv[math.floor(i / 2) % 2 + 1]):to(dt) end
-        if q0 + BM <= Sq.value then
+        if O_VEC and q0 + BM <= Sq.value then
+          store_o_vec(out, gO)
+        elseif q0 + BM <= Sq.value then
           cute.copy(out, tOgO)
         else
           for i = 0, no - 1 do
@@ -510,6 +547,7 @@ function M.kernel(cfg)
   local key = table.concat({ cfg.dtype, cfg.d, cfg.bm, cfg.bn, cfg.stages, tostring(cfg.varlen),
     tostring(cfg.pingpong) }, ",")
   if cfg.persistent then key = key .. ",persistent" .. (cfg.lpt and ",lpt" or "") end
+  if cfg.o_vec then key = key .. ",o_vec" end
   local k = kernels[key]
   if not k then
     k = build(cfg, "cute.lib.attention_sm90:" .. key)
@@ -598,7 +636,7 @@ end
 M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
-M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas" }
+M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -675,6 +713,9 @@ function M.plan(pr, opts)
   -- not fit next to O's 128 registers and S's 40 a thread)
   if given.persistent and pr.d == 256 then cfg.bn = 64 end
   for k, v in pairs(given) do cfg[k] = v end
+  if cfg.o_vec ~= nil and type(cfg.o_vec) ~= "boolean" then
+    err.raise("attention_sm90: config.o_vec is %s, expected a boolean", tostring(cfg.o_vec))
+  end
   local auto_persistent = false
   if given.persistent == nil and M.persistent_by_default(pr, cfg.bm) then
     cfg.persistent, auto_persistent = true, true

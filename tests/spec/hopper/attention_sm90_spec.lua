@@ -193,6 +193,22 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
+  it("stores O's full tiles in 16-byte stores with config.o_vec (two rows x D / 32 a thread), without spills",
+    function()
+      for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
+        local p = assert(a90.plan(problem(o), { config = { o_vec = true, persistent = o.persistent } }))
+        assert.matches("_ovec$", p.kernel.name)
+        local ptx = compiled(p, o.d)
+        local _, v4 = ptx:gsub("st%.global%.v4%.[bu]32", "")
+        assert.equal(2 * o.d / 32, v4, p.kernel.name)
+      end
+      local _, v4 = compiled(assert(a90.plan(problem { d = 128 }, {})), 128):gsub("st%.global%.v4", "")
+      assert.equal(0, v4) -- (the default: the accumulator's 4-byte pairs)
+      assert.matches("config.o_vec is 1, expected a boolean", H.error_of(function()
+        return a90.plan(problem(), { config = { o_vec = 1 } })
+      end))
+    end)
+
   it("SASS: HGMMA for both products, UTMALDG.4D, setmaxnreg (when a disassembler is present)", function()
     local p = assert(a90.plan(problem { d = 128 }, {}))
     local h = p.kernel:compile(unpack(p.args))
