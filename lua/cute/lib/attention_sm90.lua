@@ -647,13 +647,14 @@ M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_gr
 -- memory (at b32 h16 s512 d128 causal on the H200, 2026-11-29, ncu: 457 MB
 -- moved where Q, K, V and O are 268 MB; L2 hit rate 25%).
 -- @param pr the problem (M.plan's)
--- @param l2_bytes the L2's size in bytes (default: the device's, else 50 MiB)
+-- @param l2_bytes the L2's size in bytes (default: the device's; 50 MiB, an H100's or
+-- H200's, without one or on the simulator, which has none)
 -- @return the pairs a group
 -- @usage M.lpt_group(problem) -- 100 at b32 h16 s512 d128 bf16 with a 50 MiB L2
 function M.lpt_group(pr, l2_bytes)
   if not l2_bytes then
     local ok, info = pcall(cute.device_info)
-    l2_bytes = ok and type(info) == "table" and info.l2_bytes or 50 * 2 ^ 20
+    l2_bytes = ok and type(info) == "table" and (info.l2_bytes or 0) > 0 and info.l2_bytes or 50 * 2 ^ 20
   end
   local ratio = pr.hq / pr.hkv
   local kv = 2 * pr.sk * pr.d * cute.dtype.get(pr.dtype).bytes -- (K and V of a KV head of a batch)
