@@ -80,6 +80,8 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     run { b = 2, sq = 150, sk = 150, hq = 1, hkv = 1, d = 128, causal = true, o_vec = true, what = "o_vec d128" }
     run { b = 1, sq = 128, sk = 100, hq = 1, hkv = 1, d = 256, o_vec = true, what = "o_vec d256" }
     run { b = 1, sq = 260, sk = 200, hq = 2, hkv = 2, d = 128, ctas = 2, o_vec = true, what = "o_vec persistent" }
+    run { varlen = true, cu_q = { 0, 130, 300 }, cu_k = { 0, 150, 410 }, hq = 2, hkv = 1, d = 128, dtype = cute.f16,
+      causal = true, o_vec = true, what = "o_vec varlen f16" }
   end)
 
   it("variable-length batches (packed sequences)", function()
