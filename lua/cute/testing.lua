@@ -180,8 +180,12 @@ function M.check_gemm(A, B, C, opts)
       .. "K x N, M x N, each x L)", m, k, l, k2, n, l2, m3, n3, l3)
   end
   local alpha, beta = opts.alpha or 1, opts.beta or 0
-  local a, _, _, adt = values(A, "A")
-  local b = values(B, "B")
+  -- A's row i and B's column j of batch bb read along K from the converted spans:
+  -- element kk at arr[base + kk * step] (step: the K mode's stride)
+  local _, _, _, adt, aspan, aoff = values(A, "A")
+  local _, _, _, _, bspan, boff = values(B, "B")
+  if not (aspan and bspan) then err.raise("cute.testing.check_gemm: A and B must be device or host tensors") end
+  local astep, bstep = A.layout.stride[2], B.layout.stride[1]
   local c = values(C, "C")
   local c0
   if beta ~= 0 then
@@ -201,8 +205,9 @@ function M.check_gemm(A, B, C, opts)
     local idx = count == total and t or (t * 7919) % total
     local i, j, bb = idx % m, math.floor(idx / m) % n, math.floor(idx / (m * n))
     local ref, mag = 0, 0
+    local ab, bb0 = aoff(i + m * k * bb), boff(k * j + k * n * bb)
     for kk = 0, k - 1 do
-      local p = a(i + m * kk + m * k * bb) * b(kk + k * j + k * n * bb)
+      local p = aspan[ab + kk * astep] * bspan[bb0 + kk * bstep]
       ref, mag = ref + p, mag + math.abs(p)
     end
     ref, mag = alpha * ref, math.abs(alpha) * mag
