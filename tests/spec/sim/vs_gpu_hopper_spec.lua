@@ -13,9 +13,11 @@ local cute = require "cute"
 local W = require "tests.spec.hopper.wgmma_kernels"
 
 local function on(device, fn)
-  local old = cute.current_device()
+  local S = require "cute.sim.memory"
+  local old, old_arch = cute.current_device(), S.arch()
   if device == "sim" then cute.set_device("sim", { arch = "sm_90a" }) else cute.set_device(device) end
   local ok, r = pcall(fn)
+  S.set_arch(old_arch) -- (the simulator's architecture outlives set_device)
   cute.set_device(old)
   if not ok then error(r, 0) end
   return r

@@ -18,17 +18,29 @@ function H.ptx(fn, args, opts) return (H.compile(fn, args, opts)):ptx() end
 
 function H.f32(n, spec) return cute.fake_tensor(cute.f32, n or 1024, spec) end
 
+-- the simulated architecture the process started with (CUTELUA_SIM_ARCH or sm_80)
+local SIM_ARCH = require("cute.sim.memory").arch()
+
 --- The CPU simulator as the device of a describe block's tests (set_device's
--- options: {arch = "sm_90a"} for a Hopper device), the previous device put
--- back after them: `local sim = H.simulator(); setup(sim.enter); teardown(sim.leave)`.
+-- options: {arch = "sm_90a"} for a Hopper device; without, the architecture the
+-- process started with), the previous device and architecture put back after
+-- them: `local sim = H.simulator(); setup(sim.enter); teardown(sim.leave)`. (The
+-- simulator's architecture outlives set_device: one spec file's sm_90a would
+-- otherwise reach the next file's tests when busted runs several in one process.)
 function H.simulator(opts)
-  local old
+  local old, old_arch
   return {
     enter = function()
-      old = cute.current_device()
-      cute.set_device("sim", opts)
+      old, old_arch = cute.current_device(), require("cute.sim.memory").arch()
+      local o = {}
+      for k, v in pairs(opts or {}) do o[k] = v end
+      o.arch = o.arch or SIM_ARCH
+      cute.set_device("sim", o)
     end,
-    leave = function() cute.set_device(old) end,
+    leave = function()
+      require("cute.sim.memory").set_arch(old_arch)
+      cute.set_device(old)
+    end,
   }
 end
 
