@@ -149,12 +149,16 @@ function M.smem_base() return SBASE end
 -- ---------------------------------------------------------------------------
 -- Checks
 
+-- The tensor argument nearest to address a (the fewest bytes from its range):
+-- the one an out-of-bounds access most likely meant, whatever the order of the
+-- arguments in memory
 local function region_near(a)
-  local best
+  local best, best_d
   for _, r in ipairs(S.regions) do
-    if a >= r.lo and (not best or r.lo > best.lo) then best = r end
+    local d = a < r.lo and r.lo - a or (a >= r.hi and a - r.hi + 1 or 0)
+    if not best_d or d < best_d then best, best_d = r, d end
   end
-  return best or S.regions[1]
+  return best
 end
 
 local function oob(a, n, site)
