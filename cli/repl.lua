@@ -111,10 +111,18 @@ local function pretty_table(t, opts, depth, seen, indent)
   return "{\n" .. indent .. "  " .. table.concat(items, ",\n" .. indent .. "  ") .. "\n" .. indent .. "}"
 end
 
--- The name under which a loaded module is in package.loaded (nil if none).
+-- The name under which a loaded module is in package.loaded, or a table field
+-- of `cute` (its submodules, which a test runner's insulation may have dropped
+-- from package.loaded while `cute` keeps them); nil if neither.
 local function module_name(v)
   for name, m in pairs(package.loaded) do
     if rawequal(m, v) and type(name) == "string" and (name == "cute" or name:sub(1, 5) == "cute.") then return name end
+  end
+  local cute = package.loaded.cute
+  if type(cute) == "table" then
+    for k, m in pairs(cute) do
+      if rawequal(m, v) and type(k) == "string" and k:sub(1, 1) ~= "_" then return "cute." .. k end
+    end
   end
 end
 
