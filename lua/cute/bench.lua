@@ -165,11 +165,10 @@ function M.bench(fn, opts)
   local min_reps = opts.min_reps or 10
   local max_reps = opts.max_reps or 100000
 
-  -- warm-up: one call, then until warmup_ms of GPU time, in batches of
-  -- about a tenth of it (at least 2 ms), so that the GPU stays busy: a long
-  -- warm-up lets the board's clock settle where this work puts it
-  -- a warm-up whose first call (which may compile or plan: host time the
-  -- events would span) is left out of the estimate of a call's time
+  -- warm-up: one call untimed (it may compile or plan: host time the events
+  -- would span), then until warmup_ms of GPU time, in batches of about a
+  -- tenth of it (at least 2 ms), so that the GPU stays busy: a long warm-up
+  -- lets the board's clock settle where this work puts it
   local start, stop = runtime.event(), runtime.event()
   fn(1)
   stop:record(stream)

@@ -56,6 +56,15 @@ local function values(x, what, n)
   err.raise("cute.testing: %s is %s: expected a tensor, a host tensor or a list of numbers", what, tostring(x))
 end
 
+-- For reading tensor x along its mode `mode` (fn: the check, for messages):
+-- its values converted once (span), offset(i) (flat index -> span index), the
+-- mode's stride and x's dtype.
+local function strided(x, what, mode, fn)
+  local _, _, _, dt, span, offset = values(x, what)
+  if not span then err.raise("cute.testing.%s: %s must be a device or host tensor", fn, what) end
+  return span, offset, x.layout.stride[mode], dt
+end
+
 -- The coordinate of flat index i in shape (or "[i]" without one).
 local function coord(i, shape)
   if shape == nil then return string.format("[%d]", i) end
@@ -181,11 +190,9 @@ function M.check_gemm(A, B, C, opts)
   end
   local alpha, beta = opts.alpha or 1, opts.beta or 0
   -- A's row i and B's column j of batch bb read along K from the converted spans:
-  -- element kk at arr[base + kk * step] (step: the K mode's stride)
-  local _, _, _, adt, aspan, aoff = values(A, "A")
-  local _, _, _, _, bspan, boff = values(B, "B")
-  if not (aspan and bspan) then err.raise("cute.testing.check_gemm: A and B must be device or host tensors") end
-  local astep, bstep = A.layout.stride[2], B.layout.stride[1]
+  -- element kk at span[base + kk * step] (step: the K mode's stride)
+  local aspan, aoff, astep, adt = strided(A, "A", 2, "check_gemm")
+  local bspan, boff, bstep = strided(B, "B", 1, "check_gemm")
   local c = values(C, "C")
   local c0
   if beta ~= 0 then
@@ -431,21 +438,13 @@ function M.check_attention(Q, K, V, O, LSE, opts)
     li = function(b, row, h) return b + nb * (h + hq * row) end
   end
   -- Q, K, V read a row (the D values of a (batch, row, head)) at a time:
-  -- xrow(b, i, h) -> arr, base, step, element e at arr[base + e * step] (the
-  -- converted span and the D mode's stride; a gathered copy for a list)
+  -- xrow(b, i, h) -> span, base, step, element e at span[base + e * step] (the
+  -- converted span and the D mode's stride)
   local function reader(x, what, idx)
-    local get, _, _, dt, span, offset = values(x, what)
-    local st = span and type(x.layout.stride) == "table" and x.layout.stride[r]
-    if type(st) == "number" then
-      return function(b, i, h) return span, offset(idx(b, i, h, 0)), st end, get, dt
-    end
-    return function(b, i, h)
-      local t = {}
-      for e = 0, d - 1 do t[e] = get(idx(b, i, h, e)) end
-      return t, 0, 1
-    end, get, dt
+    local span, offset, st, dt = strided(x, what, r, "check_attention")
+    return function(b, i, h) return span, offset(idx(b, i, h, 0)), st end, dt
   end
-  local qrow, _, qdt = reader(Q, "Q", qi)
+  local qrow, qdt = reader(Q, "Q", qi)
   local krow = reader(K, "K", ki)
   local vrow = reader(V, "V", ki)
   local o = values(O, "O")

@@ -216,22 +216,22 @@ local function build(cfg, trace_key)
 
     -- the persistent grid's work tiles: t = blockIdx.x, + gridDim.x, ... of
     -- mblocks x heads x batches; lpt: the (batch, head) pairs in groups of
-    -- `pairs` (whose K and V fit in the L2 together, M.lpt_group), and in a group
+    -- `npairs` (whose K and V fit in the L2 together, M.lpt_group), and in a group
     -- the last query blocks (the most keys under a causal mask) first, the
     -- group's pairs of one query block side by side; otherwise a (batch, head)'s
     -- query blocks one after another (its K and V stay in L2 while its tiles run)
-    local mblocks, heads, batches, pairs, first, step, total
+    local mblocks, heads, batches, npairs, first, step, total
     if PERSIST then
       local nx = cfg.varlen and 3 or 1
-      mblocks, heads, batches, pairs = extra[nx], extra[nx + 1], extra[nx + 2], extra[nx + 3]
+      mblocks, heads, batches, npairs = extra[nx], extra[nx + 1], extra[nx + 2], extra[nx + 3]
       first, step, total = cute.block_idx().x, cute.grid_dim().x, mblocks * heads * batches
     end
     local function tile_of(t)
       if LPT then
-        local g = t / (pairs * mblocks) -- the group
-        local within = t - g * (pairs * mblocks)
-        local n = cute.min(pairs, heads * batches - g * pairs) -- (its pairs: the last group may have fewer)
-        local r = g * pairs + within % n
+        local g = t / (npairs * mblocks) -- the group
+        local within = t - g * (npairs * mblocks)
+        local n = cute.min(npairs, heads * batches - g * npairs) -- (its pairs: the last group may have fewer)
+        local r = g * npairs + within % n
         return tile_info(mblocks - 1 - within / n, r % heads, r / heads)
       end
       local r = t / mblocks
@@ -326,6 +326,12 @@ local function build(cfg, trace_key)
       local function store_o_vec(out, gO)
         local q = ct % 4
         local odd, high = (q % 2) == 1, (q / 2) % 2 == 1
+        -- x[j] and x[k] between lanes `mask` apart: the upper lane of the two gives
+        -- its x[j] for the lower one's x[k]
+        local function exchange(x, j, k, upper, mask)
+          local recv = cute.shuffle_xor(cute.where(upper, x[j], x[k]), mask)
+          x[j], x[k] = cute.where(upper, recv, x[j]), cute.where(upper, x[k], recv)
+        end
         local function pair(i) -- (values i, i + 1 of out as one u32)
           local lo = out[i]:bitcast(cute.u16):to(cute.u32)
           return out[i + 1]:bitcast(cute.u16):to(cute.u32):shl(16):bor(lo)
@@ -335,14 +341,10 @@ local function build(cfg, trace_key)
           for g = 0, D / 32 - 1 do
             local x = {}
             for j = 0, 3 do x[j] = pair(4 * (4 * g + j) + 2 * r) end
-            for _, j in ipairs { 0, 2 } do -- lanes 1 apart: the 2 x 2 blocks
-              local recv = cute.shuffle_xor(cute.where(odd, x[j], x[j + 1]), 1)
-              x[j], x[j + 1] = cute.where(odd, recv, x[j]), cute.where(odd, x[j + 1], recv)
-            end
-            for _, j in ipairs { 0, 1 } do -- lanes 2 apart: the blocks
-              local recv = cute.shuffle_xor(cute.where(high, x[j], x[j + 2]), 2)
-              x[j], x[j + 2] = cute.where(high, recv, x[j]), cute.where(high, x[j + 2], recv)
-            end
+            exchange(x, 0, 1, odd, 1) -- lanes 1 apart: the 2 x 2 blocks
+            exchange(x, 2, 3, odd, 1)
+            exchange(x, 0, 2, high, 2) -- lanes 2 apart: the blocks
+            exchange(x, 1, 3, high, 2)
             local frag = cute.make_fragment(4, cute.u32)
             for j = 0, 3 do frag[j] = x[j] end
             local col = 8 * (4 * g + q)
@@ -745,18 +747,18 @@ function M.plan(pr, opts)
     local ctas = math.max(1, math.min(tiles, sms, mc or math.huge))
     grid = { ctas, 1, 1 }
     local all = pr.hq * pr.batch
-    local pairs = cfg.lpt_group
-    if pairs ~= nil and (type(pairs) ~= "number" or pairs < 1 or pairs % 1 ~= 0 or not cfg.lpt) then
+    local npairs = cfg.lpt_group
+    if npairs ~= nil and (type(npairs) ~= "number" or npairs < 1 or npairs % 1 ~= 0 or not cfg.lpt) then
       err.raise("attention_sm90: config.lpt_group is %s, expected a whole number from 1 with config.lpt",
-        tostring(pairs))
+        tostring(npairs))
     end
-    pairs = math.min(all, pairs or (cfg.lpt and M.lpt_group(pr) or all))
-    for _, x in ipairs { mblocks, pr.hq, pr.batch, pairs } do args[#args + 1] = cute.i32(x) end
+    npairs = math.min(all, npairs or (cfg.lpt and M.lpt_group(pr) or all))
+    for _, x in ipairs { mblocks, pr.hq, pr.batch, npairs } do args[#args + 1] = cute.i32(x) end
     why = string.format("%s; persistent%s: %d CTAs (one an SM of %d) walk %d work tiles, %s", why,
       auto_persistent and " (the default for this length: config.persistent = false turns it off)" or "", ctas, sms,
       tiles,
-      cfg.lpt and ("the last query blocks first (causal: the longest tiles)" .. (pairs < all
-        and string.format(" in groups of %d (batch, head) pairs whose K and V fit in the L2", pairs) or ""))
+      cfg.lpt and ("the last query blocks first (causal: the longest tiles)" .. (npairs < all
+        and string.format(" in groups of %d (batch, head) pairs whose K and V fit in the L2", npairs) or ""))
         or "a (batch, head)'s query blocks together (its K and V stay in L2)")
   elseif cfg.max_ctas ~= nil or cfg.lpt_group ~= nil then
     err.raise("attention_sm90: config.%s applies to a persistent grid; set config.persistent = true with it",
