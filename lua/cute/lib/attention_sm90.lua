@@ -664,6 +664,23 @@ function M.lpt_group(pr, l2_bytes)
   return math.min(all, math.max(1, math.floor(l2_bytes / 2 / kv)) * ratio)
 end
 
+--- Why O's full tiles cannot leave in 16-byte stores (config.o_vec, the
+-- default where they can), or nil: each row of O must start on 16 bytes.
+-- Measured on the H200 (2026-11-29, bench/attention_sm90_probe.lua with
+-- AB=o_vec=1, the two alternating in one run): 1.06-1.14x at S 512 (d 128, 256),
+-- 1.02-1.07x at 2048, within the spread (0.99-1.02x) from 8192 up.
+-- @param o4 O's (B, S, H, D) view
+-- @return a sentence, or nil
+-- @usage local why = M.o_vec_unsupported(problem.o4)
+function M.o_vec_unsupported(o4)
+  local st, bytes = o4.layout.stride, o4.dtype.bytes
+  for i = 1, 3 do
+    if (st[i] * bytes) % 16 ~= 0 then return "O's strides are not multiples of 16 bytes" end
+  end
+  if not o4.fake and o4:alignment() < 16 then return "O is not 16-byte aligned" end
+  return nil
+end
+
 --- Whether a problem gets the persistent grid when opts.config does not say:
 -- measured on the H200 (2026-11-28, bench/attention_sm90_probe.lua time, the
 -- two grids alternating in one run) it gains at short sequences, where a
@@ -719,6 +736,11 @@ function M.plan(pr, opts)
   if cfg.o_vec ~= nil and type(cfg.o_vec) ~= "boolean" then
     err.raise("attention_sm90: config.o_vec is %s, expected a boolean", tostring(cfg.o_vec))
   end
+  local o_misaligned = M.o_vec_unsupported(pr.o4)
+  if given.o_vec and o_misaligned then
+    err.raise("attention_sm90: config.o_vec needs O's rows on 16 bytes, and %s", o_misaligned)
+  end
+  if given.o_vec == nil then cfg.o_vec = o_misaligned == nil end
   local auto_persistent = false
   if given.persistent == nil and M.persistent_by_default(pr, cfg.bm) then
     cfg.persistent, auto_persistent = true, true

@@ -57,7 +57,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
     -- opts.config overrides; a varlen problem gets its own kernel
     local p = assert(a90.plan(problem { varlen = true }, { config = { bn = 128, pingpong = false } }))
-    assert.equal("attention_sm90_bf16_d128_128x128_varlen", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d128_128x128_varlen_ovec", p.kernel.name)
   end)
 
   it("plans a persistent grid on request: min(tiles, SMs) CTAs, longest tiles first under a causal mask", function()
@@ -77,7 +77,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.equal(c[4], p.config.bn)
       assert.matches("persistent: " .. math.min(c[2], sms) .. " CTAs", p.why)
       assert.matches("walk " .. c[2] .. " work tiles", p.why)
-      assert.matches(c[3] and "_persistent_lpt$" or "_persistent$", p.kernel.name)
+      assert.matches(c[3] and "_persistent_lpt_ovec$" or "_persistent_ovec$", p.kernel.name)
       -- the tiles' extents (query blocks, heads, batches) follow the usual arguments
       -- and the (batch, head) pairs of a longest-first group: all 16 (the K and V
       -- of 16 pairs, 1000 keys, fit in the L2)
@@ -89,7 +89,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
       lpt = false } }))
     assert.same({ 3, 1, 1 }, p.grid)
-    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec", p.kernel.name)
     -- the default stays one CTA a query block of a head of a batch
     assert.same({ 8, 8, 2 }, assert(a90.plan(problem(), {})).grid)
     assert.matches("config.max_ctas applies to a persistent grid",
@@ -193,20 +193,30 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
-  it("stores O's full tiles in 16-byte stores with config.o_vec (two rows x D / 32 a thread), without spills",
+  it("stores O's full tiles in 16-byte stores by default (config.o_vec: two rows x D / 32 a thread), without spills",
     function()
       for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
-        local p = assert(a90.plan(problem(o), { config = { o_vec = true, persistent = o.persistent } }))
+        local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent } }))
+        assert.is_true(p.config.o_vec)
         assert.matches("_ovec$", p.kernel.name)
         local ptx = compiled(p, o.d)
         local _, v4 = ptx:gsub("st%.global%.v4%.[bu]32", "")
         assert.equal(2 * o.d / 32, v4, p.kernel.name)
       end
-      local _, v4 = compiled(assert(a90.plan(problem { d = 128 }, {})), 128):gsub("st%.global%.v4", "")
-      assert.equal(0, v4) -- (the default: the accumulator's 4-byte pairs)
+      local off = assert(a90.plan(problem { d = 128 }, { config = { o_vec = false } }))
+      local _, v4 = compiled(off, 128):gsub("st%.global%.v4", "")
+      assert.equal(0, v4) -- (the accumulator's 4-byte pairs)
       assert.matches("config.o_vec is 1, expected a boolean", H.error_of(function()
         return a90.plan(problem(), { config = { o_vec = 1 } })
       end))
+      -- O's rows 132 elements apart (264 bytes): not on 16 bytes, so 4-byte stores,
+      -- and asking for o_vec says why not
+      local pr = problem { d = 128 }
+      pr.o4 = cute.fake_tensor(cute.bf16, { 2, 1000, 8, 128 },
+        cute.make_layout({ 2, 1000, 8, 128 }, { 1000 * 8 * 132, 8 * 132, 132, 1 }))
+      assert.is_false(assert(a90.plan(pr, {})).config.o_vec)
+      assert.matches("config.o_vec needs O's rows on 16 bytes, and O's strides are not multiples of 16 bytes",
+        H.error_of(function() return a90.plan(pr, { config = { o_vec = true } }) end))
     end)
 
   it("SASS: HGMMA for both products, UTMALDG.4D, setmaxnreg (when a disassembler is present)", function()

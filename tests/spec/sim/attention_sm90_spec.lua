@@ -24,7 +24,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec }
-        or (c.o_vec and { o_vec = true }) or nil }
+        or (c.o_vec ~= nil and { o_vec = c.o_vec }) or nil }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
     if c.ctas then -- a persistent grid of c.ctas CTAs, each walking several tiles
@@ -75,15 +75,13 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       what = "persistent causal, groups of 4 pairs" }
   end)
 
-  it("O's full tiles in 16-byte stores (config.o_vec): head dims 64, 128 and 256, a ragged last tile", function()
-    run { b = 1, sq = 200, sk = 130, hq = 2, hkv = 1, d = 64, o_vec = true, what = "o_vec d64" }
-    run { b = 2, sq = 150, sk = 150, hq = 1, hkv = 1, d = 128, causal = true, o_vec = true, what = "o_vec d128" }
-    run { b = 1, sq = 128, sk = 100, hq = 1, hkv = 1, d = 256, o_vec = true, what = "o_vec d256" }
-    run { b = 1, sq = 260, sk = 200, hq = 2, hkv = 2, d = 128, ctas = 2, o_vec = true, what = "o_vec persistent" }
-    run { varlen = true, cu_q = { 0, 130, 300 }, cu_k = { 0, 150, 410 }, hq = 2, hkv = 1, d = 128, dtype = cute.f16,
-      causal = true, o_vec = true, what = "o_vec varlen f16" }
-  end)
-
+  it("O's full tiles in 4-byte stores (config.o_vec = false; 16-byte ones are the default): a ragged last tile",
+    function()
+      run { b = 1, sq = 200, sk = 130, hq = 2, hkv = 1, d = 64, o_vec = false, what = "4-byte O d64" }
+      run { b = 2, sq = 150, sk = 150, hq = 1, hkv = 1, d = 128, causal = true, o_vec = false, what = "4-byte O d128" }
+      run { b = 1, sq = 260, sk = 200, hq = 2, hkv = 2, d = 128, ctas = 2, o_vec = false,
+        what = "4-byte O persistent" }
+    end)
   it("variable-length batches (packed sequences)", function()
     run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 4, hkv = 2, d = 128,
       causal = true, what = "varlen" }
