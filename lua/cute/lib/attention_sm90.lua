@@ -58,17 +58,24 @@ end
 --- The tile configuration for a head dimension: BM query rows a CTA (64 a
 -- consumer warpgroup), BN keys a block, the ring stages, ping-pong. Measured
 -- on the H100 (docs/attention.md): head dim 64 runs three consumer
--- warpgroups (BM 192, 160 registers each, no ping-pong: it takes two); 128
--- takes 176-key blocks without a mask and 128 with a causal one (fewer
--- masked blocks); 256 takes 80-key blocks (the registers: O is 128 a thread).
+-- warpgroups (BM 192, 160 registers each, no ping-pong); 128 takes 176-key
+-- blocks without a mask and 128 with a causal one (fewer masked blocks); 256
+-- takes 80-key blocks (the registers: O is 128 a thread). On the H200
+-- (2026-11-29, bench/attention_sm90_probe.lua with AB=bm=128,pingpong=1, the
+-- two alternating in one run) head dim 64 gains from two ping-ponging
+-- warpgroups of 128 x 128 under a causal mask (1.21x/1.07x/1.03x/1.04x at S
+-- 512/2048/8192/16384) and without one at S 512 (1.07x; 0.97-1.01x from 2048).
 -- @param d the head dimension (64, 128 or 256)
 -- @param causal whether the mask is causal (or a window)
+-- @param sk the keys (the longest sequence's; default: many)
 -- @return {bm, bn, stages, pingpong}
 -- @usage local c = M.pick_config(128, false) -- {bm = 128, bn = 176, stages = 2, pingpong = true}
-function M.pick_config(d, causal)
-  if d == 64 then return { bm = 192, bn = 128, stages = 2, pingpong = false } end
+function M.pick_config(d, causal, sk)
+  if d == 64 and not causal and (sk or math.huge) > 512 then
+    return { bm = 192, bn = 128, stages = 2, pingpong = false }
+  end
   if d == 256 then return { bm = 128, bn = 80, stages = 2, pingpong = true } end
-  return { bm = 128, bn = causal and 128 or 176, stages = 2, pingpong = true }
+  return { bm = 128, bn = (causal or d == 64) and 128 or 176, stages = 2, pingpong = true }
 end
 
 -- The wgmma ops: S = Q K^T (SS, both K-major), O += P V (RS, V MN-major).
@@ -687,20 +694,22 @@ end
 -- CTA's tile is short and launching and draining CTAs costs most: without a
 -- mask 1.15x/1.04x/1.00x (d 64) and 1.14x/1.06x/1.02x (d 128) at S 512/1024/2048,
 -- 1.00x/0.99x at 8192; causal 1.19x (d 64) and 1.01x (d 128) at 512, but
--- 1.03x/0.90x at 1024 and 0.84-0.95x beyond. So: head dims 64 and 128, fixed
--- lengths (varlen and windows unmeasured), at least two tiles an SM, and keys up
--- to 2048 without a mask, 512 with a causal one (1024 at d 64).
+-- 1.03x/0.90x at 1024 and 0.84-0.95x beyond; head dim 256 (64-key blocks; on
+-- 2026-11-29) 1.09x/1.04x at 512 (without a mask, causal) and 0.68-0.99x beyond.
+-- So: fixed lengths (varlen and windows unmeasured), at least two tiles an SM,
+-- and keys up to 2048 without a mask, 512 with a causal one (1024 at d 64), 512
+-- at d 256.
 -- @param pr the problem (as M.plan's)
 -- @param bm the query block
 -- @return true to take the persistent grid
 -- @usage if M.persistent_by_default(pr, 128) then ... end
 function M.persistent_by_default(pr, bm)
-  if pr.d > 128 or pr.cu_q ~= nil or pr.left < math.huge then return false end
+  if pr.cu_q ~= nil or pr.left < math.huge then return false end
   local causal = pr.right < math.huge
   if causal and pr.right ~= 0 then return false end -- a window on the right only
   local tiles = math.ceil(pr.sq / bm) * pr.hq * pr.batch
   if tiles < 2 * sm_count() then return false end
-  local limit = not causal and 2048 or (pr.d == 64 and 1024 or 512)
+  local limit = pr.d == 256 and 512 or not causal and 2048 or (pr.d == 64 and 1024 or 512)
   return pr.sk <= limit
 end
 
@@ -726,12 +735,9 @@ function M.plan(pr, opts)
   if pr.q4 == nil then pr = M.views(pr) end
   local why = M.unsupported(pr)
   if why then return nil, why end
-  local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge)
+  local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge, pr.sk)
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
-  -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does
-  -- not fit next to O's 128 registers and S's 40 a thread)
-  if given.persistent and pr.d == 256 then cfg.bn = 64 end
   for k, v in pairs(given) do cfg[k] = v end
   if cfg.o_vec ~= nil and type(cfg.o_vec) ~= "boolean" then
     err.raise("attention_sm90: config.o_vec is %s, expected a boolean", tostring(cfg.o_vec))
@@ -745,6 +751,9 @@ function M.plan(pr, opts)
   if given.persistent == nil and M.persistent_by_default(pr, cfg.bm) then
     cfg.persistent, auto_persistent = true, true
   end
+  -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does
+  -- not fit next to O's 128 registers and S's 40 a thread)
+  if cfg.persistent and pr.d == 256 and given.bn == nil then cfg.bn = 64 end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   local big = 2 ^ 30
   local function clamp(x) return math.min(x, big) end

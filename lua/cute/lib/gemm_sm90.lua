@@ -176,6 +176,22 @@ function M.auto_split_k(m, n, k, l, bn, bk, sms)
   return s >= 2 and s or nil
 end
 
+--- The split-K the heuristic's 64-row ping-pong tiles take without
+-- AUTO_SPLIT_K: 2 where those tiles are at most half the SMs and K is long (at
+-- least 128 k-tiles), nil otherwise. Measured on the H200 (split in two, the
+-- second kernel reducing): 64x4096x14336 in 64 x 64 tiles 1.09x (2026-11-28),
+-- 128x4096x14336 in 64 x 128 tiles 1.06x (0.93x cuBLAS against 0.89,
+-- 2026-11-29); both are 64 tiles on 132 SMs.
+-- @param tiles the tiles (batch 1)
+-- @param ktiles the k-tiles of K
+-- @param sms the SMs
+-- @return 2 or nil
+-- @usage M.pingpong_split_k(64, 224, 132) -- 2
+function M.pingpong_split_k(tiles, ktiles, sms)
+  if tiles * 2 <= sms and ktiles >= 128 then return 2 end
+  return nil
+end
+
 -- TMA LOAD (swap point): a 3-d tiled TMA load of the box at (x, y, z) of the
 -- tensor that `desc` (a CuteTmaDesc kernel parameter) describes into shared
 -- memory at `smem_ptr`, completing `bar_ptr`'s transaction. Written with the
@@ -1323,7 +1339,8 @@ function M.check_split_k(cfg, grouped)
 end
 
 --- The split-K of a plan: cfg.split_k as asked (M.check_split_k checked it;
--- false: none), or, when `auto` and none was asked, M.auto_split_k's; clamped
+-- false: none), or, when `auto` and none was asked, M.auto_split_k's (or
+-- `auto` itself when it is a number: M.pingpong_split_k's); clamped
 -- so that no k-slice is empty (per = ceil(ktiles / S) k-tiles a slice, S =
 -- ceil(ktiles / per) slices). Sets cfg.split_k to S (nil: none) and
 -- cfg.split_source ("opts.config" or "automatic").
@@ -1332,7 +1349,8 @@ end
 function M.split_k_config(cfg, m, n, k, batch, tiles, sms, auto)
   local asked, source = cfg.split_k, "opts.config"
   if asked == nil and auto then
-    asked, source = M.auto_split_k(m, n, k, batch, cfg.bn, cfg.bk, sms), "automatic"
+    asked = type(auto) == "number" and auto or M.auto_split_k(m, n, k, batch, cfg.bn, cfg.bk, sms)
+    source = "automatic"
   end
   cfg.split_k, cfg.split_source = nil, nil
   if not asked then return nil end
@@ -1482,6 +1500,11 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
   end
   local bias = M.fused_config(cfg, opts, m, n, INPUTS[name].acc == "i32")
   local tiles = math.ceil(m / cfg.bm) * math.ceil(n / cfg.bn) * batch
+  if not auto and cfg.split_k == nil and not tile_given and (source == "heuristic" or source == "default")
+      and cfg.schedule == "pingpong" and batch == 1 and not swapped and not opts.group_offsets
+      and cfg.cluster == nil then
+    auto = M.pingpong_split_k(tiles, math.ceil(k / cfg.bk), sms)
+  end
   local split_why = M.split_k_config(cfg, m, n, k, batch, tiles, sms, auto)
   -- the epilogue through shared memory and TMA stores: a 16-bit C with unit
   -- stride along N (TMA's rules for the rest), not read (beta 0), one matrix

@@ -44,6 +44,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
   it("plans a tile per head dimension and mask, a CTA a query block of a head of a batch", function()
     local cases = {
       { { d = 64 }, { 192, 128, 2, false }, 512 },
+      { { d = 64, right = 0 }, { 128, 128, 2, true }, 384 }, -- causal: two ping-ponging warpgroups
+      { { d = 64, sq = 500, sk = 500 }, { 128, 128, 2, true }, 384 }, -- up to 512 keys too
       { { d = 128 }, { 128, 176, 2, true }, 384 },
       { { d = 128, right = 0 }, { 128, 128, 2, true }, 384 }, -- causal: narrower key blocks
       { { d = 256 }, { 128, 80, 2, true }, 384 },
@@ -52,7 +54,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       local p = assert(a90.plan(problem(c[1]), {}))
       assert.same(c[2], { p.config.bm, p.config.bn, p.config.stages, p.config.pingpong })
       assert.equal(c[3], p.block)
-      assert.same({ math.ceil(1000 / c[2][1]), 8, 2 }, p.grid)
+      assert.same({ math.ceil((c[1].sq or 1000) / c[2][1]), 8, 2 }, p.grid)
       assert.matches("TMA %+ wgmma", p.why)
     end
     -- opts.config overrides; a varlen problem gets its own kernel
@@ -147,7 +149,12 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.is_true((pers(with { sq = 512, sk = 512, right = 0 }))) -- causal, short
     assert.is_false((pers(with { sq = 1024, sk = 1024, right = 0 }))) -- causal d 128 at 1024: 0.90x measured
     assert.is_true((pers(with { sq = 1024, sk = 1024, right = 0, d = 64 }))) -- d 64: 1.03x
-    assert.is_false((pers(with { sq = 512, sk = 512, d = 256 })))
+    local y256, p256 = pers(with { sq = 512, sk = 512, d = 256 }) -- d 256 at 512: 1.09x, in 64-key blocks
+    assert.is_true(y256)
+    assert.equal(64, p256.config.bn)
+    assert.is_true((pers(with { sq = 512, sk = 512, d = 256, right = 0 }))) -- causal: 1.04x
+    assert.is_false((pers(with { sq = 2048, sk = 2048, d = 256, b = 8 }))) -- 0.98x
+    assert.equal(80, select(2, pers(with { sq = 2048, sk = 2048, d = 256, b = 8 })).config.bn)
     assert.is_false((pers(with { sq = 512, sk = 512, left = 100, right = 10 }))) -- a window: unmeasured
     assert.is_false((pers(with { sq = 512, sk = 512, varlen = true })))
     assert.is_false((pers { sq = 512, sk = 512 })) -- 2 x 8 x 4 = 64 tiles: fewer than two an SM

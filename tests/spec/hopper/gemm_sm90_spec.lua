@@ -522,6 +522,19 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.is_nil(d.reduce)
     assert.is_nil(d.config.split_k)
     assert.is_nil(d.why:find("split", 1, true))
+    -- the heuristic's ping-pong tiles split in two where they are at most half the SMs and K
+    -- is long (M.pingpong_split_k; measured 1.06-1.09x on the H200): 128 x 4096 x 14336 is
+    -- 64 tiles of 64 x 128
+    local As, Bs = fakes(cute.bf16, 128, 4096, 14336)
+    local ps = G.plan(As, Bs, cute.fake_tensor(cute.bf16, { 128, 4096 }, "row"), { arch = "sm_90a" })
+    assert.equal(2, ps.config.split_k)
+    assert.matches("; split%-K 2 %(automatic%): 64 tiles x 2 k%-slices of 112 k%-tiles over 132 SMs$", ps.why)
+    assert.equal("gemm_sm90_splitk_reduce", ps.reduce.kernel.name)
+    assert.is_nil(G.plan(As, Bs, cute.fake_tensor(cute.bf16, { 128, 4096 }, "row"),
+      { arch = "sm_90a", kernel = "sm90", config = { split_k = 1 } }).config.split_k) -- 1: none
+    assert.equal(2, S90.pingpong_split_k(64, 224, 132))
+    assert.is_nil(S90.pingpong_split_k(128, 128, 132)) -- 128 x 8192 x 8192: 128 tiles
+    assert.is_nil(S90.pingpong_split_k(64, 127, 132)) -- K shorter than 128 k-tiles
     -- the automatic choice: 32 tiles of 128 x 256 on 132 SMs -> 4 slices
     assert.equal(4, S90.auto_split_k(128, 8192, 8192, 1, 256, 64, 132))
     assert.equal(8, S90.auto_split_k(64, 4096, 14336, 1, 256, 64, 132)) -- 16 tiles
