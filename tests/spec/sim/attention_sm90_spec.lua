@@ -24,7 +24,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec }
-        or (c.o_vec ~= nil and { o_vec = c.o_vec }) or nil }
+        or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
     if c.ctas then -- a persistent grid of c.ctas CTAs, each walking several tiles
@@ -40,8 +40,11 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     return r
   end
 
-  it("head dimensions 64 (three consumer warpgroups), 128 (ping-pong) and 256, ragged lengths", function()
+  it("head dimensions 64 (ping-pong, or three consumer warpgroups), 128 (ping-pong), 256, ragged lengths", function()
     run { b = 2, sq = 200, sk = 200, hq = 2, hkv = 2, d = 64, what = "d64" }
+    -- (up to 512 keys d 64 takes two ping-ponging 128-row warpgroups; beyond, three of 64 rows)
+    run { b = 1, sq = 250, sk = 150, hq = 1, hkv = 1, d = 64, cfg = { bm = 192, bn = 128, pingpong = false },
+      what = "d64, 192-row tiles" }
     run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, what = "d128, Sq < Sk" }
     run { b = 1, sq = 70, sk = 150, hq = 1, hkv = 1, d = 256, what = "d256" }
   end)
