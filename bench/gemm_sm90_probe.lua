@@ -23,6 +23,9 @@
 --                                                    (opts.config.split_reduce); "kernel": the second kernel (the
 --                                                    default); "both": each timed in the same run, and their ratio
 --   AUTO_SPLITK=1 cutelua bench/gemm_sm90_probe.lua  the default plan with gemm_sm90.AUTO_SPLIT_K on
+--   AB="bn=256,stages=5,schedule=pingpong" cutelua bench/gemm_sm90_probe.lua [MxNxK ...]   the default plan,
+--                                                    the default with those opts.config fields and cuBLAS in
+--                                                    alternating rounds (bf16; the fair A/B: see below)
 --   SWAP=1 cutelua bench/gemm_sm90_probe.lua 16x8192x8192   planned as C^T = B^T A^T (opts.config.swap_ab = true;
 --                                                    SM90's bn, stages then a tile of C^T); SWAP=0: swap_ab =
 --                                                    false (the plan without the swap, for comparison)
@@ -88,6 +91,58 @@ end
 local info = cute.device_info()
 print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1], info.compute_capability[2],
   info.sm_count))
+
+-- AB="bn=256,stages=5,schedule=pingpong": the default plan, the default with
+-- those opts.config fields (schedule=pingpong implies bm=64) and cuBLAS in
+-- alternating rounds (each turn settles 100 ms untimed, then 100 ms timed; the
+-- median of five rounds), so that the clock's drift under tensor-core load
+-- favours none of them (one after the other, the first measured runs at the
+-- highest clock). Each result is checked first.
+local AB = os.getenv("AB")
+if AB then
+  local cfg = { }
+  for key, v in AB:gmatch("([%w_]+)=([%w_]+)") do cfg[key] = tonumber(v) or v end
+  if cfg.schedule == "pingpong" and not cfg.bm then cfg.bm = 64 end
+  for _, s in ipairs(sizes) do
+    local m, n, k = s[1], s[2], s[3]
+    local flops = 2 * m * n * k
+    local A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 1)
+    local B = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2)
+    local C = cute.tensor(cute.bf16, { m, n }, "row")
+    local runs, names = {}, { "default", AB, "cuBLAS" }
+    for i, o in ipairs { {}, { kernel = "sm90", config = cfg } } do
+      local p = G.plan(A, B, C, o)
+      local launch = G.launcher(p)
+      C:fill(0 / 0)
+      launch()
+      cute.synchronize()
+      local chk = cute.testing.check_gemm(A, B, C, { samples = 300 })
+      print(string.format("%dx%dx%d %s: %s (grid %d), checked %d entries, max relative error %.2e", m, n, k, names[i],
+        p.kernel.name, p.grid[1], chk.checked, chk.max_rel))
+      runs[i] = launch
+    end
+    runs[3] = function()
+      cute.cublas.gemm_rowmajor { a = A, b = B, c = C, m = m, n = n, k = k, b_trans = true, dtype = cute.bf16,
+        c_dtype = cute.bf16 }
+    end
+    local ms = { {}, {}, {} }
+    for _ = 1, 5 do
+      for i, run in ipairs(runs) do
+        cute.bench(run, { min_time_ms = 100 })
+        ms[i][#ms[i] + 1] = cute.bench(run, { min_time_ms = 100 }).median_ms
+      end
+    end
+    local tf = {}
+    for i = 1, 3 do
+      table.sort(ms[i])
+      tf[i] = flops / (ms[i][3] * 1e-3) / 1e12
+    end
+    print(string.format("ab %dx%dx%d: default %.1f, %s %.1f, cuBLAS %.1f TFLOP/s (%.3fx the default; "
+      .. "cuBLAS ratios %.3f / %.3f)", m, n, k, tf[1], AB, tf[2], tf[3], tf[2] / tf[1], tf[1] / tf[3], tf[2] / tf[3]))
+    A:free(); B:free(); C:free()
+  end
+  return
+end
 for _, s in ipairs(sizes) do
   local m, n, k = s[1], s[2], s[3]
   local flops = 2 * m * n * k
