@@ -114,8 +114,16 @@ end
 -- 256x4096x14336 0.95-1.05 against 0.88 (128 tiles each), 160x8192x8192
 -- 0.55-0.61 against 0.57 (within the spread); 256x8192x8192 keeps its 128
 -- cooperative tiles (0.84-0.85x; 256 ping-pong tiles 0.78-0.79x).
+--
+-- A short K (16-bit inputs, at most 16 k-tiles) over many tiles (at least 8
+-- waves of 128 x 256): 64 x 256 ping-pong tiles, 5 stages, so that one
+-- warpgroup's epilogue, a large share of a tile this short, runs under the
+-- other's main loop. Measured on the H200 (2026-11-29, the probe's AB mode,
+-- alternating rounds with cuBLAS): 16384x16384x1024, 8192x8192x1024 and
+-- 16384x4096x1024 1.03-1.04x the cooperative tiles; 4096x4096x1024 (3.9
+-- waves) 0.99x; from K 2048 they lose (2048^3 0.96x, 4096^3 0.96x,
+-- 8192x1024x8192 0.94x).
 function M.pick_config(m, n, k, l, name, sms)
-  local _, _ = k, name -- (not used yet: a k-tile is 128 bytes of K whatever the dtype)
   sms = sms or sm_count()
   if n <= 64 and m > 64 then
     -- few columns (a skinny problem planned swapped, M.swap_ab): BN the columns
@@ -151,6 +159,10 @@ function M.pick_config(m, n, k, l, name, sms)
         or math.ceil(m / 64) * math.ceil(n / pp.bn) <= math.ceil(m / 128) * math.ceil(n / best) then
       return pp
     end
+  end
+  local short_k = (name == "bf16" or name == "f16") and k <= 16 * 64
+  if short_k and best == 256 and (l or 1) == 1 and math.ceil(m / 128) * math.ceil(n / 256) >= 8 * sms then
+    return { bm = 64, bn = 256, stages = math.min(stages_fit((64 + 256) * 128), 5), schedule = "pingpong" }
   end
   return { bm = 128, bn = best, stages = math.min(stages_fit((128 + best) * 128), best == 256 and 4 or 8) }
 end
@@ -1076,7 +1088,7 @@ function M.candidates(m, n, k, l, name)
   if n <= 64 and m > 64 then -- a swapped skinny problem: BN is its few rows
     for _, stages in ipairs { 8, 16 } do add(d.bn, stages, 8, 64) end
     add(d.bn, 10, 8)
-  elseif d.bm == 64 then
+  elseif d.bm == 64 and d.bn < 256 then
     for _, bn in ipairs { 128, 64, 32 } do add(bn, 8, 8, 64) end
     for _, bn in ipairs { 128, 64 } do add(bn, 8, 8) end
     for _, bn in ipairs { 128, 64 } do add(bn, 4, 8, 64, 2) end

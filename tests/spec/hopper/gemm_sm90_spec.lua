@@ -55,6 +55,14 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.same({ 128, 256, 4 }, pick(2048, 2048, 2048, 1)) -- 128 tiles: one wave
     assert.same({ 128, 128, 6 }, pick(256, 8192, 8192, 1)) -- 128 tiles of 128 instead of 64 of 256
     assert.same({ 128, 256, 4 }, pick(128, 8192, 8192, 4)) -- batches fill the machine too
+    -- a short K over at least 8 waves of 128 x 256 tiles: 64 x 256 ping-pong (16-bit inputs)
+    assert.same({ 64, 256, 5, "pingpong" }, pick(16384, 16384, 1024, 1)) -- 8192 tiles
+    assert.same({ 64, 256, 5, "pingpong" }, pick(16384, 4096, 1000, 1)) -- 2048 tiles
+    assert.same({ 128, 256, 4 }, pick(4096, 4096, 1024, 1)) -- 512 tiles: 3.9 waves
+    assert.same({ 128, 256, 4 }, pick(8192, 8192, 2048, 1)) -- K 2048
+    assert.same({ 128, 256, 4 }, pick(8192, 8192, 1024, 2)) -- batched: unmeasured
+    local c8 = S.pick_config(8192, 8192, 1024, 1, "e4m3", 132) -- fp8: unmeasured
+    assert.same({ 128, 256, 4 }, { c8.bm, c8.bn, c8.stages, c8.schedule })
     -- up to 64 rows: ping-pong 64-row tiles, the widest BN whose tiles cover 48% of the SMs
     assert.same({ 64, 128, 8, "pingpong" }, pick(16, 8192, 8192, 1)) -- 64 tiles
     assert.same({ 64, 64, 8, "pingpong" }, pick(64, 4096, 14336, 1)) -- 64 tiles (128 wide: 32)
@@ -630,7 +638,7 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
     local S = require "cute.lib.gemm_sm90"
     local tune = require "cute.autotune"
-    for _, c in ipairs { { 4096, 4096, 4096 }, { 16, 8192, 8192 }, { 1000, 500, 300 } } do
+    for _, c in ipairs { { 4096, 4096, 4096 }, { 16, 8192, 8192 }, { 1000, 500, 300 }, { 16384, 16384, 1024 } } do
       local list = S.candidates(c[1], c[2], c[3], 1, "bf16")
       local d = S.pick_config(c[1], c[2], c[3], 1, "bf16")
       assert.same({ d.bn, d.stages }, { list[1].bn, list[1].stages })
@@ -647,6 +655,10 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       end
       -- two swizzle rows of K a stage are tried for skinny problems only
       assert.equal(c[1] <= 256 and 2 or 0, doubled)
+      if c[3] == 1024 then -- a short K: 64 x 256 ping-pong first, the cooperative 128 x 256 among the rest
+        assert.same({ 64, 256, "pingpong" }, { list[1].bm, list[1].bn, list[1].schedule })
+        assert.same({ 128, 256 }, { list[2].bm, list[2].bn })
+      end
     end
     -- cute.gemm's options are checked, with a suggestion
     local A, B = fakes(cute.bf16, 256, 256, 256)
