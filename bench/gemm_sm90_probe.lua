@@ -95,7 +95,7 @@ print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1
 -- AB="bn=256,stages=5,schedule=pingpong": the default plan, the default with
 -- those opts.config fields (schedule=pingpong implies bm=64) and cuBLAS in
 -- alternating rounds (each turn settles 100 ms untimed, then 100 ms timed; the
--- median of five rounds), so that the clock's drift under tensor-core load
+-- median of five rounds, ROUNDS=n for n), so that the clock's drift under tensor-core load
 -- favours none of them (one after the other, the first measured runs at the
 -- highest clock). Each result is checked first.
 local AB = os.getenv("AB")
@@ -125,18 +125,21 @@ if AB then
       cute.cublas.gemm_rowmajor { a = A, b = B, c = C, m = m, n = n, k = k, b_trans = true, dtype = cute.bf16,
         c_dtype = cute.bf16 }
     end
-    local ms = { {}, {}, {} }
-    for _ = 1, 5 do
+    local ms, rounds = { {}, {}, {} }, tonumber(os.getenv("ROUNDS") or "") or 5
+    for _ = 1, rounds do
       for i, run in ipairs(runs) do
         cute.bench(run, { min_time_ms = 100 })
         ms[i][#ms[i] + 1] = cute.bench(run, { min_time_ms = 100 }).median_ms
       end
     end
-    local tf = {}
+    local tf, lo, hi = {}, {}, {}
+    local function at(i, q) return flops / (ms[i][math.max(1, math.ceil(q * rounds))] * 1e-3) / 1e12 end
     for i = 1, 3 do
       table.sort(ms[i])
-      tf[i] = flops / (ms[i][3] * 1e-3) / 1e12
+      tf[i], hi[i], lo[i] = at(i, 0.5), at(i, 0.1), at(i, 0.9)
     end
+    print(string.format("  rounds %d, p90-p10 of the rounds' medians (TFLOP/s): default %.1f-%.1f, %s %.1f-%.1f, "
+      .. "cuBLAS %.1f-%.1f", rounds, lo[1], hi[1], AB, lo[2], hi[2], lo[3], hi[3]))
     print(string.format("ab %dx%dx%d: default %.1f, %s %.1f, cuBLAS %.1f TFLOP/s (%.3fx the default; "
       .. "cuBLAS ratios %.3f / %.3f)", m, n, k, tf[1], AB, tf[2], tf[3], tf[2] / tf[1], tf[1] / tf[3], tf[2] / tf[3]))
     A:free(); B:free(); C:free()
