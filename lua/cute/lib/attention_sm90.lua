@@ -166,7 +166,7 @@ local function build(cfg, trace_key)
   local PERSIST, LPT, O_VEC = cfg.persistent, cfg.lpt, cfg.o_vec
   local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
     cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
-    .. (O_VEC and "_ovec" or "")
+    .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
@@ -306,9 +306,25 @@ local function build(cfg, trace_key)
       local sV = cute.make_tensor(sV_raw:ptr_at(0), layV)
       local thrS = mmaS:get_slice(ct)
       local thrO = mmaO:get_slice(ct)
-      local tSsQ = thrS:make_fragment_A(thrS:partition_A(sQ))
-      local tSsK = thrS:make_fragment_B(thrS:partition_B(sK))
-      local tOsV = thrO:make_fragment_B(thrO:partition_B(sV))
+      -- The wgmma descriptors in uniform registers. Sliced for thread ct, the
+      -- operands' addresses carry the thread index (K and V through a term
+      -- (ct / 256) * 64 that is 0, Q through its warpgroup's rows), which ptxas
+      -- cannot tell warp-uniform: it computed each descriptor in vector
+      -- registers and moved it to uniform ones (R2UR) before every wgmma. Q is
+      -- sliced for its warpgroup's first thread, the warpgroup's index taken
+      -- from lane 0 by a shuffle (warp-uniform to ptxas); K and V for thread 0.
+      -- The main loop's block of 19 wgmmas at d 128 issues 66 instructions
+      -- instead of 186 (at d 256: 165 for 37 wgmmas instead of 257). Not K and V
+      -- in the persistent kernels: the uniform registers they take make ptxas
+      -- spill 20-40 bytes there.
+      -- (config.uniform_desc = false: every operand sliced per thread, as before)
+      local UDESC = cfg.uniform_desc ~= false
+      local qS = UDESC and mmaS:get_slice(cute.shuffle(ct / 128, 0) * 128) or thrS
+      local tSsQ = qS:make_fragment_A(qS:partition_A(sQ))
+      local per_thread = PERSIST or not UDESC
+      local kvS, kvO = per_thread and thrS or mmaS:get_slice(0), per_thread and thrO or mmaO:get_slice(0)
+      local tSsK = kvS:make_fragment_B(kvS:partition_B(sK))
+      local tOsV = kvO:make_fragment_B(kvO:partition_B(sV))
       local cS = cute.make_identity_tensor({ BM, BN })
       local tScS = thrS:partition_C(cS)
       local accS = thrS:make_fragment_C(tScS)
@@ -557,6 +573,7 @@ function M.kernel(cfg)
     tostring(cfg.pingpong) }, ",")
   if cfg.persistent then key = key .. ",persistent" .. (cfg.lpt and ",lpt" or "") end
   if cfg.o_vec then key = key .. ",o_vec" end
+  if cfg.uniform_desc == false then key = key .. ",vdesc" end
   local k = kernels[key]
   if not k then
     k = build(cfg, "cute.lib.attention_sm90:" .. key)
@@ -645,7 +662,8 @@ end
 M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
-M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec" }
+M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
+  "uniform_desc" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -741,6 +759,9 @@ function M.plan(pr, opts)
   for k, v in pairs(given) do cfg[k] = v end
   if cfg.o_vec ~= nil and type(cfg.o_vec) ~= "boolean" then
     err.raise("attention_sm90: config.o_vec is %s, expected a boolean", tostring(cfg.o_vec))
+  end
+  if cfg.uniform_desc ~= nil and type(cfg.uniform_desc) ~= "boolean" then
+    err.raise("attention_sm90: config.uniform_desc is %s, expected a boolean", tostring(cfg.uniform_desc))
   end
   local o_misaligned = M.o_vec_unsupported(pr.o4)
   if given.o_vec and o_misaligned then
