@@ -503,7 +503,10 @@ local function build(cfg, trace_key)
         -- the consumer warpgroups: a cooperative BM x BN tile
         A.setmaxnreg_inc(232)
         local ct = tid - 128
-        local me = ct / 128 -- this consumer warpgroup
+        -- this consumer warpgroup (from lane 0 by a shuffle: warp-uniform to ptxas, so
+        -- that the ping-pong schedule's stage indices, which start from it, and the
+        -- descriptors built from them stay in uniform registers)
+        local me = cute.shuffle(ct / 128, 0)
         local lt = PP and ct % 128 or ct -- this thread in its tile's MMA
         -- the named barrier of this tile's consumer threads (the epilogue's): 1 for both
         -- warpgroups (cooperative), 3 or 4 for a warpgroup's own (ping-pong)
@@ -511,8 +514,16 @@ local function build(cfg, trace_key)
         local sA = cute.make_tensor(sA_raw:ptr_at(0), layA)
         local sB = cute.make_tensor(sB_raw:ptr_at(0), layB)
         local thr = mma:get_slice(lt)
-        local tCsA = thr:make_fragment_A(thr:partition_A(sA)) -- (atom, 1, k-blocks, stages): descriptors
-        local tCsB = thr:make_fragment_B(thr:partition_B(sB))
+        -- the descriptors from warp-uniform slices (B: thread 0's; A: its warpgroup's
+        -- first thread, `me` from lane 0 by a shuffle), so that ptxas keeps them in
+        -- uniform registers (as cute.lib.attention_sm90 does): the main loop issues
+        -- 51 instructions a k-tile instead of 67 at 128 x 256 (41 instead of 55 at 64
+        -- x 128 ping-pong), no R2UR. Not with split-K's reduction in the kernel, where
+        -- the uniform registers they take make ptxas spill (fp8: 20 bytes).
+        local thrA, thrB = thr, thr
+        if not SFUSED then thrA, thrB = mma:get_slice(PP and 0 or me * 128), mma:get_slice(0) end
+        local tCsA = thrA:make_fragment_A(thrA:partition_A(sA)) -- (atom, 1, k-blocks, stages): descriptors
+        local tCsB = thrB:make_fragment_B(thrB:partition_B(sB))
         local cid = cute.make_identity_tensor({ BM, BN })
         local acc = thr:make_fragment_C(thr:partition_C(cid))
         local tCcC = thr:partition_C(cid)

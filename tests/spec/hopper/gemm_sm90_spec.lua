@@ -684,6 +684,9 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
       assert.equal(1, H.count(sass, "WARPGROUP.DEPBAR.LE gsb0, 0x1"))
       assert.equal(1, H.count(sass, "WARPGROUP.DEPBAR.LE gsb0, 0x0"))
       assert.matches("RZ, !UPT", sass) -- scale-d 0 on a tile's first wgmma
+      -- the descriptors in uniform registers: 19 R2UR in the kernel (50 when they were
+      -- sliced per thread, 16 a k-tile)
+      assert.is_true(H.count(sass, "R2UR") <= 24, H.count(sass, "R2UR") .. " R2UR")
     end
     -- a skinny problem planned swapped: its 16 rows are the MMA's N; C^T stored from registers
     local p, h = compile(cute.bf16, 16, 8192, 8192, { c_dtype = cute.bf16 })
@@ -691,6 +694,7 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     local sass = h:sass()
     assert.equal(8, H.count(sass, "HGMMA.64x16x16.F32.BF16 "))
     assert.equal(0, H.count(sass, "HGMMA.64x128"))
+    assert.is_true(H.count(sass, "R2UR") <= 24, H.count(sass, "R2UR") .. " R2UR") -- (45 before)
     assert.matches("UTMALDG%.3D", sass)
     assert.matches("STG%.E%.U16", sass)
     assert.is_nil(sass:find("UTMASTG", 1, true))
