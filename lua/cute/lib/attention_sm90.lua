@@ -163,10 +163,10 @@ local function build(cfg, trace_key)
   -- cfg.persistent: a CTA an SM walking work tiles (cfg.lpt: longest first, for
   -- causal masks), its pipelines' phases and the ping-pong turns carried on from
   -- tile to tile (M.plan, docs/attention.md "A persistent grid")
-  local PERSIST, LPT, O_VEC = cfg.persistent, cfg.lpt, cfg.o_vec
+  local PERSIST, LPT, O_VEC, LAZY = cfg.persistent, cfg.lpt, cfg.o_vec, cfg.lazy_rescale
   local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
     cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
-    .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
+    .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "") .. (LAZY and "_lazy" or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
@@ -446,7 +446,7 @@ local function build(cfg, trace_key)
         -- the online softmax of S (in accS): P = exp2(S scale - max) in place, the
         -- running max and sum updated; returns the factors for O's two rows
         local function softmax()
-          local scale_o = {}
+          local scale_o, moved = {}, {}
           for r = 0, 1 do
             local mine = {}
             for i = 0, ns - 1 do
@@ -455,7 +455,17 @@ local function build(cfg, trace_key)
             local m = tree(mine, function(i) return accS[i] end, cute.max)
             m = cute.max(m, cute.shuffle_xor(m, 1))
             m = cute.max(m, cute.shuffle_xor(m, 2))
-            local m_new = cute.max(mx[r + 1].value, m * scale_log2)
+            local m_new
+            if LAZY then
+              -- config.lazy_rescale: the running max moves only when this block's row
+              -- max passes it by more than 8 (log2 units); P's values then reach 2^8,
+              -- and O and the sum, rescaled together, stay exact
+              local m_blk = m * scale_log2
+              m_new = cute.where(m_blk > mx[r + 1].value + 8.0, m_blk, mx[r + 1].value)
+              moved[r + 1] = m_new ~= mx[r + 1].value
+            else
+              m_new = cute.max(mx[r + 1].value, m * scale_log2)
+            end
             -- a row with no key yet keeps -inf: exp2's base is then 0, not -inf
             local base = cute.where(m_new == -math.huge, 0.0, m_new)
             scale_o[r + 1] = cute.exp2(mx[r + 1].value - base, { fast = true })
@@ -464,6 +474,8 @@ local function build(cfg, trace_key)
             local s = tree(mine, function(i) return accS[i] end, function(x, y) return x + y end)
             sum[r + 1].value = cute.fma(sum[r + 1].value, scale_o[r + 1], s)
           end
+          -- (lazy: whether any row of the warp moved its max, so O needs rescaling)
+          if LAZY then return scale_o, cute.vote_any(cute.or_(moved[1], moved[2])) end
           return scale_o
         end
         local function to_p()
@@ -498,12 +510,18 @@ local function build(cfg, trace_key)
             pipeK:consumer_release(ck)
             ck:advance()
             mask(n)
-            local scale_o = softmax()
+            local scale_o, rescale = softmax()
             A.warpgroup_wait_group(0) -- P V is done: P and O are free
             A.warpgroup_fence_operand(accO)
             pipeV:consumer_release(cv)
             cv:advance()
-            for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+            if LAZY then
+              if rescale then
+                for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+              end
+            else
+              for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+            end
             to_p()
           end
           if PERSIST then release_q() end
@@ -574,6 +592,7 @@ function M.kernel(cfg)
   if cfg.persistent then key = key .. ",persistent" .. (cfg.lpt and ",lpt" or "") end
   if cfg.o_vec then key = key .. ",o_vec" end
   if cfg.uniform_desc == false then key = key .. ",vdesc" end
+  if cfg.lazy_rescale then key = key .. ",lazy" end
   local k = kernels[key]
   if not k then
     k = build(cfg, "cute.lib.attention_sm90:" .. key)
@@ -663,7 +682,7 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc" }
+  "uniform_desc", "lazy_rescale" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -760,8 +779,10 @@ function M.plan(pr, opts)
   if cfg.o_vec ~= nil and type(cfg.o_vec) ~= "boolean" then
     err.raise("attention_sm90: config.o_vec is %s, expected a boolean", tostring(cfg.o_vec))
   end
-  if cfg.uniform_desc ~= nil and type(cfg.uniform_desc) ~= "boolean" then
-    err.raise("attention_sm90: config.uniform_desc is %s, expected a boolean", tostring(cfg.uniform_desc))
+  for _, key in ipairs { "uniform_desc", "lazy_rescale" } do
+    if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
+      err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
+    end
   end
   local o_misaligned = M.o_vec_unsupported(pr.o4)
   if given.o_vec and o_misaligned then

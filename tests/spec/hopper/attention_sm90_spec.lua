@@ -226,6 +226,19 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         H.error_of(function() return a90.plan(pr, { config = { o_vec = true } }) end))
     end)
 
+  it("config.lazy_rescale: O rescaled only when a warp's running max moved (a vote), without spills", function()
+    for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
+      local p = assert(a90.plan(problem(o), { config = { lazy_rescale = true, persistent = o.persistent } }))
+      assert.matches("_lazy$", p.kernel.name)
+      local ptx = compiled(p, o.d)
+      assert.matches("vote%.sync%.any%.pred", ptx)
+    end
+    assert.is_nil(compiled(assert(a90.plan(problem { d = 128 }, {})), 128):find("vote.sync.any", 1, true))
+    assert.matches("config.lazy_rescale is 1, expected a boolean", H.error_of(function()
+      return a90.plan(problem(), { config = { lazy_rescale = 1 } })
+    end))
+  end)
+
   it("SASS: HGMMA for both products, UTMALDG.4D, setmaxnreg, uniform descriptors (with a disassembler)", function()
     local p = assert(a90.plan(problem { d = 128 }, {}))
     local h = p.kernel:compile(unpack(p.args))

@@ -22,8 +22,9 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local K = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 1)
     local V = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 2)
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
-    local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k,
-      config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec }
+    local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
+      config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
+        lazy_rescale = c.lazy }
         or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -35,7 +36,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       assert.equal(c.lpt or false, p.config.lpt)
     end
     local o, lse = cute.lib.attention.forward(Q, K, V, O, opts)
-    local r = cute.testing.check_attention(Q, K, V, o, lse, { causal = c.causal, window = c.window,
+    local r = cute.testing.check_attention(Q, K, V, o, lse, { causal = c.causal, window = c.window, scale = c.scale,
       cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, what = c.what })
     return r
   end
@@ -76,6 +77,19 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     -- last of 2), 3 query blocks each; every row checked
     run { b = 2, sq = 300, sk = 300, hq = 3, hkv = 1, d = 64, causal = true, ctas = 4, lpt = true, lpt_group = 4,
       what = "persistent causal, groups of 4 pairs" }
+  end)
+
+  it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
+    -- a large scale spreads the scores, so that later blocks both move the max (by more
+    -- than 8) and leave it; a causal mask and rows past Sk add rows that see no key
+    run { b = 1, sq = 200, sk = 400, hq = 1, hkv = 1, d = 64, scale = 3.0, cfg = { lazy_rescale = true },
+      what = "lazy d64" }
+    run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, scale = 2.0,
+      cfg = { lazy_rescale = true }, what = "lazy d128 causal" }
+    run { b = 1, sq = 130, sk = 300, hq = 1, hkv = 1, d = 256, scale = 1.0, cfg = { lazy_rescale = true },
+      what = "lazy d256" }
+    run { b = 1, sq = 260, sk = 400, hq = 2, hkv = 2, d = 128, scale = 2.5, ctas = 2, what = "lazy persistent",
+      lazy = true }
   end)
 
   it("O's full tiles in 4-byte stores (config.o_vec = false; 16-byte ones are the default): a ragged last tile",
