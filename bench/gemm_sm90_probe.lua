@@ -98,17 +98,20 @@ print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1
 -- median of five rounds, ROUNDS=n for n), so that the clock's drift under tensor-core load
 -- favours none of them (one after the other, the first measured runs at the
 -- highest clock). Each result is checked first.
+-- A problem's operands (A row-major, B column-major: both K-major) and C
+local function operands(s)
+  local m, n, k = s[1], s[2], s[3]
+  return m, n, k, 2 * m * n * k, cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 1),
+    cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2), cute.tensor(cute.bf16, { m, n }, "row")
+end
+
 local AB = os.getenv("AB")
 if AB then
   local cfg = { }
   for key, v in AB:gmatch("([%w_]+)=([%w_]+)") do cfg[key] = tonumber(v) or v end
   if cfg.schedule == "pingpong" and not cfg.bm then cfg.bm = 64 end
   for _, s in ipairs(sizes) do
-    local m, n, k = s[1], s[2], s[3]
-    local flops = 2 * m * n * k
-    local A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 1)
-    local B = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2)
-    local C = cute.tensor(cute.bf16, { m, n }, "row")
+    local m, n, k, flops, A, B, C = operands(s)
     local runs, names = {}, { "default", AB, "cuBLAS" }
     for i, o in ipairs { {}, { kernel = "sm90", config = cfg } } do
       local p = G.plan(A, B, C, o)
@@ -147,11 +150,7 @@ if AB then
   return
 end
 for _, s in ipairs(sizes) do
-  local m, n, k = s[1], s[2], s[3]
-  local flops = 2 * m * n * k
-  local A = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 1)
-  local B = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2)
-  local C = cute.tensor(cute.bf16, { m, n }, "row")
+  local m, n, k, flops, A, B, C = operands(s)
   local p = G.plan(A, B, C, opts)
   print(string.format("%dx%dx%d: kernel %s (%s): %s, grid %d, block %d", m, n, k, p.kernel_name, p.why,
     p.kernel.name, p.grid[1], p.block))
