@@ -765,7 +765,7 @@ end
 -- the last query blocks first, in groups of config.lpt_group (batch, head)
 -- pairs (default M.lpt_group: their K and V fit in the L2); config.max_ctas
 -- caps the grid (tests: a few CTAs that walk many tiles).
--- @param opts options: config (override {bm, bn, stages, pingpong, persistent, lpt, lpt_group, max_ctas})
+-- @param opts options: config (overrides; its fields are M.CONFIG_KEYS)
 -- @return the plan, or nil and a sentence
 -- @usage local p = M.plan(problem, {})
 function M.plan(pr, opts)
