@@ -557,8 +557,9 @@ local function pack_arg(a, i)
       local cell = ffi.new("uint64_t[1]", a.ptr)
       return cell, cell
     end
-    if ffi.istype("uint64_t", a) or ffi.istype("int64_t", a) then -- (a one-element array: its address)
-      local cell = ffi.new(ffi.istype("uint64_t", a) and "uint64_t[1]" or "int64_t[1]", a)
+    local cell_type = ffi.istype("uint64_t", a) and "uint64_t[1]" or ffi.istype("int64_t", a) and "int64_t[1]"
+    if cell_type then -- (a one-element array: its address)
+      local cell = ffi.new(cell_type, a)
       return cell, cell
     end
     -- a struct passed by value (e.g. a TMA descriptor): its own bytes

@@ -515,12 +515,13 @@ local function build(cfg, trace_key)
             A.warpgroup_fence_operand(accO)
             pipeV:consumer_release(cv)
             cv:advance()
-            if LAZY then
-              if rescale then
-                for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
-              end
-            else
+            local function rescale_o()
               for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+            end
+            if LAZY then
+              if rescale then rescale_o() end
+            else
+              rescale_o()
             end
             to_p()
           end
@@ -776,10 +777,7 @@ function M.plan(pr, opts)
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
-  if cfg.o_vec ~= nil and type(cfg.o_vec) ~= "boolean" then
-    err.raise("attention_sm90: config.o_vec is %s, expected a boolean", tostring(cfg.o_vec))
-  end
-  for _, key in ipairs { "uniform_desc", "lazy_rescale" } do
+  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale" } do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
