@@ -65,17 +65,22 @@ end
 -- two alternating in one run) head dim 64 gains from two ping-ponging
 -- warpgroups of 128 x 128 under a causal mask (1.21x/1.07x/1.03x/1.04x at S
 -- 512/2048/8192/16384) and without one at S 512 (1.07x; 0.97-1.01x from 2048).
+-- Lazy rescaling (config.lazy_rescale) is the default at head dims 64 and 256:
+-- on the H200 (2026-11-29, AB=lazy_rescale=1, uniform descriptors) 1.00-1.06x
+-- at d 64 and 1.02-1.11x at d 256, S 512-16384 with and without a causal mask;
+-- at d 128 0.96-1.01x in two runs, so off there.
 -- @param d the head dimension (64, 128 or 256)
 -- @param causal whether the mask is causal (or a window)
 -- @param sk the keys (the longest sequence's; default: many)
--- @return {bm, bn, stages, pingpong}
--- @usage local c = M.pick_config(128, false) -- {bm = 128, bn = 176, stages = 2, pingpong = true}
+-- @return {bm, bn, stages, pingpong, lazy_rescale}
+-- @usage local c = M.pick_config(128, false) -- {bm = 128, bn = 176, stages = 2, pingpong = true, lazy_rescale = false}
 function M.pick_config(d, causal, sk)
+  local lazy = d ~= 128
   if d == 64 and not causal and (sk or math.huge) > 512 then
-    return { bm = 192, bn = 128, stages = 2, pingpong = false }
+    return { bm = 192, bn = 128, stages = 2, pingpong = false, lazy_rescale = lazy }
   end
-  if d == 256 then return { bm = 128, bn = 80, stages = 2, pingpong = true } end
-  return { bm = 128, bn = (causal or d == 64) and 128 or 176, stages = 2, pingpong = true }
+  if d == 256 then return { bm = 128, bn = 80, stages = 2, pingpong = true, lazy_rescale = lazy } end
+  return { bm = 128, bn = (causal or d == 64) and 128 or 176, stages = 2, pingpong = true, lazy_rescale = lazy }
 end
 
 -- The wgmma ops: S = Q K^T (SS, both K-major), O += P V (RS, V MN-major).
@@ -166,7 +171,8 @@ local function build(cfg, trace_key)
   local PERSIST, LPT, O_VEC, LAZY = cfg.persistent, cfg.lpt, cfg.o_vec, cfg.lazy_rescale
   local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
     cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
-    .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "") .. (LAZY and "_lazy" or "")
+    .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
+    .. ((PERSIST and cfg.uniform_desc == true) and "_udesc" or "") .. (LAZY and "_lazy" or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
@@ -315,13 +321,14 @@ local function build(cfg, trace_key)
       -- from lane 0 by a shuffle (warp-uniform to ptxas); K and V for thread 0.
       -- The main loop's block of 19 wgmmas at d 128 issues 66 instructions
       -- instead of 186 (at d 256: 165 for 37 wgmmas instead of 257). Not K and V
-      -- in the persistent kernels: the uniform registers they take make ptxas
-      -- spill 20-40 bytes there.
+      -- in the persistent kernels unless config.uniform_desc is true: there ptxas
+      -- spills 16-40 bytes with them (d 128's 176-key blocks, d 256, d 64's 192
+      -- rows; the 128 x 128 ping-pong tiles compile to the same PTX either way).
       -- (config.uniform_desc = false: every operand sliced per thread, as before)
       local UDESC = cfg.uniform_desc ~= false
       local qS = UDESC and mmaS:get_slice(cute.shuffle(ct / 128, 0) * 128) or thrS
       local tSsQ = qS:make_fragment_A(qS:partition_A(sQ))
-      local per_thread = PERSIST or not UDESC
+      local per_thread = (PERSIST and cfg.uniform_desc ~= true) or not UDESC
       local kvS, kvO = per_thread and thrS or mmaS:get_slice(0), per_thread and thrO or mmaO:get_slice(0)
       local tSsK = kvS:make_fragment_B(kvS:partition_B(sK))
       local tOsV = kvO:make_fragment_B(kvO:partition_B(sV))
@@ -593,6 +600,7 @@ function M.kernel(cfg)
   if cfg.persistent then key = key .. ",persistent" .. (cfg.lpt and ",lpt" or "") end
   if cfg.o_vec then key = key .. ",o_vec" end
   if cfg.uniform_desc == false then key = key .. ",vdesc" end
+  if cfg.persistent and cfg.uniform_desc == true then key = key .. ",udesc" end
   if cfg.lazy_rescale then key = key .. ",lazy" end
   local k = kernels[key]
   if not k then

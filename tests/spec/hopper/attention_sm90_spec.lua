@@ -79,7 +79,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.equal(c[4], p.config.bn)
       assert.matches("persistent: " .. math.min(c[2], sms) .. " CTAs", p.why)
       assert.matches("walk " .. c[2] .. " work tiles", p.why)
-      assert.matches(c[3] and "_persistent_lpt_ovec$" or "_persistent_ovec$", p.kernel.name)
+      local lazy = c[1].d ~= 128 and "_lazy" or "" -- lazy rescaling by default at d 64 and 256
+      assert.matches((c[3] and "_persistent_lpt_ovec" or "_persistent_ovec") .. lazy .. "$", p.kernel.name)
       -- the tiles' extents (query blocks, heads, batches) follow the usual arguments
       -- and the (batch, head) pairs of a longest-first group: all 16 (the K and V
       -- of 16 pairs, 1000 keys, fit in the L2)
@@ -205,7 +206,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
         local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent } }))
         assert.is_true(p.config.o_vec)
-        assert.matches("_ovec$", p.kernel.name)
+        assert.matches("_ovec", p.kernel.name)
         local ptx = compiled(p, o.d)
         local _, v4 = ptx:gsub("st%.global%.v4%.[bu]32", "")
         assert.equal(2 * o.d / 32, v4, p.kernel.name)
@@ -226,6 +227,27 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         H.error_of(function() return a90.plan(pr, { config = { o_vec = true } }) end))
     end)
 
+  it("config.uniform_desc = true puts K's and V's descriptors in uniform registers on the persistent grid too",
+    function()
+      -- the persistent grid keeps K and V per thread by default: uniformly, ptxas
+      -- spills at 176-key blocks (the warning says so)
+      local pp = assert(a90.plan(problem { d = 128 }, { config = { persistent = true } }))
+      local pu = assert(a90.plan(problem { d = 128 }, { config = { persistent = true, uniform_desc = true } }))
+      assert.equal(176, pu.config.bn)
+      assert.matches("_udesc$", pu.kernel.name)
+      assert.is_nil(pp.kernel.name:find("desc", 1, true))
+      local warnings = {}
+      local old = cute.compiler.set_warning_handler(function(m) warnings[#warnings + 1] = m end)
+      local ok, hu = pcall(pu.kernel.compile, pu.kernel, unpack(pu.args))
+      cute.compiler.set_warning_handler(old)
+      assert(ok, hu)
+      assert.matches("_udesc' spills registers", warnings[1] or "(no warning)")
+      assert.are_not.equal(compiled(pp, 128), hu:ptx())
+      -- off the persistent grid true is the default: the same kernel
+      assert.equal(assert(a90.plan(problem { d = 128 }, {})).kernel,
+        assert(a90.plan(problem { d = 128 }, { config = { uniform_desc = true } })).kernel)
+    end)
+
   it("config.lazy_rescale: O rescaled only when a warp's running max moved (a vote), without spills", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
       local p = assert(a90.plan(problem(o), { config = { lazy_rescale = true, persistent = o.persistent } }))
@@ -233,7 +255,16 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       local ptx = compiled(p, o.d)
       assert.matches("vote%.sync%.any%.pred", ptx)
     end
+    -- the default: lazy at head dims 64 and 256 (measured faster there), not at 128
+    for _, o in ipairs { { d = 64 }, { d = 64, right = 0 }, { d = 256 }, { d = 256, persistent = true } } do
+      local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent } }))
+      assert.is_true(p.config.lazy_rescale)
+      assert.matches("_lazy$", p.kernel.name)
+    end
     assert.is_nil(compiled(assert(a90.plan(problem { d = 128 }, {})), 128):find("vote.sync.any", 1, true))
+    local off = assert(a90.plan(problem { d = 64 }, { config = { lazy_rescale = false } }))
+    assert.is_nil(off.kernel.name:find("_lazy", 1, true))
+    assert.is_nil(compiled(off, 64):find("vote.sync.any", 1, true))
     assert.matches("config.lazy_rescale is 1, expected a boolean", H.error_of(function()
       return a90.plan(problem(), { config = { lazy_rescale = 1 } })
     end))
@@ -262,6 +293,14 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.matches("_vdesc$", pv.kernel.name)
     local sv = pv.kernel:compile(unpack(pv.args)):sass()
     assert.is_true(H.count(sv, "R2UR") > 50, H.count(sv, "R2UR") .. " R2UR")
+    -- config.uniform_desc = true on the persistent grid: fewer R2UR than its default
+    local pp = assert(a90.plan(problem { d = 128 }, { config = { persistent = true } }))
+    local pu = assert(a90.plan(problem { d = 128 }, { config = { persistent = true, uniform_desc = true } }))
+    local old = cute.compiler.set_warning_handler(function() end) -- (it spills: a test above)
+    local compiled_ok, hu = pcall(pu.kernel.compile, pu.kernel, unpack(pu.args))
+    cute.compiler.set_warning_handler(old)
+    assert(compiled_ok, hu)
+    assert.is_true(H.count(hu:sass(), "R2UR") < H.count(pp.kernel:compile(unpack(pp.args)):sass(), "R2UR"))
     assert.matches("config.uniform_desc is 1, expected a boolean", H.error_of(function()
       return a90.plan(problem(), { config = { uniform_desc = 1 } })
     end))

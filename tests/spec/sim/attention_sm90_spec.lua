@@ -24,7 +24,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
-        lazy_rescale = c.lazy }
+        lazy_rescale = c.lazy, uniform_desc = c.udesc }
         or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -63,6 +63,13 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     run { b = 2, sq = 200, sk = 200, hq = 2, hkv = 1, d = 64, ctas = 3, what = "persistent d64, gqa" }
     run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, ctas = 2, what = "persistent d128, Sq < Sk" }
     run { b = 1, sq = 140, sk = 90, hq = 2, hkv = 2, d = 256, ctas = 2, what = "persistent d256, Sq > Sk" }
+    -- config.uniform_desc = true: K's and V's descriptors uniform here too (a spill, not
+    -- the default; its warning silenced)
+    local old = cute.compiler.set_warning_handler(function() end)
+    local ok, e = pcall(run, { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, ctas = 2, udesc = true,
+      what = "persistent d128, uniform K and V" })
+    cute.compiler.set_warning_handler(old)
+    assert(ok, e)
   end)
 
   it("a persistent grid: causal (longest tiles first, tiles that see no key), a window, varlen", function()
