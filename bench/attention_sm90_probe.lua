@@ -17,7 +17,7 @@ local what = arg[1] or "all"
 -- ATTN_CFG="bn=128,stages=2,pingpong=0": the tile configuration
 local function parse_config(text)
   local c = {}
-  for k, v in text:gmatch("([%w_]+)=(%w+)") do
+  for k, v in text:gmatch("([%w_]+)=([%w.]+)") do
     c[k] = tonumber(v)
     if k == "pingpong" or k == "persistent" or k == "o_vec" or k == "uniform_desc" or k == "lazy_rescale" then
       c[k] = v == "1"

@@ -49,6 +49,24 @@ local M = {}
 local LOG2E = 1.4426950408889634
 local LN2 = 0.6931471805599453
 
+-- 2^x by a polynomial on the FMA pipe (config.poly_exp2), for x <= 8 (P's
+-- exponents): x = j + f with j = round(x) (the 1.5 * 2^23 trick: adding it
+-- leaves round(x) in the low mantissa bits) and f in [-0.5, 0.5]; 2^f by a
+-- cubic (minimax in relative error over [-0.5, 0.5], Remez: 7.5e-5, under
+-- bf16's and f16's half-ulp); j added to the exponent field as an integer.
+-- Below -126 (a masked score is -inf) the result is 0, exactly as ex2's.
+local POLY_C = { 0.9999280735404956, 0.6932609854573362, 0.2426111221943308, 0.055171669074864 }
+local ROUND_MAGIC = 12582912.0 -- 1.5 * 2^23
+local function exp2_poly(x)
+  local t = x + ROUND_MAGIC
+  local j = t - ROUND_MAGIC
+  local f = x - j
+  local p = cute.fma(cute.fma(cute.fma(f, POLY_C[4], POLY_C[3]), f, POLY_C[2]), f, POLY_C[1])
+  local bits = cute.bitcast(p, cute.i32) + cute.bitcast(t, cute.i32):shl(23)
+  return cute.where(x:ge(-126.0), cute.bitcast(bits, cute.f32), 0.0)
+end
+M.exp2_poly = exp2_poly
+
 -- A 4-d tiled TMA load (D, S, H, B coordinates) of the box at (d, s, h, b)
 -- into shared memory at smem_ptr, completing bar_ptr's transaction.
 local function tma_load_4d(desc, smem_ptr, d, s, h, b, bar_ptr)
@@ -169,10 +187,12 @@ local function build(cfg, trace_key)
   -- causal masks), its pipelines' phases and the ping-pong turns carried on from
   -- tile to tile (M.plan, docs/attention.md "A persistent grid")
   local PERSIST, LPT, O_VEC, LAZY = cfg.persistent, cfg.lpt, cfg.o_vec, cfg.lazy_rescale
+  local POLY8 = math.floor((cfg.poly_exp2 or 0) * 8 + 0.5)
   local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
     cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
     .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
     .. ((PERSIST and cfg.uniform_desc == true) and "_udesc" or "") .. (LAZY and "_lazy" or "")
+    .. (POLY8 > 0 and ("_poly" .. POLY8) or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
@@ -477,7 +497,12 @@ local function build(cfg, trace_key)
             local base = cute.where(m_new == -math.huge, 0.0, m_new)
             scale_o[r + 1] = cute.exp2(mx[r + 1].value - base, { fast = true })
             mx[r + 1].value = m_new
-            for _, i in ipairs(mine) do accS[i] = cute.exp2(cute.fma(accS[i], scale_log2, -base), { fast = true }) end
+            for k, i in ipairs(mine) do
+              local x = cute.fma(accS[i], scale_log2, -base)
+              -- config.poly_exp2: of each 8 values, the first POLY8 by the polynomial
+              -- (the FMA pipe), the rest by ex2 (the MUFU's, 16 a clock an SM)
+              accS[i] = ((k - 1) % 8 < POLY8) and exp2_poly(x) or cute.exp2(x, { fast = true })
+            end
             local s = tree(mine, function(i) return accS[i] end, function(x, y) return x + y end)
             sum[r + 1].value = cute.fma(sum[r + 1].value, scale_o[r + 1], s)
           end
@@ -602,6 +627,7 @@ function M.kernel(cfg)
   if cfg.uniform_desc == false then key = key .. ",vdesc" end
   if cfg.persistent and cfg.uniform_desc == true then key = key .. ",udesc" end
   if cfg.lazy_rescale then key = key .. ",lazy" end
+  if (cfg.poly_exp2 or 0) > 0 then key = key .. ",poly" .. cfg.poly_exp2 end
   local k = kernels[key]
   if not k then
     k = build(cfg, "cute.lib.attention_sm90:" .. key)
@@ -691,7 +717,7 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc", "lazy_rescale" }
+  "uniform_desc", "lazy_rescale", "poly_exp2" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -789,6 +815,11 @@ function M.plan(pr, opts)
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
+  end
+  local poly = cfg.poly_exp2
+  if poly ~= nil and (type(poly) ~= "number" or poly < 0 or poly > 1 or poly * 8 ~= math.floor(poly * 8)) then
+    err.raise("attention_sm90: config.poly_exp2 is %s, expected a share of the exponentials in eighths (0, 0.125, "
+      .. "..., 1)", tostring(poly))
   end
   local o_misaligned = M.o_vec_unsupported(pr.o4)
   if given.o_vec and o_misaligned then

@@ -248,6 +248,24 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         assert(a90.plan(problem { d = 128 }, { config = { uniform_desc = true } })).kernel)
     end)
 
+  it("config.poly_exp2: that share of P's exponentials by the polynomial (fewer ex2), without spills", function()
+    local function ex2s(ptx) return select(2, ptx:gsub("ex2%.approx", "")) end
+    local base = ex2s(compiled(assert(a90.plan(problem { d = 64 }, {})), 64))
+    for _, share in ipairs { 0.25, 0.5, 1 } do
+      local p = assert(a90.plan(problem { d = 64 }, { config = { poly_exp2 = share } }))
+      assert.matches("_poly" .. share * 8 .. "$", p.kernel.name)
+      local ptx = compiled(p, 64)
+      -- S's 64 values a thread (128 x 128 tiles): share * 64 of them off ex2, in both
+      -- the first block and the loop
+      assert.equal(base - 2 * share * 64, ex2s(ptx), share)
+    end
+    for _, bad in ipairs { 0.3, -0.125, 1.5, "half" } do
+      assert.matches("config.poly_exp2 is .*, expected a share of the exponentials in eighths", H.error_of(function()
+        return a90.plan(problem(), { config = { poly_exp2 = bad } })
+      end))
+    end
+  end)
+
   it("config.lazy_rescale: O rescaled only when a warp's running max moved (a vote), without spills", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
       local p = assert(a90.plan(problem(o), { config = { lazy_rescale = true, persistent = o.persistent } }))

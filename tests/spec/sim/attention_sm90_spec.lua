@@ -99,6 +99,47 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       lazy = true }
   end)
 
+  it("the polynomial exp2 (config.poly_exp2): relative error under 1e-4 from -125 to 8, 0 below -126 and at -inf",
+    function()
+      local xs = { -math.huge, -1000, -127, -126.25, -126, -125.5, -100.3, -30.5, -8, -1.5, -0.5, -0.25, 0, 0.25, 0.5,
+        1, 3.75, 7.5, 8 }
+      for i = 0, 200 do xs[#xs + 1] = -20 + i * 0.1375 end -- every fraction of the step
+      local n = #xs
+      local X = cute.tensor(cute.f32, n):copy_from(xs)
+      local Y = cute.tensor(cute.f32, n):fill(0 / 0)
+      local k = cute.kernel(function(x, y)
+        local i = cute.block_idx().x * 32 + cute.thread_idx().x
+        if i < n then y[i] = require("cute.lib.attention_sm90").exp2_poly(x[i]) end
+      end)
+      k { grid = math.ceil(n / 32), block = 32 }(X, Y)
+      local hy = Y:to_host()
+      local worst = 0
+      for i = 1, n do
+        local x, got = xs[i], hy[i - 1]
+        if x < -126 then
+          assert.equal(0, got, "2^" .. x)
+        elseif x < -125 then -- (results near the denormals: tiny, which the GPU's ftz flushes)
+          assert.is_true(got >= 0 and got < 2 ^ -124, "2^" .. x)
+        else
+          local rel = math.abs(got - 2 ^ x) / 2 ^ x
+          assert.is_true(rel < 1e-4, string.format("2^%s = %s, expected %s", x, got, 2 ^ x))
+          worst = math.max(worst, rel)
+        end
+      end
+      assert.is_true(worst > 1e-6) -- (the cubic's, not ex2's: the test reaches the polynomial)
+    end)
+
+  it("config.poly_exp2: a share of P's exponentials by a cubic on the FMA pipe, masked scores still 0", function()
+    -- every exponential by the polynomial (1), and half of them with lazy rescaling's
+    -- larger exponents (up to 8); a causal mask with rows that see no key, f16's finer P
+    run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 1, d = 64, causal = true, cfg = { poly_exp2 = 1 },
+      what = "poly d64 causal, Sq > Sk" }
+    run { b = 1, sq = 200, sk = 400, hq = 1, hkv = 1, d = 64, scale = 3.0, cfg = { poly_exp2 = 0.5,
+      lazy_rescale = true }, what = "poly d64 lazy" }
+    run { b = 1, sq = 150, sk = 150, hq = 2, hkv = 2, d = 128, dtype = cute.f16, causal = true,
+      cfg = { poly_exp2 = 0.25 }, what = "poly d128 f16" }
+  end)
+
   it("O's full tiles in 4-byte stores (config.o_vec = false; 16-byte ones are the default): a ragged last tile",
     function()
       run { b = 1, sq = 200, sk = 130, hq = 2, hkv = 1, d = 64, o_vec = false, what = "4-byte O d64" }
