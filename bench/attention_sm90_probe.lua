@@ -19,7 +19,8 @@ local function parse_config(text)
   local c = {}
   for k, v in text:gmatch("([%w_]+)=([%w.]+)") do
     c[k] = tonumber(v)
-    if k == "pingpong" or k == "persistent" or k == "o_vec" or k == "uniform_desc" or k == "lazy_rescale" then
+    if k == "pingpong" or k == "persistent" or k == "o_vec" or k == "uniform_desc" or k == "lazy_rescale"
+      or k == "sum_mma" then
       c[k] = v == "1"
     end
   end

@@ -159,6 +159,11 @@ local function build(cfg, trace_key)
   local opS, opO = ops(dt, BN, D)
   local mmaS = cute.make_tiled_mma(cute.make_mma_atom(opS), { BM / 64, 1, 1 })
   local mmaO = cute.make_tiled_mma(cute.make_mma_atom(opO), { BM / 64, 1, 1 })
+  -- cfg.sum_mma: the row sums of P by the tensor cores, P (RS) times a BN x 8
+  -- tile of ones, beside P V (m64n8k16; every column of the result is the sum)
+  local SUM_MMA = cfg.sum_mma
+  local mmaL = SUM_MMA and cute.make_tiled_mma(cute.make_mma_atom(wg.MmaF16BF16Op(dt, cute.f32, { 64, 8, 16 },
+    wg.OperandSource.RMEM, wg.OperandMajorMode.K, wg.OperandMajorMode.K)), { BM / 64, 1, 1 })
   local consumers = mmaS.size
   local threads = 128 + consumers
   local K_, MN_ = wg.OperandMajorMode.K, wg.OperandMajorMode.MN
@@ -168,6 +173,7 @@ local function build(cfg, trace_key)
   local layQ = wg.make_smem_layout_a(K_, { BM, BN, D }, dt)
   local layK = wg.make_smem_layout_b(K_, { BM, BN, D }, dt, STAGES)
   local layV = wg.make_smem_layout_b(MN_, { BM, D, BN }, dt, STAGES)
+  local layOnes = SUM_MMA and wg.make_smem_layout_b(K_, { BM, 8, BN }, dt)
   -- the TMA boxes: 64 elements of D (one 128-byte swizzle row) x rows; box j
   -- (D from 64 j) lands at element j * rows * 64 of its tile in every layout
   local dboxes = D / 64
@@ -192,7 +198,7 @@ local function build(cfg, trace_key)
     cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
     .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
     .. ((PERSIST and cfg.uniform_desc == true) and "_udesc" or "") .. (LAZY and "_lazy" or "")
-    .. (POLY8 > 0 and ("_poly" .. POLY8) or "")
+    .. (POLY8 > 0 and ("_poly" .. POLY8) or "") .. (cfg.sum_mma and "_summma" or "")
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
@@ -233,6 +239,7 @@ local function build(cfg, trace_key)
     local sQ_raw = smem:tensor(dt, cute.make_layout(q_elems), 1024)
     local sK_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
     local sV_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
+    local sOnes_raw = SUM_MMA and smem:tensor(dt, cute.make_layout(8 * BN), 1024)
     local function pipe(stages, bytes)
       return P.PipelineTmaAsync.create {
         num_stages = stages, tx_count = bytes,
@@ -361,6 +368,17 @@ local function build(cfg, trace_key)
       local accO = thrO:make_fragment_C(tOcO)
       local ns, no = cute.size(accS), cute.size(accO)
       accO:fill(0.0)
+      local accL, tLsOnes -- (cfg.sum_mma) the row sums' accumulator (4 a thread) and the ones
+      if SUM_MMA then
+        for i = ct, 8 * BN - 1, consumers do sOnes_raw[i] = 1.0 end
+        A.fence_proxy_async() -- (the wgmma reads them through the async proxy)
+        cute.barrier(3, consumers)
+        local thrL = mmaL:get_slice(ct)
+        accL = thrL:make_fragment_C(thrL:partition_C(cute.make_identity_tensor({ BM, 8 })))
+        accL:fill(0.0)
+        local oneL = mmaL:get_slice(0)
+        tLsOnes = oneL:make_fragment_B(oneL:partition_B(cute.make_tensor(sOnes_raw:ptr_at(0), layOnes)))
+      end
       -- the thread's two rows (r = 0, 1: values with (i // 2) % 2 == r): running max
       -- (scaled to log2 units) and sum
       local mx = { cute.var(cute.f32, -math.huge), cute.var(cute.f32, -math.huge) }
@@ -418,6 +436,7 @@ local function build(cfg, trace_key)
         local Sq, Sk = w.Sq, w.Sk
         if PERSIST then -- the previous tile's state
           accO:fill(0.0)
+          if SUM_MMA then accL:fill(0.0) end
           for r = 1, 2 do
             mx[r].value = -math.huge
             sum[r].value = 0.0
@@ -452,6 +471,13 @@ local function build(cfg, trace_key)
           for kb = 0, BN / 16 - 1 do
             mmaO:set(wg.Field.ACCUMULATE, true)
             cute.gemm(mmaO, accO, tOrP[{ _, _, kb }], tOsV[{ _, _, kb, s }], accO)
+          end
+          if SUM_MMA then
+            A.warpgroup_fence_operand(accL)
+            for kb = 0, BN / 16 - 1 do
+              mmaL:set(wg.Field.ACCUMULATE, true)
+              cute.gemm(mmaL, accL, tOrP[{ _, _, kb }], tLsOnes[{ _, _, kb }], accL)
+            end
           end
           A.warpgroup_commit_group()
         end
@@ -503,8 +529,10 @@ local function build(cfg, trace_key)
               -- (the FMA pipe), the rest by ex2 (the MUFU's, 16 a clock an SM)
               accS[i] = ((k - 1) % 8 < POLY8) and exp2_poly(x) or cute.exp2(x, { fast = true })
             end
-            local s = tree(mine, function(i) return accS[i] end, function(x, y) return x + y end)
-            sum[r + 1].value = cute.fma(sum[r + 1].value, scale_o[r + 1], s)
+            if not SUM_MMA then
+              local s = tree(mine, function(i) return accS[i] end, function(x, y) return x + y end)
+              sum[r + 1].value = cute.fma(sum[r + 1].value, scale_o[r + 1], s)
+            end
           end
           -- (lazy: whether any row of the warp moved its max, so O needs rescaling)
           if LAZY then return scale_o, cute.vote_any(cute.or_(moved[1], moved[2])) end
@@ -549,6 +577,10 @@ local function build(cfg, trace_key)
             cv:advance()
             local function rescale_o()
               for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+              if SUM_MMA then
+                A.warpgroup_fence_operand(accL)
+                for i = 0, 3 do accL[i] = accL[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+              end
             end
             if LAZY then
               if rescale then rescale_o() end
@@ -571,10 +603,16 @@ local function build(cfg, trace_key)
         if PERSIST and n_hi <= n_lo then release_q() end
         -- the epilogue: the row sums across the quad, O / sum, LSE
         local inv = {}
+        if SUM_MMA then A.warpgroup_fence_operand(accL) end
         for r = 0, 1 do
-          local s = sum[r + 1].value
-          s = s + cute.shuffle_xor(s, 1)
-          s = s + cute.shuffle_xor(s, 2)
+          local s
+          if SUM_MMA then
+            s = accL[2 * r] -- (the whole row's: every column of P times ones)
+          else
+            s = sum[r + 1].value
+            s = s + cute.shuffle_xor(s, 1)
+            s = s + cute.shuffle_xor(s, 2)
+          end
           local empty = s == 0.0
           inv[r + 1] = cute.where(empty, 0.0, cute.rcp(s))
           local lse = cute.where(empty, -math.huge, (mx[r + 1].value + cute.log2(s)) * LN2)
@@ -628,6 +666,7 @@ function M.kernel(cfg)
   if cfg.persistent and cfg.uniform_desc == true then key = key .. ",udesc" end
   if cfg.lazy_rescale then key = key .. ",lazy" end
   if (cfg.poly_exp2 or 0) > 0 then key = key .. ",poly" .. cfg.poly_exp2 end
+  if cfg.sum_mma then key = key .. ",summma" end
   local k = kernels[key]
   if not k then
     k = build(cfg, "cute.lib.attention_sm90:" .. key)
@@ -717,7 +756,7 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc", "lazy_rescale", "poly_exp2" }
+  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -811,7 +850,7 @@ function M.plan(pr, opts)
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
-  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale" } do
+  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma" } do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end

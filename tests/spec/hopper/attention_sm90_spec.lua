@@ -266,6 +266,22 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
+  it("config.sum_mma: P's row sums by m64n8k16 wgmmas against ones, without spills", function()
+    for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
+      local p = assert(a90.plan(problem(o), { config = { sum_mma = true, persistent = o.persistent } }))
+      assert.matches("_summma$", p.kernel.name)
+      local ptx = compiled(p, o.d)
+      -- BN / 16 of them beside each P V (the first block's and the loop's, and the last's)
+      local _, n8 = ptx:gsub("wgmma%.mma_async%.sync%.aligned%.m64n8k16%.f32", "")
+      assert.equal(2 * p.config.bn / 16, n8, p.kernel.name)
+      assert.matches("fence%.proxy%.async", ptx)
+    end
+    assert.is_nil(compiled(assert(a90.plan(problem { d = 64 }, {})), 64):find("m64n8k16", 1, true))
+    assert.matches("config.sum_mma is 1, expected a boolean", H.error_of(function()
+      return a90.plan(problem(), { config = { sum_mma = 1 } })
+    end))
+  end)
+
   it("config.lazy_rescale: O rescaled only when a warp's running max moved (a vote), without spills", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
       local p = assert(a90.plan(problem(o), { config = { lazy_rescale = true, persistent = o.persistent } }))

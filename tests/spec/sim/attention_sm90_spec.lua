@@ -24,7 +24,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
-        lazy_rescale = c.lazy, uniform_desc = c.udesc }
+        lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma }
         or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -37,7 +37,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     end
     local o, lse = cute.lib.attention.forward(Q, K, V, O, opts)
     local r = cute.testing.check_attention(Q, K, V, o, lse, { causal = c.causal, window = c.window, scale = c.scale,
-      cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, what = c.what })
+      cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, what = c.what, lse_tol = c.lse_tol })
     return r
   end
 
@@ -138,6 +138,23 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       lazy_rescale = true }, what = "poly d64 lazy" }
     run { b = 1, sq = 150, sk = 150, hq = 2, hkv = 2, d = 128, dtype = cute.f16, causal = true,
       cfg = { poly_exp2 = 0.25 }, what = "poly d128 f16" }
+  end)
+
+  -- (the sums are of P as rounded for P V: the LSE to bf16's 2^-8, where a row of few keys
+  -- cannot average the roundings out; O's numerator and denominator round alike)
+  it("config.sum_mma: the row sums by the tensor cores (P times ones), with rows that see no key", function()
+    run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 1, d = 64, causal = true, cfg = { sum_mma = true },
+      lse_tol = 2 ^ -8, what = "sum_mma d64 causal, Sq > Sk" }
+    run { b = 1, sq = 200, sk = 400, hq = 1, hkv = 1, d = 64, scale = 3.0,
+      cfg = { sum_mma = true, lazy_rescale = true }, lse_tol = 2 ^ -8, what = "sum_mma d64 lazy" }
+    run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, cfg = { sum_mma = true }, lse_tol = 2 ^ -8,
+      what = "sum_mma d128" }
+    run { b = 1, sq = 70, sk = 150, hq = 1, hkv = 1, d = 256, cfg = { sum_mma = true }, lse_tol = 2 ^ -8,
+      what = "sum_mma d256" }
+    run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 64, cfg = { sum_mma = true, bm = 192, bn = 128,
+      pingpong = false }, lse_tol = 2 ^ -8, what = "sum_mma d64, 192-row tiles" }
+    run { b = 2, sq = 200, sk = 200, hq = 2, hkv = 1, d = 128, causal = true, ctas = 3, lpt = true, sum_mma = true,
+      lse_tol = 2 ^ -8, what = "sum_mma persistent" }
   end)
 
   it("O's full tiles in 4-byte stores (config.o_vec = false; 16-byte ones are the default): a ragged last tile",
