@@ -130,6 +130,26 @@ local function check_p_layout(bn)
   end
 end
 
+-- The columns of an m64nBN accumulator's values relative to a thread's first:
+-- delta[v + 1] = column(t, v) - column(t, 0), the same for every thread t
+-- (checked here on the layout), so that a mask compares each value's offset,
+-- a constant, against a bound a row.
+local function column_deltas(bn)
+  local C = wg.c_layout(bn)
+  local delta = {}
+  for t = 0, 127 do
+    local base = math.floor(C({ t, 0 }) / 64)
+    for v = 0, bn / 2 - 1 do
+      local d = math.floor(C({ t, v }) / 64) - base
+      if t == 0 then delta[v + 1] = d end
+      if d ~= delta[v + 1] then
+        err.raise("attention_sm90: value %d's column offset differs between threads 0 and %d", v, t)
+      end
+    end
+  end
+  return delta
+end
+
 -- f(get(list[1]), get(list[2]), ...) as a balanced tree (short dependency
 -- chains: the values' latencies overlap)
 local function tree(list, get, f)
@@ -156,6 +176,7 @@ local function build(cfg, trace_key)
   local CONSUMER_REGS = BM == 128 and 240 or 160
   local dt = cute.dtype.get(cfg.dtype)
   check_p_layout(BN)
+  local DELTA = column_deltas(BN)
   local opS, opO = ops(dt, BN, D)
   local mmaS = cute.make_tiled_mma(cute.make_mma_atom(opS), { BM / 64, 1, 1 })
   local mmaO = cute.make_tiled_mma(cute.make_mma_atom(opO), { BM / 64, 1, 1 })
@@ -384,6 +405,7 @@ local function build(cfg, trace_key)
       local mx = { cute.var(cute.f32, -math.huge), cute.var(cute.f32, -math.huge) }
       local sum = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
       local row_of = { tScS[0][1], tScS[2][1] } -- the two rows in the tile
+      local col0 = tScS[0][2] -- the thread's first column (value i's is col0 + DELTA[i + 1])
       -- cfg.o_vec: O's full tiles leave in 16-byte stores. A thread holds, of
       -- each 8-column chunk of its two rows, one 4-byte pair (the quad's four
       -- lanes the chunk); four chunks at a time, the quad transposes its 4 x 4
@@ -482,17 +504,32 @@ local function build(cfg, trace_key)
           A.warpgroup_commit_group()
         end
         -- the mask of key block n (keys past the sequence's end, outside the window
-        -- around the diagonal as -inf), only on the blocks that cross an edge
+        -- around the diagonal as -inf), only on the blocks that cross an edge: a
+        -- bound a row (keys below hi, and from lo where the block crosses the
+        -- window's left edge), against which each value compares its column offset,
+        -- a constant (one compare a value on a causal diagonal block)
         local function mask(n)
           local n0 = n * BN
-          local edge = (n0 + BN > Sk.value) or (n0 + (BN - 1) > q0 + off + right) or (n0 < q_last + off - left)
-          if edge then
-            for i = 0, ns - 1 do
-              local c = tScS[i]
-              local qi = q0 + c[1]
-              local kj = n0 + c[2]
-              local keep = (kj < Sk.value) and (kj <= qi + off + right) and (kj >= qi + off - left)
-              accS[i] = cute.where(keep, accS[i], -math.huge)
+          local right_edge = (n0 + BN > Sk.value) or (n0 + (BN - 1) > q0 + off + right)
+          local left_edge = n0 < q_last + off - left
+          if right_edge or left_edge then
+            local key0 = n0 + col0
+            local hi, lo = {}, {}
+            for r = 1, 2 do
+              local qi = q0 + row_of[r]
+              hi[r] = cute.min(Sk.value, qi + off + right + 1) - key0
+              lo[r] = qi + off - left - key0
+            end
+            if left_edge then
+              for i = 0, ns - 1 do
+                local r, d = math.floor(i / 2) % 2 + 1, DELTA[i + 1]
+                accS[i] = cute.where((hi[r] > d) and (lo[r] <= d), accS[i], -math.huge)
+              end
+            else
+              for i = 0, ns - 1 do
+                local r = math.floor(i / 2) % 2 + 1
+                accS[i] = cute.where(hi[r] > DELTA[i + 1], accS[i], -math.huge)
+              end
             end
           end
         end

@@ -229,20 +229,16 @@ describe("cute.lib.attention_sm90 (CPU)", function()
 
   it("config.uniform_desc = true puts K's and V's descriptors in uniform registers on the persistent grid too",
     function()
-      -- the persistent grid keeps K and V per thread by default: uniformly, ptxas
-      -- spills at 176-key blocks (the warning says so)
-      local pp = assert(a90.plan(problem { d = 128 }, { config = { persistent = true } }))
-      local pu = assert(a90.plan(problem { d = 128 }, { config = { persistent = true, uniform_desc = true } }))
-      assert.equal(176, pu.config.bn)
-      assert.matches("_udesc$", pu.kernel.name)
-      assert.is_nil(pp.kernel.name:find("desc", 1, true))
-      local warnings = {}
-      local old = cute.compiler.set_warning_handler(function(m) warnings[#warnings + 1] = m end)
-      local ok, hu = pcall(pu.kernel.compile, pu.kernel, unpack(pu.args))
-      cute.compiler.set_warning_handler(old)
-      assert(ok, hu)
-      assert.matches("_udesc' spills registers", warnings[1] or "(no warning)")
-      assert.are_not.equal(compiled(pp, 128), hu:ptx())
+      -- the persistent grid keeps K and V per thread by default (uniformly they spilled
+      -- before the masks compared constant column offsets; they do not now, and are to
+      -- be timed: docs/notes/gpu-pending.md)
+      for _, o in ipairs { { d = 128 }, { d = 256 }, { d = 64, sk = 2048 } } do
+        local pp = assert(a90.plan(problem(o), { config = { persistent = true } }))
+        local pu = assert(a90.plan(problem(o), { config = { persistent = true, uniform_desc = true } }))
+        assert.matches("_udesc", pu.kernel.name)
+        assert.is_nil(pp.kernel.name:find("desc", 1, true))
+        assert.are_not.equal(compiled(pp, o.d), compiled(pu, o.d)) -- (compiled: no spill)
+      end
       -- off the persistent grid true is the default: the same kernel
       assert.equal(assert(a90.plan(problem { d = 128 }, {})).kernel,
         assert(a90.plan(problem { d = 128 }, { config = { uniform_desc = true } })).kernel)
@@ -330,10 +326,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     -- config.uniform_desc = true on the persistent grid: fewer R2UR than its default
     local pp = assert(a90.plan(problem { d = 128 }, { config = { persistent = true } }))
     local pu = assert(a90.plan(problem { d = 128 }, { config = { persistent = true, uniform_desc = true } }))
-    local old = cute.compiler.set_warning_handler(function() end) -- (it spills: a test above)
-    local compiled_ok, hu = pcall(pu.kernel.compile, pu.kernel, unpack(pu.args))
-    cute.compiler.set_warning_handler(old)
-    assert(compiled_ok, hu)
+    local hu = pu.kernel:compile(unpack(pu.args))
     assert.is_true(H.count(hu:sass(), "R2UR") < H.count(pp.kernel:compile(unpack(pp.args)):sass(), "R2UR"))
     assert.matches("config.uniform_desc is 1, expected a boolean", H.error_of(function()
       return a90.plan(problem(), { config = { uniform_desc = 1 } })
