@@ -3,8 +3,9 @@
 --   cutelua examples/attention.lua [B S H D [causal]]
 --
 -- O = softmax(scale Q K^T) V, the S x S scores never stored: a CTA holds 128
--- query rows (192 at head dim 64) of one head and walks the keys a block at a
--- time with a running row maximum and sum (the online softmax). On Hopper the
+-- query rows (192 at head dim 64 without a mask past 512 keys) of one head and
+-- walks the keys a block at a time with a running row maximum and sum (the
+-- online softmax). On Hopper the
 -- two products run on wgmma, fed by TMA, with the warps specialised:
 --
 --   warpgroup 0  producer    1 thread: TMA Q once; then per key block K_{n+1}, V_n
@@ -66,6 +67,13 @@ local plan = cute.lib.attention.plan(fq, fk, fv, fo, { causal = CAUSAL, lse = fl
 print(string.format("\nplan for B=%d S=%d H=%d D=%d%s: %s", B, S, H, D, CAUSAL and " causal" or "", plan.why))
 print(string.format("  kernel %s, grid %d x %d x %d, %d threads", plan.kernel.name, plan.grid[1], plan.grid[2],
   plan.grid[3], plan.block))
+-- The choices behind the name, each the winner of a timed A/B on an H200
+-- (docs/attention.md; opts.config overrides any): the tile, ping-pong, a
+-- persistent grid at short sequences, O in 16-byte stores, and lazy rescaling
+-- at head dims 64 and 256 (O rescaled only when a row's max grew by 2^8).
+local c = plan.config
+print(string.format("  config: %dx%d, %d stages, pingpong %s, persistent %s, o_vec %s, lazy_rescale %s", c.bm, c.bn,
+  c.stages, tostring(c.pingpong), tostring(c.persistent or false), tostring(c.o_vec), tostring(c.lazy_rescale)))
 local compiled = plan.kernel:compile(unpack(plan.args))
 print(compiled:report())
 local ok, sass = pcall(compiled.sass, compiled)
