@@ -165,6 +165,21 @@ end
 
 local kernels = {}
 
+-- config.poly_exp2 in eighths
+local function poly_eighths(cfg) return math.floor((cfg.poly_exp2 or 0) * 8 + 0.5) end
+
+-- A configuration's kernel name: dtype, head dim, tile and every variant that
+-- changes the code (M.kernel's cache key adds the stages).
+local function kernel_name(cfg)
+  local persist, poly8 = cfg.persistent, poly_eighths(cfg)
+  return string.format("attention_sm90_%s_d%d_%dx%d", cfg.dtype, cfg.d, cfg.bm, cfg.bn)
+    .. (cfg.varlen and "_varlen" or "") .. (cfg.pingpong and "_pingpong" or "")
+    .. (persist and (cfg.lpt and "_persistent_lpt" or "_persistent") or "")
+    .. (cfg.o_vec and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
+    .. ((persist and cfg.uniform_desc == true) and "_udesc" or "") .. (cfg.lazy_rescale and "_lazy" or "")
+    .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
+end
+
 local function build(cfg, trace_key)
   local BM, BN, D, STAGES = cfg.bm, cfg.bn, cfg.d, cfg.stages
   local PINGPONG = cfg.pingpong
@@ -214,12 +229,7 @@ local function build(cfg, trace_key)
   -- causal masks), its pipelines' phases and the ping-pong turns carried on from
   -- tile to tile (M.plan, docs/attention.md "A persistent grid")
   local PERSIST, LPT, O_VEC, LAZY = cfg.persistent, cfg.lpt, cfg.o_vec, cfg.lazy_rescale
-  local POLY8 = math.floor((cfg.poly_exp2 or 0) * 8 + 0.5)
-  local name = string.format("attention_sm90_%s_d%d_%dx%d%s%s%s", cfg.dtype, D, BM, BN, cfg.varlen and "_varlen" or "",
-    cfg.pingpong and "_pingpong" or "", PERSIST and (LPT and "_persistent_lpt" or "_persistent") or "")
-    .. (O_VEC and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
-    .. ((PERSIST and cfg.uniform_desc == true) and "_udesc" or "") .. (LAZY and "_lazy" or "")
-    .. (POLY8 > 0 and ("_poly" .. POLY8) or "") .. (cfg.sum_mma and "_summma" or "")
+  local POLY8, name = poly_eighths(cfg), kernel_name(cfg)
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
@@ -369,9 +379,10 @@ local function build(cfg, trace_key)
       -- from lane 0 by a shuffle (warp-uniform to ptxas); K and V for thread 0.
       -- The main loop's block of 19 wgmmas at d 128 issues 66 instructions
       -- instead of 186 (at d 256: 165 for 37 wgmmas instead of 257). Not K and V
-      -- in the persistent kernels unless config.uniform_desc is true: there ptxas
-      -- spills 16-40 bytes with them (d 128's 176-key blocks, d 256, d 64's 192
-      -- rows; the 128 x 128 ping-pong tiles compile to the same PTX either way).
+      -- in the persistent kernels unless config.uniform_desc is true: timed with
+      -- 16-40 bytes of spills there, which the masks' constant offsets have since
+      -- removed (to be timed again; the 128 x 128 ping-pong tiles compile to the
+      -- same PTX either way).
       -- (config.uniform_desc = false: every operand sliced per thread, as before)
       local UDESC = cfg.uniform_desc ~= false
       local qS = UDESC and mmaS:get_slice(cute.shuffle(ct / 128, 0) * 128) or thrS
@@ -695,15 +706,7 @@ end
 -- @return the cute.kernel
 -- @usage local k = M.kernel({ dtype = "bf16", d = 128, bm = 128, bn = 128, stages = 2 })
 function M.kernel(cfg)
-  local key = table.concat({ cfg.dtype, cfg.d, cfg.bm, cfg.bn, cfg.stages, tostring(cfg.varlen),
-    tostring(cfg.pingpong) }, ",")
-  if cfg.persistent then key = key .. ",persistent" .. (cfg.lpt and ",lpt" or "") end
-  if cfg.o_vec then key = key .. ",o_vec" end
-  if cfg.uniform_desc == false then key = key .. ",vdesc" end
-  if cfg.persistent and cfg.uniform_desc == true then key = key .. ",udesc" end
-  if cfg.lazy_rescale then key = key .. ",lazy" end
-  if (cfg.poly_exp2 or 0) > 0 then key = key .. ",poly" .. cfg.poly_exp2 end
-  if cfg.sum_mma then key = key .. ",summma" end
+  local key = kernel_name(cfg) .. ",stages" .. cfg.stages
   local k = kernels[key]
   if not k then
     k = build(cfg, "cute.lib.attention_sm90:" .. key)
