@@ -93,7 +93,8 @@ print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1
   info.sm_count))
 
 -- AB="bn=256,stages=5,schedule=pingpong": the default plan, the default with
--- those opts.config fields (schedule=pingpong implies bm=64) and cuBLAS in
+-- those opts.config fields (schedule=pingpong implies bm=64; cluster=1x2 is
+-- {1, 2}) and cuBLAS in
 -- alternating rounds (each turn settles 100 ms untimed, then 100 ms timed; the
 -- median of five rounds, ROUNDS=n for n), so that the clock's drift under tensor-core load
 -- favours none of them (one after the other, the first measured runs at the
@@ -110,6 +111,11 @@ if AB then
   local cfg = { }
   for key, v in AB:gmatch("([%w_]+)=([%w_]+)") do cfg[key] = tonumber(v) or v end
   if cfg.schedule == "pingpong" and not cfg.bm then cfg.bm = 64 end
+  if type(cfg.cluster) == "string" then -- cluster=1x2
+    local cm, cn = cfg.cluster:match("^(%d)x(%d)$")
+    assert(cm, "AB: cluster=MxN (1x2, 2x1)")
+    cfg.cluster = { tonumber(cm), tonumber(cn) }
+  end
   for _, s in ipairs(sizes) do
     local m, n, k, flops, A, B, C = operands(s)
     local runs, names = {}, { "default", AB, "cuBLAS" }
