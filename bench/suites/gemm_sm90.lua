@@ -100,12 +100,17 @@ return function(h)
       setup = setup(m, n, k, cute.bf16, "row"), run = run, check = check(m, n, k), teardown = teardown,
     }
   end
-  -- decode: the weights (B, n x k bf16) read once per GEMM, against the copy bandwidth
-  local function decode_bandwidth(m, n, k)
+  -- decode: the weights (B, n x k bf16) read once per GEMM, against the copy bandwidth;
+  -- pdl: each launch a programmatic dependent launch (opts.pdl), as in a chain of layers,
+  -- its launch and set-up overlapping the previous GEMM's end
+  local PDL = { pdl = true }
+  local function run_pdl(s) cute.gemm(s.A, s.B, s.C, PDL) end
+  local function decode_bandwidth(m, n, k, pdl)
     h:case {
-      name = "gemm bf16 (weights GB/s)", shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", bytes = n * k * 2,
+      name = pdl and "gemm bf16 (weights GB/s, PDL chain)" or "gemm bf16 (weights GB/s)",
+      shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", bytes = n * k * 2,
       peer = "copy", goal = 0.85,
-      setup = setup(m, n, k, cute.bf16), run = run, check = check(m, n, k), teardown = teardown,
+      setup = setup(m, n, k, cute.bf16), run = pdl and run_pdl or run, check = check(m, n, k), teardown = teardown,
     }
   end
   -- fp8 e4m3 in (unit scales), bf16 out, against cuBLASLt's TN matmul on the same layout
@@ -171,6 +176,7 @@ return function(h)
     bf16(16, 512, 512, 0.95)
     bf16_nmajor(256, 256, 128, 1.05)
     decode_bandwidth(1, 1024, 1024)
+    decode_bandwidth(128, 1024, 1024, true)
     fp8(256, 256, 256)
     grouped(512, 256, 512, { 128, 0, 200, 184 })
     return
@@ -186,6 +192,9 @@ return function(h)
   bf16_nmajor(8192, 8192, 8192, 1.05)
   for _, s in ipairs { { 128, 8192, 8192 }, { 16, 8192, 8192 }, { 1, 4096, 4096 } } do
     decode_bandwidth(s[1], s[2], s[3])
+  end
+  for _, s in ipairs { { 128, 8192, 8192 }, { 16, 8192, 8192 } } do
+    decode_bandwidth(s[1], s[2], s[3], true)
   end
   grouped(4096, 1024, 4096, { 1024, 768, 640, 512, 448, 384, 192, 128 })
   fp8(4096, 4096, 4096)

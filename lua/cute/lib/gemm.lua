@@ -559,7 +559,7 @@ end
 
 local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true, kernel = true, arch = true,
   config = true, stream = true, tune = true, bias = true, bias_mode = true, activation = true, epilogue = true,
-  tma_store = true }
+  tma_store = true, pdl = true }
 
 --- What cute.gemm(A, B, C, opts) launches, without launching: a table with
 -- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
@@ -613,6 +613,9 @@ function M.plan(A, B, C, opts)
   local Cv = view(C, { m, n, batch }, { cd[1], cd[2], cd[3] })
   local amaj = major_of({ ad[1], ad[2] }, "A", tostring(A.layout))
   local bmaj = major_of({ bd[2], bd[1] }, "B", tostring(B.layout))
+  if opts.pdl ~= nil and type(opts.pdl) ~= "boolean" then
+    err.raise("cute.gemm: opts.pdl must be a boolean (a programmatic dependent launch), got %s", type(opts.pdl))
+  end
   -- per-tensor scales (fp8's dequantisation factors) fold into alpha
   for _, key in ipairs { "alpha", "beta", "scale_a", "scale_b" } do
     if opts[key] ~= nil and type(opts[key]) ~= "number" then
@@ -733,7 +736,7 @@ end
 local plan_cache = setmetatable({}, { __mode = "k" })
 M._plan_cache = plan_cache -- (for tests)
 local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune", "bias", "bias_mode", "activation",
-  "epilogue", "tma_store" }
+  "epilogue", "tma_store", "pdl" }
 
 -- A number for an object (a bias tensor, an epilogue function): cute.lib.common.ident.
 local ident = require("cute.lib.common").ident
@@ -790,7 +793,7 @@ local function launch_cached(A, B, C, opts, extra, make_plan)
   local p = byO and byO[key]
   if not p then
     p = make_plan()
-    p.launcher = p.kernel { grid = p.grid, block = p.block }
+    p.launcher = p.kernel { grid = p.grid, block = p.block, pdl = p.pdl }
     -- split-K: the reduction of the k-slices after the GEMM kernel (the plan keeps the workspace)
     if p.reduce then p.reduce_launcher = p.reduce.kernel { grid = p.reduce.grid, block = p.reduce.block } end
     if key then
@@ -804,12 +807,12 @@ local function launch_cached(A, B, C, opts, extra, make_plan)
       -- never collected in LuaJIT, which has no ephemerons)
       byO[key] = { kernel = p.kernel, args = p.args, grid = p.grid, block = p.block, launcher = p.launcher,
         reduce = p.reduce, reduce_launcher = p.reduce_launcher, workspace = p.workspace,
-        counters = p.counters }
+        counters = p.counters, pdl = p.pdl }
     end
   end
   M._last_kernel, M._last_args = p.kernel, p.args -- for bench/gemm_probe.lua
   if opts and opts.stream then
-    p.kernel { grid = p.grid, block = p.block, stream = opts.stream }(unpack(p.args))
+    p.kernel { grid = p.grid, block = p.block, stream = opts.stream, pdl = p.pdl }(unpack(p.args))
     local r = p.reduce
     if r then r.kernel { grid = r.grid, block = r.block, stream = opts.stream }(unpack(r.args)) end
   else
@@ -826,7 +829,7 @@ end
 -- @return a function() that launches it
 -- @usage local run = cute.lib.gemm.launcher(cute.lib.gemm.plan(A, B, C, opts)); run()
 function M.launcher(p, stream)
-  local k = p.kernel { grid = p.grid, block = p.block, stream = stream }
+  local k = p.kernel { grid = p.grid, block = p.block, stream = stream, pdl = p.pdl }
   local r = p.reduce
   local rk = r and r.kernel { grid = r.grid, block = r.block, stream = stream }
   local args = p.args
@@ -942,7 +945,9 @@ end
 -- and the Hopper kernel's fused epilogue: bias (a device tensor, one value a
 -- column, or a row with bias_mode = "row"), activation
 -- ("relu", "gelu", "gelu_tanh", "silu") and epilogue (a function(v, m, n, l)
--- traced into the kernel, returning the value to store). A repeated call
+-- traced into the kernel, returning the value to store), and pdl (true: the
+-- Hopper kernel as a programmatic dependent launch, its launch and set-up
+-- overlapping the previous kernel's end; plan.pdl says where taken). A repeated call
 -- with the same tensors and options reuses its plan. Returns C. Inside a kernel,
 -- gemm(tiled_mma or mma_atom, D, A, B, C) on register fragments
 -- (cute.trace.atom.gemm).

@@ -41,6 +41,12 @@
 --     its tile's counter, and the tile's last unit sums the slices (in the
 --     reduction kernel's order) and stores C with the whole epilogue, in this
 --     kernel (see reduce_last in build() and M.split_k_plan).
+--   * cfg.pdl (opts.pdl): launched as a programmatic dependent launch. Every
+--     CTA says griddepcontrol.launch_dependents first (the stream's next
+--     kernel, if launched so, may start as this one's CTAs leave), and every
+--     thread waits at griddepcontrol.wait after setting up its barriers, before
+--     any load of A or B or write of C: the CTAs' launch and set-up overlap the
+--     previous kernel's end.
 --
 -- TMA zero-fills what lies outside the matrices (and still completes the full
 -- byte count), so ragged M, N and K need no predicates in the main loop.
@@ -360,6 +366,8 @@ local function build(cfg, trace_key)
   if GROUPS then fused = "_grouped" .. fused end
   if CL then fused = fused .. "_cluster" .. CL[1] .. "x" .. CL[2] end
   if SPLIT then fused = fused .. (SFUSED and "_splitkf" or "_splitk") end
+  local PDL = cfg.pdl
+  if PDL then fused = fused .. "_pdl" end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
       -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
@@ -380,6 +388,7 @@ local function build(cfg, trace_key)
         SK = extra[1]
       end
       cute.launch_bounds(threads, 1)
+      if PDL then A.griddepcontrol_launch_dependents() end
       local Mr, Nr, L = C.layout.shape[1], C.layout.shape[2], C.layout.shape[3]
       if SPLIT and not SFUSED then L = L / SK end -- the workspace's batches: slice s of batch l at s L + l
       local tid = cute.thread_idx().x
@@ -397,6 +406,8 @@ local function build(cfg, trace_key)
         consumer_group = P.CooperativeGroup(P.Agent.Thread, tile_threads),
         cluster_shape = CL, -- across a cluster: a release arrives on both CTAs' empty barriers
       }
+      -- (cfg.pdl) what the previous kernel wrote is visible from here on
+      if PDL then A.griddepcontrol_wait() end
 
       -- the tile scheduler: tile t -> (m tile, n tile, batch), grouped along M
       local tiles_m = (Mr + (BM - 1)) / BM
@@ -795,7 +806,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major", "groups", "tma_store", "schedule", "split", "swapped" } do
+    "b_major", "groups", "tma_store", "schedule", "split", "swapped", "pdl" } do
     key[#key + 1] = tostring(cfg[k])
   end
   if cfg.cluster then key[#key + 1] = "cluster" .. cfg.cluster[1] .. "x" .. cfg.cluster[2] end
@@ -1436,6 +1447,7 @@ function M.split_k_plan(cfg, args, Av, Cv, dims, alpha, beta, bias, sms, source,
     return {
       kernel = M.kernel(kcfg), args = kargs, grid = { math.min(units, sms), 1, 1 }, block = 384, config = cfg,
       config_source = source, tune_report = report, split_why = split_why, workspace = W, counters = counters,
+      pdl = cfg.pdl,
     }
   end
   -- the GEMM kernel: no beta, fused part or TMA store (the reduction has them)
@@ -1446,7 +1458,7 @@ function M.split_k_plan(cfg, args, Av, Cv, dims, alpha, beta, bias, sms, source,
     fn = cfg.fn }
   return {
     kernel = M.kernel(kcfg), args = kargs, grid = { math.min(units, sms), 1, 1 }, block = 384, config = cfg,
-    config_source = source, tune_report = report, split_why = split_why, workspace = W,
+    config_source = source, tune_report = report, split_why = split_why, workspace = W, pdl = cfg.pdl,
     reduce = { kernel = M.reduce_kernel(rcfg), args = { Wv, Cv, cute.i32(S), cute.f32(alpha), cute.f32(beta), bias },
       grid = { math.max(1, math.ceil(m * n * batch / (T * per))), 1, 1 }, block = T },
   }
@@ -1537,6 +1549,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
   cfg.tma_store = opts.tma_store ~= false and cb == 2 and cs[2] == 1 and (cs[1] * cb) % 16 == 0
     and (batch == 1 or (cs[3] * cb) % 16 == 0) and not cfg.beta and not opts.group_offsets and cfg.bn % 32 == 0
     and not cfg.split_k and (Cv.fake or Cv:alignment() >= 16) or nil
+  cfg.pdl = opts.pdl or nil
   local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
   local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
   local dB = descriptor(atomB, Bv, { n, k, opts.group_offsets and #opts.group_offsets - 1 or batch }, strides.b)
@@ -1580,7 +1593,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
   return {
     kernel = M.kernel(cfg), args = args, group_tensors = group_tensors,
     grid = { grid, 1, 1 }, block = 384, config = cfg, config_source = source,
-    tune_report = report, split_why = split_why,
+    tune_report = report, split_why = split_why, pdl = cfg.pdl,
   }
 end
 

@@ -635,6 +635,30 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.is_nil(pk.counters)
   end)
 
+  it("opts.pdl: launch_dependents first, griddepcontrol.wait after the barriers' set-up and before any load", function()
+    for _, c in ipairs { { 128, 8192, 8192 }, { 2048, 2048, 2048 }, { 16, 8192, 8192 } } do
+      local p, h = compile(cute.bf16, c[1], c[2], c[3], { pdl = true })
+      assert.is_true(p.pdl)
+      assert.matches("_pdl$", p.kernel.name)
+      local ptx = h:ptx()
+      local launch, init = ptx:find("griddepcontrol.launch_dependents", 1, true), ptx:find("mbarrier.init", 1, true)
+      local wait, load = ptx:find("griddepcontrol.wait", 1, true), ptx:find("cp.async.bulk.tensor", 1, true)
+      assert.is_true(launch < init and init < wait and wait < load, p.kernel.name)
+      local r = h:resources()[p.kernel.name]
+      assert.equal(0, r.spill_stores)
+      local p0, h0 = compile(cute.bf16, c[1], c[2], c[3])
+      assert.is_nil(p0.pdl)
+      assert.is_nil(h0:ptx():find("griddepcontrol", 1, true))
+    end
+    -- a split-K plan: the GEMM kernel's launch (its reduction a plain launch after it)
+    local ps = compile(cute.bf16, 128, 4096, 14336, { pdl = true, kernel = "sm90", config = { split_k = 2 } })
+    assert.is_true(ps.pdl and ps.reduce ~= nil)
+    local A, B = fakes(cute.bf16, 64, 64, 64)
+    assert.matches("opts.pdl must be a boolean", H.error_of(function()
+      return G.plan(A, B, nil, { arch = "sm_90a", pdl = 1 })
+    end))
+  end)
+
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
     local S = require "cute.lib.gemm_sm90"
     local tune = require "cute.autotune"
@@ -950,6 +974,33 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       check(cute.f16, 3, 520, 4096, { c_dtype = cute.f16, want = "gemv" })
     end
   end)
+
+  it("opts.pdl: a chain of dependent launches, each GEMM reading the previous one's output, repeated #gpu",
+    function()
+      if not need_sm90() then return end
+      -- X1 = X0 W1, X2 = X1 W2 (128 rows: ping-pong tiles; X2's A the launch before's C),
+      -- X3 = X16 W3 (16 rows: swapped), all with pdl, three times over, then checked
+      local X0 = cute.tensor(cute.bf16, { 128, 4096 }, "row"):uniform(-1, 1, 31)
+      local W1 = cute.tensor(cute.bf16, { 4096, 2048 }, "col"):uniform(-1, 1, 32)
+      local W2 = cute.tensor(cute.bf16, { 2048, 8192 }, "col"):uniform(-1, 1, 33)
+      local X1 = cute.tensor(cute.bf16, { 128, 2048 }, "row")
+      local X2 = cute.tensor(cute.bf16, { 128, 8192 }, "row")
+      local X16 = cute.tensor(cute.bf16, { 16, 8192 }, "row"):uniform(-1, 1, 34)
+      local W3 = cute.tensor(cute.bf16, { 8192, 4096 }, "col"):uniform(-1, 1, 35)
+      local X3 = cute.tensor(cute.f32, { 16, 4096 }, "row")
+      local o = { pdl = true }
+      for _ = 1, 3 do
+        X1:fill(0 / 0); X2:fill(0 / 0); X3:fill(0 / 0)
+        cute.gemm(X0, W1, X1, o)
+        cute.gemm(X1, W2, X2, o)
+        cute.gemm(X16, W3, X3, o)
+      end
+      assert.is_true(G.plan(X0, W1, X1, o).pdl)
+      cute.testing.check_gemm(X0, W1, X1, { rtol = 2 ^ -8, samples = 2000, what = "pdl X1" })
+      cute.testing.check_gemm(X1, W2, X2, { rtol = 2 ^ -8, samples = 2000, what = "pdl X2" })
+      cute.testing.check_gemm(X16, W3, X3, { rtol = 1e-5, samples = 2000, what = "pdl X3" })
+      for _, t in ipairs { X0, W1, W2, X1, X2, X16, W3, X3 } do t:free() end
+    end)
 
   it("repeated calls reuse their plan; new contents, new tensors and freed tensors are seen #gpu", function()
     if not need_sm90() then return end

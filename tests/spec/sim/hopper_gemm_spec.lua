@@ -55,6 +55,29 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     end)
   end
 
+  it("opts.pdl: a chain of programmatic dependent launches, each GEMM reading the one before's C", function()
+    -- X1 = X0 W1, X2 = X1 W2 (its A the previous launch's output), both launched with pdl,
+    -- and a split-K one (its reduction a plain launch after it)
+    local X0 = cute.tensor(cute.bf16, { 96, 128 }, "row"):uniform(-1, 1)
+    local W1 = cute.tensor(cute.bf16, { 128, 192 }, "col"):uniform(-1, 1)
+    local W2 = cute.tensor(cute.bf16, { 192, 64 }, "col"):uniform(-1, 1)
+    local X1 = cute.tensor(cute.bf16, { 96, 192 }, "row"):fill(0 / 0)
+    local X2 = cute.tensor(cute.f32, { 96, 64 }, "row"):fill(0 / 0)
+    local o = { pdl = true }
+    local p = hopper_plan(X0, W1, X1, o)
+    assert.is_true(p.pdl)
+    assert.matches("_pdl$", p.kernel.name)
+    cute.gemm(X0, W1, X1, o)
+    cute.gemm(X1, W2, X2, o)
+    cute.testing.check_gemm(X0, W1, X1, { rtol = 2 ^ -8, what = "pdl X1" })
+    cute.testing.check_gemm(X1, W2, X2, { rtol = 1e-5, what = "pdl X2" })
+    local X3 = cute.tensor(cute.f32, { 96, 64 }, "row"):fill(0 / 0)
+    local os = { pdl = true, kernel = "sm90", config = { split_k = 2 } }
+    assert.is_true(hopper_plan(X1, W2, X3, os).pdl)
+    cute.gemm(X1, W2, X3, os)
+    cute.testing.check_gemm(X1, W2, X3, { rtol = 1e-5, what = "pdl split-K" })
+  end)
+
   it("the ping-pong schedule (a warpgroup a 64-row tile, in turns): two tiles a CTA, ragged, both epilogues", function()
     -- 160 tiles on the simulated H100's 132 CTAs: some CTAs take two, one a warpgroup
     local o = { kernel = "sm90", config = { bm = 64, bn = 128, stages = 4, schedule = "pingpong" } }
