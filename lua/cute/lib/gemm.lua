@@ -557,6 +557,13 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
     .. "tf32 K-major): the warp-specialised TMA + wgmma kernel"
 end
 
+-- opts.pdl: a boolean (who: the caller's name, for the message)
+local function check_pdl(opts, who)
+  if opts.pdl ~= nil and type(opts.pdl) ~= "boolean" then
+    err.raise("%s: opts.pdl must be a boolean (a programmatic dependent launch), got %s", who, type(opts.pdl))
+  end
+end
+
 local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true, kernel = true, arch = true,
   config = true, stream = true, tune = true, bias = true, bias_mode = true, activation = true, epilogue = true,
   tma_store = true, pdl = true }
@@ -613,9 +620,7 @@ function M.plan(A, B, C, opts)
   local Cv = view(C, { m, n, batch }, { cd[1], cd[2], cd[3] })
   local amaj = major_of({ ad[1], ad[2] }, "A", tostring(A.layout))
   local bmaj = major_of({ bd[2], bd[1] }, "B", tostring(B.layout))
-  if opts.pdl ~= nil and type(opts.pdl) ~= "boolean" then
-    err.raise("cute.gemm: opts.pdl must be a boolean (a programmatic dependent launch), got %s", type(opts.pdl))
-  end
+  check_pdl(opts, "cute.gemm")
   -- per-tensor scales (fp8's dequantisation factors) fold into alpha
   for _, key in ipairs { "alpha", "beta", "scale_a", "scale_b" } do
     if opts[key] ~= nil and type(opts[key]) ~= "number" then
@@ -911,6 +916,7 @@ function M.grouped_plan(A, B, C, offsets, opts)
   for key in pairs(opts) do
     if not PLAN_OPTIONS[key] then err.raise("cute.lib.gemm.grouped: unknown option '%s'", tostring(key)) end
   end
+  check_pdl(opts, "cute.lib.gemm.grouped")
   local dt = A.dtype
   local Av = view(A, { T, K, 1 }, { ad[1], ad[2], 0 })
   local Bv = view(B, { N, K, G }, { bd[2], bd[1], bd[3] })

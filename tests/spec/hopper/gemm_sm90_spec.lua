@@ -657,6 +657,16 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.matches("opts.pdl must be a boolean", H.error_of(function()
       return G.plan(A, B, nil, { arch = "sm_90a", pdl = 1 })
     end))
+    local T = cute.fake_tensor(cute.bf16, { 64, 64 }, "row")
+    local W = cute.fake_tensor(cute.bf16, { 64, 64, 2 }, cute.make_layout({ 64, 64, 2 }, { 1, 64, 4096 }))
+    assert.matches("cute.lib.gemm.grouped: opts.pdl must be a boolean", H.error_of(function()
+      return G.grouped_plan(T, W, cute.fake_tensor(cute.bf16, { 64, 64 }, "row"), { 0, 32, 64 },
+        { arch = "sm_90a", pdl = "yes" })
+    end))
+    local pg = G.grouped_plan(T, W, cute.fake_tensor(cute.bf16, { 64, 64 }, "row"), { 0, 32, 64 },
+      { arch = "sm_90a", pdl = true })
+    assert.is_true(pg.pdl)
+    assert.matches("_pdl$", pg.kernel.name)
   end)
 
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
