@@ -79,12 +79,15 @@ return function(h)
   end
 
   -- decode: one query token a sequence, the cache read once (bytes: K and V of every cached token)
-  local dec = h:quick() and { { 2, 1024 } } or { { 1, 32768 }, { 8, 8192 }, { 16, 16384 }, { 64, 4096 } }
+  -- (pdl: each call's kernels programmatic dependent launches, opts.pdl, as in a model's
+  -- chain of kernels: a call's first kernel starts while the previous call's last ends)
+  local dec = h:quick() and { { 2, 1024 }, { 2, 1024, true } }
+    or { { 1, 32768 }, { 8, 8192 }, { 16, 16384 }, { 64, 4096 }, { 1, 32768, true }, { 8, 8192, true } }
   for _, c in ipairs(dec) do
-    local b, cache = c[1], c[2]
+    local b, cache, pdl = c[1], c[2], c[3]
     local hq, hkv, d = 32, 8, 128
     h:case {
-      name = "attention decode bf16 (cache GB/s)",
+      name = pdl and "attention decode bf16 (cache GB/s, PDL chain)" or "attention decode bf16 (cache GB/s)",
       shape = string.format("b%d cache %d h%d/%d d%d", b, cache, hq, hkv, d),
       dtype = "bf16", bytes = 2 * b * cache * hkv * d * 2, peer = "copy", goal = 0.8,
       setup = function()
@@ -95,12 +98,15 @@ return function(h)
           O = cute.tensor(cute.bf16, qs, "row"):fill(0 / 0),
           LSE = cute.tensor(cute.f32, { b, hq, 1 }, "row") }
       end,
-      run = function(st) A.decode(st.Q, st.K, st.V, st.O, { lse = st.LSE }) end,
+      run = function(st)
+        st.opts = st.opts or { lse = st.LSE, pdl = pdl or nil }
+        A.decode(st.Q, st.K, st.V, st.O, st.opts)
+      end,
       check = function(st)
         local ok, e = pcall(cute.testing.check_attention, st.Q, st.K, st.V, st.O, st.LSE, { samples = 16 })
         return ok, not ok and tostring(e) or nil
       end,
-      teardown = function(st) for _, t in pairs(st) do t:free() end end,
+      teardown = function(st) for k, t in pairs(st) do if k ~= "opts" then t:free() end end end,
     }
   end
 end

@@ -153,7 +153,11 @@ local function build(cfg, trace_key)
     -- launch_dependents (split, sm_90+): the combine, a programmatic dependent
     -- launch, may be launched once every CTA of this grid has started (it
     -- waits for this grid's end before it reads the partials)
-    if split and cfg.launch_dependents then cute.arch.griddepcontrol_launch_dependents() end
+    if split and cfg.launch_dependents or cfg.pdl_wait then cute.arch.griddepcontrol_launch_dependents() end
+    -- pdl_wait (decode's opts.pdl, sm_90+): this kernel is itself a programmatic
+    -- dependent launch, which may start before the stream's previous kernel ends:
+    -- nothing is read before that kernel's writes are visible
+    if cfg.pdl_wait then cute.arch.griddepcontrol_wait() end
     local tid = cute.thread_idx().x
     local m_block = cute.block_idx().x
     local h = cute.block_idx().y
@@ -510,7 +514,8 @@ function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "dtype", "d", "bm", "bn", "warps", "stages", "q_vec", "k_vec", "v_vec", "q_regs", "v_double",
     "varlen",
-    "causal", "has_left", "has_right", "even_k", "split", "paged", "seqlens", "fused_combine", "launch_dependents" } do
+    "causal", "has_left", "has_right", "even_k", "split", "paged", "seqlens", "fused_combine", "launch_dependents",
+    "pdl_wait" } do
     local v = cfg[k]
     if k == "fused_combine" or k == "launch_dependents" then v = cfg.split and v == true end -- (split kernels')
     key[#key + 1] = tostring(v)
@@ -1094,7 +1099,10 @@ end
 -- exp(LSE_s - LSE) in shared memory (0 past the splits); every thread sums
 -- its column over the splits in groups of 32, 32 loads in flight, the first
 -- group loaded while the weights are computed.
-local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, splits, pdl)
+local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, splits, pdl, dependents)
+  -- dependents (constexpr; decode's opts.pdl): the stream's next kernel, a
+  -- programmatic dependent launch, may start as this one's CTAs leave
+  if dependents then cute.arch.griddepcontrol_launch_dependents() end
   -- pdl (constexpr, sm_90+): launched as a programmatic dependent launch,
   -- so it may start before the split kernel ends: wait for its writes
   if pdl then cute.arch.griddepcontrol_wait() end
@@ -1128,7 +1136,7 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
 end, { preprocess = true, trace_key = "cute.lib.attention:combine v6" })
 
 local DECODE_OPTIONS = { scale = true, causal = true, window = true, lse = true, cache_seqlens = true,
-  block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true }
+  block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true, pdl = true }
 local DECODE_OPTION_NAMES = {}
 for n in pairs(DECODE_OPTIONS) do DECODE_OPTION_NAMES[#DECODE_OPTION_NAMES + 1] = n end
 table.sort(DECODE_OPTION_NAMES)
@@ -1239,6 +1247,9 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   end
   if opts.cache_seqlens == nil and paged then
     fail("paged caches need opts.cache_seqlens (the length of each sequence)")
+  end
+  if opts.pdl ~= nil and type(opts.pdl) ~= "boolean" then
+    fail("opts.pdl must be a boolean (a programmatic dependent launch), got %s", type(opts.pdl))
   end
   local splits = opts.num_splits
   if splits ~= nil and (type(splits) ~= "number" or splits % 1 ~= 0 or splits < 1 or splits > MAX_SPLITS) then
@@ -1351,6 +1362,10 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   local row = st.arch and cute.compiler.target(st.arch)
   local cc = row and row.cc or (not st.arch and ok and (info.cc_major or 0) * 10 + (info.cc_minor or 0)) or 0
   st.pdl = cc >= 90
+  -- opts.pdl (sm_90 and later): the split (or only) kernel a programmatic dependent
+  -- launch too, waiting at its start for the stream's previous kernel, and each
+  -- call's last kernel letting the next call's start early
+  st.pdl_chain = st.pdl and opts.pdl == true
   return st
 end
 
@@ -1371,6 +1386,7 @@ local function decode_variant(st, splits, Ow, Lw, counts)
   cfg.split = splits > 1
   cfg.fused_combine = cfg.split and st.fused
   cfg.launch_dependents = cfg.split and not st.fused and st.pdl
+  cfg.pdl_wait = st.pdl_chain or nil
   local kern = M.kernel(cfg)
   if st.arch then kern = kern:with { arch = st.arch } end
   local s = st.scalars
@@ -1384,12 +1400,13 @@ local function decode_variant(st, splits, Ow, Lw, counts)
       st.packed and string.format(", the %d query heads of a KV head in one tile", st.G) or "",
       cfg.fused_combine and "; the combine fused into it (the last CTA of a tile's splits to finish merges them)"
         or ""),
-    fused = cfg.fused_combine,
+    fused = cfg.fused_combine, pdl = st.pdl_chain or nil,
   }
   if cfg.split and not cfg.fused_combine then
     local ck = combine_kernel
     if st.arch then ck = ck:with { arch = st.arch } end
-    v.combine = { kernel = ck, args = { Ow, Lw, false, false, cute.i32(splits), cute.constexpr(st.pdl) },
+    v.combine = { kernel = ck, args = { Ow, Lw, false, false, cute.i32(splits), cute.constexpr(st.pdl),
+      cute.constexpr(st.pdl_chain) },
       grid = st.B * st.sq * st.hq, block = st.d, pdl = st.pdl }
   end
   return v
@@ -1508,7 +1525,7 @@ local function decode_key(Q, Kc, Vc, O, opts)
   return table.concat({ tensor_key(Q), tensor_key(Kc), tensor_key(Vc), tensor_key(O),
     value_key(opts.scale), value_key(opts.causal), value_key(opts.window), value_key(opts.num_splits),
     value_key(opts.page_size), value_key(opts.arch), value_key(opts.config), value_key(opts.lse),
-    value_key(opts.block_table),
+    value_key(opts.block_table), value_key(opts.pdl),
     lens == nil and "all" or (tensor.is_device_tensor(lens) and tensor_key(lens) or ("list" .. #lens)),
     device_key(), sid }, "|")
 end
@@ -1567,7 +1584,7 @@ local function entry_variant(e, splits)
     Lw = e.Lw:view(L.make_layout(ls, L.stride(e.Lw.layout)))
   end
   v = decode_variant(st, splits, Ow, Lw, splits > 1 and e.counts or nil)
-  v.launch = { grid = v.grid, block = v.block }
+  v.launch = { grid = v.grid, block = v.block, pdl = v.pdl }
   if v.combine then v.combine.launch = { grid = v.combine.grid, block = v.combine.block, pdl = v.combine.pdl } end
   e.variants[splits] = v
   return v
@@ -1643,7 +1660,7 @@ function M.decode(Q, Kcache, Vcache, O, opts)
     if not key then -- (not a call the cache takes: planned and launched once)
       local plan = M.decode_plan(Q, Kcache, Vcache, O, o2)
       local stream = opts.stream
-      plan.kernel { grid = plan.grid, block = plan.block, stream = stream } (unpack(plan.args))
+      plan.kernel { grid = plan.grid, block = plan.block, stream = stream, pdl = plan.pdl } (unpack(plan.args))
       if plan.combine then
         local c = plan.combine
         c.kernel { grid = c.grid, block = c.block, stream = stream, pdl = c.pdl } (unpack(c.args))

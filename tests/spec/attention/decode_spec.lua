@@ -23,7 +23,7 @@ local function make(c)
   local lse = cute.tensor(cute.f32, { B, hq, sq }, "row"):fill(0 / 0)
   local Kc, Vc, bt
   local opts = { cache_seqlens = c.lens, num_splits = c.splits, causal = c.causal, window = c.window, lse = lse,
-    config = c.config }
+    config = c.config, pdl = c.pdl }
   if c.page then
     local per = math.ceil(c.cache / c.page)
     local pages = B * per + 3
@@ -231,6 +231,13 @@ describe("cute.lib.attention.decode on the simulated sm_90a", function()
     local Q, Kc, Vc, O, lse, opts = make(c)
     for _ = 1, 2 do assert.is_true(check(c, Q, Kc, Vc, O, lse, opts).rows > 0) end
   end)
+  it("opts.pdl: each call's kernels programmatic dependent launches, split and not, repeated", function()
+    for _, c in ipairs { { hq = 8, hkv = 2, cache = 300, splits = 5, lens = { 300, 100 }, pdl = true },
+      { hq = 4, hkv = 4, cache = 200, splits = 1, lens = { 200 }, pdl = true } } do
+      local Q, Kc, Vc, O, lse, opts = make(c)
+      for _ = 1, 3 do assert.is_true(check(c, Q, Kc, Vc, O, lse, opts).rows > 0) end
+    end
+  end)
   it("takes more splits for longer lengths in one plan, growing its workspace", function()
     A.decode_cache(true)
     local lens = { { 64 }, { 512 }, { 300 } }
@@ -352,6 +359,19 @@ describe("cute.lib.attention.decode on the GPU", function()
   for _, c in ipairs(large) do
     it("the combine fused, bit for bit the two kernels': " .. c.name .. " #gpu", function() fused(c) end)
   end
+  it("opts.pdl: the calls' kernels as programmatic dependent launches, three calls in a row #gpu", function()
+    local c = {}
+    for k, v in pairs(large[1]) do c[k] = v end
+    c.pdl = true
+    local Q, Kc, Vc, O, lse, opts = make(c)
+    -- calls back to back: the next call's split kernel must not write the shared split
+    -- workspace before the previous call's combine has read it (its griddepcontrol.wait)
+    for _ = 1, 3 do
+      O:fill(0 / 0)
+      for _ = 1, 4 do A.decode(Q, Kc, Vc, O, opts) end
+      assert.is_true(check(c, Q, Kc, Vc, O, lse, opts).rows > 0)
+    end
+  end)
 end)
 
 describe("cute.lib.attention.decode_plan", function()
@@ -409,6 +429,26 @@ describe("cute.lib.attention.decode_plan", function()
       local one = A.decode_plan(q, kc, kc, nil, { arch = c[1], num_splits = 1 })
       assert.is_nil(one.kernel:compile(unpack(one.args)):ptx():find("griddepcontrol", 1, true))
     end
+    -- opts.pdl: the split (or only) kernel waits at its start and lets the next launch
+    -- start early, and so does the combine; before sm_90 it changes nothing
+    for _, n in ipairs { 8, 1 } do
+      local p = A.decode_plan(q, kc, kc, nil, { arch = "sm_90a", num_splits = n, pdl = true })
+      assert.is_true(p.pdl)
+      local sptx = p.kernel:compile(unpack(p.args)):ptx()
+      local launch, wait = sptx:find("griddepcontrol.launch_dependents", 1, true), sptx:find("griddepcontrol.wait", 1,
+        true)
+      local read = math.min(sptx:find("cp.async", 1, true) or math.huge, sptx:find("ld.global", 1, true) or math.huge)
+      assert.is_true(launch ~= nil and wait ~= nil and launch < wait and wait < read)
+      if n > 1 then
+        assert.matches("griddepcontrol%.launch_dependents", p.combine.kernel:compile(unpack(p.combine.args)):ptx())
+      end
+    end
+    local p80 = A.decode_plan(q, kc, kc, nil, { arch = "sm_80", num_splits = 8, pdl = true })
+    assert.is_falsy(p80.pdl)
+    assert.is_nil(p80.kernel:compile(unpack(p80.args)):ptx():find("griddepcontrol.wait", 1, true))
+    assert.matches("opts.pdl must be a boolean", H.error_of(function()
+      return A.decode_plan(q, kc, kc, nil, { arch = "sm_90a", pdl = "on" })
+    end))
     -- a launch's pdl is a boolean
     local fill, cfg = require("cute.runtime").internal.fill_launch, require("ffi").new("RtLaunch")
     assert.equal(1, fill({ grid = 1, block = 32, pdl = true }, cfg).pdl)
