@@ -86,27 +86,27 @@ return function(h)
   for _, c in ipairs(dec) do
     local b, cache, pdl = c[1], c[2], c[3]
     local hq, hkv, d = 32, 8, 128
+    local opts -- (decode's options: made with the case's LSE)
     h:case {
       name = pdl and "attention decode bf16 (cache GB/s, PDL chain)" or "attention decode bf16 (cache GB/s)",
       shape = string.format("b%d cache %d h%d/%d d%d", b, cache, hq, hkv, d),
       dtype = "bf16", bytes = 2 * b * cache * hkv * d * 2, peer = "copy", goal = 0.8,
       setup = function()
         local qs, ks = { b, 1, hq, d }, { b, cache, hkv, d }
-        return { Q = cute.tensor(cute.bf16, qs, "row"):uniform(-1, 1, 4),
+        local st = { Q = cute.tensor(cute.bf16, qs, "row"):uniform(-1, 1, 4),
           K = cute.tensor(cute.bf16, ks, "row"):uniform(-1, 1, 5),
           V = cute.tensor(cute.bf16, ks, "row"):uniform(-1, 1, 6),
           O = cute.tensor(cute.bf16, qs, "row"):fill(0 / 0),
           LSE = cute.tensor(cute.f32, { b, hq, 1 }, "row") }
+        opts = { lse = st.LSE, pdl = pdl or nil }
+        return st
       end,
-      run = function(st)
-        st.opts = st.opts or { lse = st.LSE, pdl = pdl or nil }
-        A.decode(st.Q, st.K, st.V, st.O, st.opts)
-      end,
+      run = function(st) A.decode(st.Q, st.K, st.V, st.O, opts) end,
       check = function(st)
         local ok, e = pcall(cute.testing.check_attention, st.Q, st.K, st.V, st.O, st.LSE, { samples = 16 })
         return ok, not ok and tostring(e) or nil
       end,
-      teardown = function(st) for k, t in pairs(st) do if k ~= "opts" then t:free() end end end,
+      teardown = function(st) for _, t in pairs(st) do t:free() end end,
     }
   end
 end

@@ -417,6 +417,8 @@ local function build(cfg, trace_key)
       local sum = { cute.var(cute.f32, 0.0), cute.var(cute.f32, 0.0) }
       local row_of = { tScS[0][1], tScS[2][1] } -- the two rows in the tile
       local col0 = tScS[0][2] -- the thread's first column (value i's is col0 + DELTA[i + 1])
+      -- the row (1 or 2: row_of's) of accumulator value i, of S's and of O's
+      local function row_index(i) return math.floor(i / 2) % 2 + 1 end
       -- cfg.o_vec: O's full tiles leave in 16-byte stores. A thread holds, of
       -- each 8-column chunk of its two rows, one 4-byte pair (the quad's four
       -- lanes the chunk); four chunks at a time, the quad transposes its 4 x 4
@@ -531,17 +533,15 @@ local function build(cfg, trace_key)
               hi[r] = cute.min(Sk.value, qi + off + right + 1) - key0
               lo[r] = qi + off - left - key0
             end
-            if left_edge then
+            local function apply(with_lo)
               for i = 0, ns - 1 do
-                local r, d = math.floor(i / 2) % 2 + 1, DELTA[i + 1]
-                accS[i] = cute.where((hi[r] > d) and (lo[r] <= d), accS[i], -math.huge)
-              end
-            else
-              for i = 0, ns - 1 do
-                local r = math.floor(i / 2) % 2 + 1
-                accS[i] = cute.where(hi[r] > DELTA[i + 1], accS[i], -math.huge)
+                local r, d = row_index(i), DELTA[i + 1]
+                local keep = hi[r] > d
+                if with_lo then keep = keep and (lo[r] <= d) end
+                accS[i] = cute.where(keep, accS[i], -math.huge)
               end
             end
+            if left_edge then apply(true) else apply(false) end
           end
         end
         -- the online softmax of S (in accS): P = exp2(S scale - max) in place, the
@@ -551,7 +551,7 @@ local function build(cfg, trace_key)
           for r = 0, 1 do
             local mine = {}
             for i = 0, ns - 1 do
-              if math.floor(i / 2) % 2 == r then mine[#mine + 1] = i end
+              if row_index(i) == r + 1 then mine[#mine + 1] = i end
             end
             local m = tree(mine, function(i) return accS[i] end, cute.max)
             m = cute.max(m, cute.shuffle_xor(m, 1))
@@ -624,17 +624,13 @@ local function build(cfg, trace_key)
             pipeV:consumer_release(cv)
             cv:advance()
             local function rescale_o()
-              for i = 0, no - 1 do accO[i] = accO[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+              for i = 0, no - 1 do accO[i] = accO[i] * scale_o[row_index(i)] end
               if SUM_MMA then
                 A.warpgroup_fence_operand(accL)
-                for i = 0, 3 do accL[i] = accL[i] * scale_o[math.floor(i / 2) % 2 + 1] end
+                for i = 0, 3 do accL[i] = accL[i] * scale_o[row_index(i)] end
               end
             end
-            if LAZY then
-              if rescale then rescale_o() end
-            else
-              rescale_o()
-            end
+            if not LAZY or rescale then rescale_o() end
             to_p()
           end
           if PERSIST then release_q() end
@@ -673,7 +669,7 @@ local function build(cfg, trace_key)
           cute.make_layout({ BM, D }, { O.layout.stride[2], 1 }))
         local tOgO = thrO:partition_C(gO)
         local out = cute.make_fragment_like(accO, dt)
-        for i = 0, no - 1 do out[i] = (accO[i] * inv[math.floor(i / 2) % 2 + 1]):to(dt) end
+        for i = 0, no - 1 do out[i] = (accO[i] * inv[row_index(i)]):to(dt) end
         if O_VEC and q0 + BM <= Sq.value then
           store_o_vec(out, gO)
         elseif q0 + BM <= Sq.value then
