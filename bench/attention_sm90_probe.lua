@@ -10,6 +10,10 @@
 -- their count) and its default groups (attention_sm90.lpt_group).
 -- AB="bn=128,stages=3": the same rounds between the plan's default and the
 -- default with those config fields, S 512 to 16384 (AB_CAUSAL=0 or 1: one mask).
+-- AB_MODULE=path: the same rounds between this build's cute.lib.attention_sm90 and
+-- the copy of it at path (an older commit's: `git show REV:lua/cute/lib/
+-- attention_sm90.lua > old.lua`), each planning with its defaults (and AB's fields
+-- for the copy's plans when AB is given too): the A/B of a code change.
 local cute = require "cute"
 local a90 = require "cute.lib.attention_sm90"
 
@@ -30,6 +34,8 @@ local config = parse_config(os.getenv("ATTN_CFG") or "")
 local PERSISTENT = os.getenv("PERSISTENT") == "1"
 local LPT_AB = os.getenv("LPT_AB") == "1"
 local AB = os.getenv("AB")
+local AB_MODULE = os.getenv("AB_MODULE")
+local alt = AB_MODULE and assert(loadfile(AB_MODULE))() or nil
 -- config with fields of extra added
 local function with(extra)
   local c = {}
@@ -171,7 +177,7 @@ end
 
 -- PERSISTENT=1: the default grid and the persistent one on the same problem, in
 -- alternating rounds (each settles 100 ms untimed first); the median of the rounds
-if (PERSISTENT or LPT_AB or AB) and (what == "time" or what == "all") then
+if (PERSISTENT or LPT_AB or AB or alt) and (what == "time" or what == "all") then
   local ds = { 64, 128 }
   if os.getenv("ATTN_D") then ds = { tonumber(os.getenv("ATTN_D")) } end
   local cfgs = { config, with { persistent = true } }
@@ -181,9 +187,9 @@ if (PERSISTENT or LPT_AB or AB) and (what == "time" or what == "all") then
     cfgs = { with { persistent = true, lpt_group = 2 ^ 30 }, with { persistent = true } }
     names = { "one order", "grouped" }
     masks = { true }
-  elseif AB then
-    cfgs = { config, with(parse_config(AB)) }
-    names = { "default", AB }
+  elseif AB or alt then
+    cfgs = { config, with(parse_config(AB or "")) }
+    names = { "default", (alt and AB_MODULE .. " " or "") .. (AB or "") }
     if not os.getenv("ATTN_D") then ds = { 64, 128, 256 } end
     lengths = { 512, 2048, 8192, 16384 }
     if os.getenv("AB_CAUSAL") then masks = { os.getenv("AB_CAUSAL") == "1" } end
@@ -198,7 +204,7 @@ if (PERSISTENT or LPT_AB or AB) and (what == "time" or what == "all") then
         local flops = 4 * b * hq * s * s * d * (causal and 0.5 or 1)
         local vs = {}
         for i, cfg in ipairs(cfgs) do
-          local p = assert(a90.plan(pr, { config = cfg }))
+          local p = assert(((i == 2 and alt) or a90).plan(pr, { config = cfg }))
           vs[i] = { p = p, launch = p.kernel { grid = p.grid, block = p.block }, ms = {} }
         end
         for _ = 1, 5 do
@@ -214,8 +220,8 @@ if (PERSISTENT or LPT_AB or AB) and (what == "time" or what == "all") then
           tf[i] = flops / (v.ms[math.ceil(#v.ms / 2)] * 1e-3) / 1e12
         end
         print(string.format("%s d=%d causal=%s b=%d h=%d s=%d: %s %.1f, %s %.1f TFLOP/s (%.3fx; %d CTAs; %s)",
-          AB and "ab" or "persistent", d, tostring(causal), b, hq, s, names[1], tf[1], names[2], tf[2], tf[2] / tf[1],
-          vs[2].p.grid[1], vs[2].p.why:match("sm_90a: (.*)") or ""))
+          (AB or alt) and "ab" or "persistent", d, tostring(causal), b, hq, s, names[1], tf[1], names[2], tf[2],
+          tf[2] / tf[1], vs[2].p.grid[1], vs[2].p.why:match("sm_90a: (.*)") or ""))
         for _, x in pairs(t) do if type(x) == "table" and x.free then x:free() end end
       end
     end

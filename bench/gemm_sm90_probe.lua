@@ -98,7 +98,9 @@ print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1
 -- alternating rounds (each turn settles 100 ms untimed, then 100 ms timed; the
 -- median of five rounds, ROUNDS=n for n), so that the clock's drift under tensor-core load
 -- favours none of them (one after the other, the first measured runs at the
--- highest clock). Each result is checked first.
+-- highest clock). Each result is checked first. cute.gemm's own options go
+-- there too (AB=pdl_prefetch_b=1 AB_BASE=pdl=1: a launch's PDL with and without
+-- the weights prefetched, G.launcher launching each as its plan says).
 -- A problem's operands (A row-major, B column-major: both K-major) and C
 local function operands(s)
   local m, n, k = s[1], s[2], s[3]
@@ -106,20 +108,34 @@ local function operands(s)
     cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2), cute.tensor(cute.bf16, { m, n }, "row")
 end
 
-local AB = os.getenv("AB")
-if AB then
-  local cfg = { }
-  for key, v in AB:gmatch("([%w_]+)=([%w_]+)") do cfg[key] = tonumber(v) or v end
+-- cute.gemm's options among AB's fields (pdl=1, pdl_prefetch_b=1: booleans), the
+-- rest opts.config's; AB_BASE="pdl=1" sets fields in both runs (the default's too)
+local OPTS = { pdl = true, pdl_prefetch_b = true }
+local function ab_opts(spec, base)
+  local o = { config = {} }
+  for key, v in (spec or ""):gmatch("([%w_]+)=([%w_]+)") do
+    if OPTS[key] then o[key] = v == "1" or v == "true" else o.config[key] = tonumber(v) or v end
+  end
+  local cfg = o.config
   if cfg.schedule == "pingpong" and not cfg.bm then cfg.bm = 64 end
   if type(cfg.cluster) == "string" then -- cluster=1x2
     local cm, cn = cfg.cluster:match("^(%d)x(%d)$")
     assert(cm, "AB: cluster=MxN (1x2, 2x1)")
     cfg.cluster = { tonumber(cm), tonumber(cn) }
   end
+  for key, v in pairs(base or {}) do if key ~= "config" and o[key] == nil then o[key] = v end end
+  if next(cfg) == nil then o.config = nil else o.kernel = "sm90" end
+  return o
+end
+
+local AB = os.getenv("AB")
+if AB then
+  local base = ab_opts(os.getenv("AB_BASE"))
+  local other = ab_opts(AB, base)
   for _, s in ipairs(sizes) do
     local m, n, k, flops, A, B, C = operands(s)
     local runs, names = {}, { "default", AB, "cuBLAS" }
-    for i, o in ipairs { {}, { kernel = "sm90", config = cfg } } do
+    for i, o in ipairs { base, other } do
       local p = G.plan(A, B, C, o)
       local launch = G.launcher(p)
       C:fill(0 / 0)

@@ -53,6 +53,8 @@ end
 
 function H:case(c)
   c.suite = self.suite
+  -- (bench/run.lua --only PATTERN: the cases whose "name shape" matches it)
+  if self.only and not (c.name .. " " .. tostring(c.shape)):find(self.only) then return end
   self.cases[#self.cases + 1] = c
 end
 
@@ -78,6 +80,24 @@ function H:copy_bandwidth()
   self.peers.copy = { name = "cuMemcpyDtoD", value = r.gbps, unit = "GB/s", result = r,
     shape = string.format("%.0f MiB", bytes / 1024 ^ 2) }
   return self.peers.copy
+end
+
+--- The copy bandwidth at a kernel's own size: cuMemcpyDtoD moving `bytes` (half
+-- read, half written), the L2 flushed before each copy (GB/s). A kernel that
+-- streams 128 MiB in 40 us pays its ramp-up and tail where the 1 GiB copy
+-- (copy_bandwidth) hides them; this is the same cost for a copy.
+function H:copy_bandwidth_of(bytes)
+  local key = "copy " .. bytes
+  if self.peers[key] then return self.peers[key] end
+  local half = math.floor(bytes / 2 / 256) * 256
+  local a, b = cute.alloc(half), cute.alloc(half)
+  a:memset(0x3f800000, 4, half / 4)
+  local r = cute.bench(function() b:copy_from(a, half) end, { bytes = 2 * half, flush_l2 = true })
+  a:free()
+  b:free()
+  self.peers[key] = { name = string.format("cuMemcpyDtoD moving %.0f MiB (the same bytes)", 2 * half / 1024 ^ 2),
+    value = r.gbps, unit = "GB/s", result = r, shape = string.format("%.0f MiB", 2 * half / 1024 ^ 2) }
+  return self.peers[key]
 end
 
 --- cuBLAS GEMM for row-major M x K @ K x N (TFLOP/s): a runner, measured by

@@ -1,15 +1,24 @@
 --- Entry point of the benchmark harness (scripts/bench runs it).
---   cutelua bench/run.lua [--quick] [--out DIR] [suite...]
--- With no suite, runs every bench/suites/*.lua except selftest.
+--   cutelua bench/run.lua [--quick] [--out DIR] [--only PATTERN] [suite...]
+-- With no suite, runs every bench/suites/*.lua except selftest. --only runs the
+-- cases whose "name shape" matches the Lua pattern (plain text works for most:
+-- --only "weights GB/s").
 package.path = "bench/?.lua;" .. package.path
 local H = require "harness"
 
-local out, suites = nil, {}
+local out, suites, only = nil, {}, nil
 local i = 1
 while i <= #arg do
   local a = arg[i]
   if a == "--out" then
     out = arg[i + 1]
+    i = i + 1
+  elseif a == "--only" then
+    only = arg[i + 1]
+    if not only then
+      io.stderr:write("bench: --only needs a pattern\n")
+      os.exit(2)
+    end
     i = i + 1
   elseif a == "--quick" then
     -- read by cute.bench.quick()
@@ -20,7 +29,8 @@ while i <= #arg do
     require("ffi").cdef "int setenv(const char *, const char *, int);"
     require("ffi").C.setenv("CUTELUA_BENCH_CHECK", "1", 1)
   elseif a == "-h" or a == "--help" then
-    print("usage: scripts/bench [--quick] [--check] [--out DIR] [suite...]  (suites: bench/suites/*.lua)")
+    print("usage: scripts/bench [--quick] [--check] [--out DIR] [--only PATTERN] [suite...]  (suites: "
+      .. "bench/suites/*.lua)")
     os.exit(0)
   else
     suites[#suites + 1] = a
@@ -44,6 +54,7 @@ if not ok then
 end
 
 local h = H.new()
+h.only = only
 for _, s in ipairs(suites) do h:run_suite(s) end
 h:report(out)
 if not h:all_correct() then

@@ -91,6 +91,7 @@ return function(h)
       name = pdl and "attention decode bf16 (cache GB/s, PDL chain)" or "attention decode bf16 (cache GB/s)",
       shape = string.format("b%d cache %d h%d/%d d%d", b, cache, hq, hkv, d),
       dtype = "bf16", bytes = 2 * b * cache * hkv * d * 2, peer = "copy", goal = 0.8,
+      also = function(hh) return { hh:copy_bandwidth_of(2 * b * cache * hkv * d * 2) } end, -- the same size
       setup = function()
         local qs, ks = { b, 1, hq, d }, { b, cache, hkv, d }
         local st = { Q = cute.tensor(cute.bf16, qs, "row"):uniform(-1, 1, 4),

@@ -5,7 +5,9 @@
 -- layout of a linear layer's weights, which fp8 needs), C row-major; and B
 -- N-major (K x N row-major, as torch's A @ B has it) at 4096^3 and 8192^3.
 -- The decode shapes (M <= 128) are also reported as a fraction of the copy
--- bandwidth (cuMemcpyDtoD) while reading the weights (B) once. fp8 (e4m3 in,
+-- bandwidth (cuMemcpyDtoD) while reading the weights (B) once, the L2 flushed
+-- before each call, and beside it against a copy moving the same bytes (a
+-- 40 us kernel pays a ramp-up and a tail that the 1 GiB copy hides). fp8 (e4m3 in,
 -- bf16 out, unit scales) runs against cuBLASLt's TN matmul. The grouped MoE
 -- GEMM (cute.lib.gemm.grouped, one launch) runs against cuBLAS called once an
 -- expert. Where torch is present, torch.matmul (bench/gemm_torch.py, run once
@@ -102,15 +104,23 @@ return function(h)
   end
   -- decode: the weights (B, n x k bf16) read once per GEMM, against the copy bandwidth;
   -- pdl: each launch a programmatic dependent launch (opts.pdl), as in a chain of layers,
-  -- its launch and set-up overlapping the previous GEMM's end
+  -- its launch and set-up overlapping the previous GEMM's end; "prefetch": also
+  -- opts.pdl_prefetch_b (the weights' first stages load before the wait, under the
+  -- previous GEMM's last tiles)
   local PDL = { pdl = true }
+  local PDL_PRE = { pdl = true, pdl_prefetch_b = true }
   local function run_pdl(s) cute.gemm(s.A, s.B, s.C, PDL) end
+  local function run_pdl_pre(s) cute.gemm(s.A, s.B, s.C, PDL_PRE) end
   local function decode_bandwidth(m, n, k, pdl)
     h:case {
-      name = pdl and "gemm bf16 (weights GB/s, PDL chain)" or "gemm bf16 (weights GB/s)",
+      name = pdl == "prefetch" and "gemm bf16 (weights GB/s, PDL chain, B prefetched)"
+        or pdl and "gemm bf16 (weights GB/s, PDL chain)" or "gemm bf16 (weights GB/s)",
       shape = m .. "x" .. n .. "x" .. k, dtype = "bf16", bytes = n * k * 2,
       peer = "copy", goal = 0.85,
-      setup = setup(m, n, k, cute.bf16), run = pdl and run_pdl or run, check = check(m, n, k), teardown = teardown,
+      also = function(hh) return { hh:copy_bandwidth_of(n * k * 2) } end, -- a copy of the same size
+      flush_l2 = true, -- (4096 x 4096 weights, 32 MiB, would otherwise stay in the 50 MB L2)
+      setup = setup(m, n, k, cute.bf16), run = pdl == "prefetch" and run_pdl_pre or pdl and run_pdl or run,
+      check = check(m, n, k), teardown = teardown,
     }
   end
   -- fp8 e4m3 in (unit scales), bf16 out, against cuBLASLt's TN matmul on the same layout
@@ -177,6 +187,7 @@ return function(h)
     bf16_nmajor(256, 256, 128, 1.05)
     decode_bandwidth(1, 1024, 1024)
     decode_bandwidth(128, 1024, 1024, true)
+    decode_bandwidth(128, 1024, 1024, "prefetch")
     fp8(256, 256, 256)
     grouped(512, 256, 512, { 128, 0, 200, 184 })
     return
@@ -195,6 +206,7 @@ return function(h)
   end
   for _, s in ipairs { { 128, 8192, 8192 }, { 16, 8192, 8192 } } do
     decode_bandwidth(s[1], s[2], s[3], true)
+    decode_bandwidth(s[1], s[2], s[3], "prefetch")
   end
   grouped(4096, 1024, 4096, { 1024, 768, 640, 512, 448, 384, 192, 128 })
   fp8(4096, 4096, 4096)

@@ -86,14 +86,17 @@ end
 -- Lazy rescaling (config.lazy_rescale) is the default at head dims 64 and 256:
 -- on the H200 (2026-11-29, AB=lazy_rescale=1, uniform descriptors) 1.00-1.06x
 -- at d 64 and 1.02-1.11x at d 256, S 512-16384 with and without a causal mask;
--- at d 128 0.96-1.01x in two runs, so off there.
+-- at d 128 without a mask 0.96-1.01x in three runs, so off there; at d 128
+-- under a causal mask 0.99-1.03x in two runs (2026-11-29, fourth session:
+-- S 512 1.032 / 1.013, 2048 1.012 / 1.003, 8192 0.997 / 0.993, 16384 1.028 /
+-- 1.019), so on.
 -- @param d the head dimension (64, 128 or 256)
 -- @param causal whether the mask is causal (or a window)
 -- @param sk the keys (the longest sequence's; default: many)
 -- @return {bm, bn, stages, pingpong, lazy_rescale}
 -- @usage local c = M.pick_config(128, false) -- {bm = 128, bn = 176, stages = 2, pingpong = true, lazy_rescale = false}
 function M.pick_config(d, causal, sk)
-  local lazy = d ~= 128
+  local lazy = d ~= 128 or causal
   if d == 64 and not causal and (sk or math.huge) > 512 then
     return { bm = 192, bn = 128, stages = 2, pingpong = false, lazy_rescale = lazy }
   end
@@ -173,10 +176,10 @@ local function poly_eighths(cfg) return math.floor((cfg.poly_exp2 or 0) * 8 + 0.
 local function kernel_name(cfg)
   local persist, poly8 = cfg.persistent, poly_eighths(cfg)
   return string.format("attention_sm90_%s_d%d_%dx%d", cfg.dtype, cfg.d, cfg.bm, cfg.bn)
-    .. (cfg.varlen and "_varlen" or "") .. (cfg.pingpong and "_pingpong" or "")
+    .. (cfg.varlen and "_varlen" or "") .. (cfg.window and "_window" or "") .. (cfg.pingpong and "_pingpong" or "")
     .. (persist and (cfg.lpt and "_persistent_lpt" or "_persistent") or "")
     .. (cfg.o_vec and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
-    .. ((persist and cfg.uniform_desc == true) and "_udesc" or "") .. (cfg.lazy_rescale and "_lazy" or "")
+    .. (cfg.lazy_rescale and "_lazy" or "")
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
 end
 
@@ -229,6 +232,7 @@ local function build(cfg, trace_key)
   -- causal masks), its pipelines' phases and the ping-pong turns carried on from
   -- tile to tile (M.plan, docs/attention.md "A persistent grid")
   local PERSIST, LPT, O_VEC, LAZY = cfg.persistent, cfg.lpt, cfg.o_vec, cfg.lazy_rescale
+  local WINDOW = cfg.window
   local POLY8, name = poly_eighths(cfg), kernel_name(cfg)
   return cute.kernel(name, function(descQ, descK, descV, O, LSE, sq, sk, left, right, group, scale_log2, ...)
     -- left, right: the window around the diagonal, in keys; group: Q heads a
@@ -378,17 +382,14 @@ local function build(cfg, trace_key)
       -- sliced for its warpgroup's first thread, the warpgroup's index taken
       -- from lane 0 by a shuffle (warp-uniform to ptxas); K and V for thread 0.
       -- The main loop's block of 19 wgmmas at d 128 issues 66 instructions
-      -- instead of 186 (at d 256: 165 for 37 wgmmas instead of 257). Not K and V
-      -- in the persistent kernels unless config.uniform_desc is true: timed with
-      -- 16-40 bytes of spills there, which the masks' constant offsets have since
-      -- removed (to be timed again; the 128 x 128 ping-pong tiles compile to the
-      -- same PTX either way).
+      -- instead of 186 (at d 256: 165 for 37 wgmmas instead of 257). On the
+      -- persistent grid too since the masks' constant offsets freed the registers
+      -- they spilled (1.01-1.08x there on the H200).
       -- (config.uniform_desc = false: every operand sliced per thread, as before)
       local UDESC = cfg.uniform_desc ~= false
       local qS = UDESC and mmaS:get_slice(cute.shuffle(ct / 128, 0) * 128) or thrS
       local tSsQ = qS:make_fragment_A(qS:partition_A(sQ))
-      local per_thread = (PERSIST and cfg.uniform_desc ~= true) or not UDESC
-      local kvS, kvO = per_thread and thrS or mmaS:get_slice(0), per_thread and thrO or mmaO:get_slice(0)
+      local kvS, kvO = UDESC and mmaS:get_slice(0) or thrS, UDESC and mmaO:get_slice(0) or thrO
       local tSsK = kvS:make_fragment_B(kvS:partition_B(sK))
       local tOsV = kvO:make_fragment_B(kvO:partition_B(sV))
       local cS = cute.make_identity_tensor({ BM, BN })
@@ -523,9 +524,13 @@ local function build(cfg, trace_key)
         -- a constant (one compare a value on a causal diagonal block)
         local function mask(n)
           local n0 = n * BN
-          local right_edge = (n0 + BN > Sk.value) or (n0 + (BN - 1) > q0 + off + right)
-          local left_edge = n0 < q_last + off - left
-          if right_edge or left_edge then
+          local edge = (n0 + BN > Sk.value) or (n0 + (BN - 1) > q0 + off + right)
+          local left_edge = false
+          if WINDOW then -- (cfg.window: a left edge; without one the kernel has no code for it)
+            left_edge = n0 < q_last + off - left
+            edge = edge or left_edge
+          end
+          if edge then
             local key0 = n0 + col0
             local hi, lo = {}, {}
             for r = 1, 2 do
@@ -541,7 +546,11 @@ local function build(cfg, trace_key)
                 accS[i] = cute.where(keep, accS[i], -math.huge)
               end
             end
-            if left_edge then apply(true) else apply(false) end
+            if WINDOW then
+              if left_edge then apply(true) else apply(false) end
+            else
+              apply(false)
+            end
           end
         end
         -- the online softmax of S (in accS): P = exp2(S scale - max) in place, the
@@ -909,6 +918,8 @@ function M.plan(pr, opts)
   -- not fit next to O's 128 registers and S's 40 a thread)
   if cfg.persistent and pr.d == 256 and given.bn == nil then cfg.bn = 64 end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
+  -- a window's left edge (keys before it masked): only then does the kernel test it
+  cfg.window = pr.left < math.huge or nil
   local big = 2 ^ 30
   local function clamp(x) return math.min(x, big) end
   local args = { descriptor(pr.q4, cfg.bm), descriptor(pr.k4, cfg.bn), descriptor(pr.v4, cfg.bn), pr.o4, pr.lse3,

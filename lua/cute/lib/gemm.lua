@@ -557,16 +557,26 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
     .. "tf32 K-major): the warp-specialised TMA + wgmma kernel"
 end
 
--- opts.pdl: a boolean (who: the caller's name, for the message)
+-- opts.pdl: a boolean; opts.pdl_prefetch_b: a boolean, true only with pdl (who:
+-- the caller's name, for the message)
 local function check_pdl(opts, who)
   if opts.pdl ~= nil and type(opts.pdl) ~= "boolean" then
     err.raise("%s: opts.pdl must be a boolean (a programmatic dependent launch), got %s", who, type(opts.pdl))
+  end
+  local pre = opts.pdl_prefetch_b
+  if pre ~= nil and type(pre) ~= "boolean" then
+    err.raise("%s: opts.pdl_prefetch_b must be a boolean (B's first stages loaded before the wait), got %s", who,
+      type(pre))
+  end
+  if pre and not opts.pdl then
+    err.raise("%s: opts.pdl_prefetch_b loads B before the Hopper kernel waits for the previous kernel: it needs "
+      .. "opts.pdl = true", who)
   end
 end
 
 local PLAN_OPTIONS = { alpha = true, beta = true, scale_a = true, scale_b = true, kernel = true, arch = true,
   config = true, stream = true, tune = true, bias = true, bias_mode = true, activation = true, epilogue = true,
-  tma_store = true, pdl = true }
+  tma_store = true, pdl = true, pdl_prefetch_b = true }
 
 --- What cute.gemm(A, B, C, opts) launches, without launching: a table with
 -- kernel, args (its arguments: the kernel views of A, B, C, alpha, beta),
@@ -741,7 +751,7 @@ end
 local plan_cache = setmetatable({}, { __mode = "k" })
 M._plan_cache = plan_cache -- (for tests)
 local OPT_KEYS = { "alpha", "beta", "scale_a", "scale_b", "kernel", "arch", "tune", "bias", "bias_mode", "activation",
-  "epilogue", "tma_store", "pdl" }
+  "epilogue", "tma_store", "pdl", "pdl_prefetch_b" }
 
 -- A number for an object (a bias tensor, an epilogue function): cute.lib.common.ident.
 local ident = require("cute.lib.common").ident
@@ -953,7 +963,9 @@ end
 -- ("relu", "gelu", "gelu_tanh", "silu") and epilogue (a function(v, m, n, l)
 -- traced into the kernel, returning the value to store), and pdl (true: the
 -- Hopper kernel as a programmatic dependent launch, its launch and set-up
--- overlapping the previous kernel's end; plan.pdl says where taken). A repeated call
+-- overlapping the previous kernel's end; plan.pdl says where taken) with
+-- pdl_prefetch_b (true: B's first stages load before the kernel waits, a promise
+-- that no earlier kernel in the stream still writes B). A repeated call
 -- with the same tensors and options reuses its plan. Returns C. Inside a kernel,
 -- gemm(tiled_mma or mma_atom, D, A, B, C) on register fragments
 -- (cute.trace.atom.gemm).

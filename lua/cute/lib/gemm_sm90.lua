@@ -46,7 +46,11 @@
 --     kernel, if launched so, may start as this one's CTAs leave), and every
 --     thread waits at griddepcontrol.wait after setting up its barriers, before
 --     any load of A or B or write of C: the CTAs' launch and set-up overlap the
---     previous kernel's end.
+--     previous kernel's end. cfg.pdl_pre = "a" or "b" (opts.pdl_prefetch_b:
+--     the caller's B, the weights): the producer loads that operand's part
+--     of the first tile's first stages before it waits (the caller promises
+--     that no earlier kernel in the stream still writes it), the other's
+--     after; each stage's barrier counts both.
 --
 -- TMA zero-fills what lies outside the matrices (and still completes the full
 -- byte count), so ragged M, N and K need no predicates in the main loop.
@@ -367,7 +371,10 @@ local function build(cfg, trace_key)
   if CL then fused = fused .. "_cluster" .. CL[1] .. "x" .. CL[2] end
   if SPLIT then fused = fused .. (SFUSED and "_splitkf" or "_splitk") end
   local PDL = cfg.pdl
-  if PDL then fused = fused .. "_pdl" end
+  -- cfg.pdl_pre ("a" or "b", with cfg.pdl): that operand (the caller's B, the
+  -- weights) loads its first stages before griddepcontrol.wait
+  local PRE = PDL and cfg.pdl_pre or nil
+  if PDL then fused = fused .. "_pdl" .. (PRE and ("_pre" .. PRE) or "") end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
       -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
@@ -406,8 +413,10 @@ local function build(cfg, trace_key)
         consumer_group = P.CooperativeGroup(P.Agent.Thread, tile_threads),
         cluster_shape = CL, -- across a cluster: a release arrives on both CTAs' empty barriers
       }
-      -- (cfg.pdl) what the previous kernel wrote is visible from here on
-      if PDL then A.griddepcontrol_wait() end
+      -- (cfg.pdl) what the previous kernel wrote is visible from here on (cfg.pdl_pre:
+      -- the producer waits in its loop, after its first loads of the weights)
+      if PDL and not PRE then A.griddepcontrol_wait() end
+      if PRE and tid ~= 0 then A.griddepcontrol_wait() end
 
       -- the tile scheduler: tile t -> (m tile, n tile, batch), grouped along M
       local tiles_m = (Mr + (BM - 1)) / BM
@@ -495,18 +504,48 @@ local function build(cfg, trace_key)
         A.setmaxnreg_dec(40)
         if tid == 0 then
           local ps = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
+          -- one operand's k-tile kt of tile tc into stage s, completing `bar`
+          local function load_a(tc, kt, s, bar)
+            load(descA, boxesA, sA_raw, stage_a, s, tc.a_row, kt, tc.a_l, bar, MC_A)
+          end
+          local function load_b(tc, kt, s, bar)
+            load(descB, boxesB, sB_raw, stage_b, s, tc.b_row, kt, tc.b_l, bar, MC_B)
+          end
+          -- the k-tiles of the first tile loaded before the loop (cfg.pdl_pre)
+          local skip = cute.var(cute.i32, 0)
+          if PRE then
+            -- the weights' part of the first tile's first stages while the previous
+            -- kernel may still run (the caller promised that it does not write them;
+            -- each stage's barrier is armed for both operands, so it completes only
+            -- once the other's part, loaded after the wait, has landed too)
+            local early, late = load_b, load_a
+            if PRE == "a" then early, late = load_a, load_b end
+            local tc = coords(first)
+            if first < total then skip.value = imin(tc.nk, STAGES) end
+            for j in cute.range(skip.value) do
+              pipe:producer_acquire(ps)
+              early(tc, SPLIT and tc.kt0 + j or j, ps.index, pipe:producer_get_barrier(ps))
+              pipe:producer_commit(ps)
+              ps:advance()
+            end
+            A.griddepcontrol_wait()
+            for j in cute.range(skip.value) do -- (stages 0 .. skip - 1, in order)
+              late(tc, SPLIT and tc.kt0 + j or j, j, pipe:full_barrier(j))
+            end
+          end
           for t in cute.range(first, total, step) do
             local tc = coords(t)
-            for j in cute.range(tc.nk) do
+            for j in cute.range(skip.value, tc.nk) do
               local kt = SPLIT and tc.kt0 + j or j
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
               local s = ps.index
-              load(descA, boxesA, sA_raw, stage_a, s, tc.a_row, kt, tc.a_l, bar, MC_A)
-              load(descB, boxesB, sB_raw, stage_b, s, tc.b_row, kt, tc.b_l, bar, MC_B)
+              load_a(tc, kt, s, bar)
+              load_b(tc, kt, s, bar)
               pipe:producer_commit(ps)
               ps:advance()
             end
+            skip.value = 0
           end
           pipe:producer_tail(ps)
         end
@@ -806,7 +845,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major", "groups", "tma_store", "schedule", "split", "swapped", "pdl" } do
+    "b_major", "groups", "tma_store", "schedule", "split", "swapped", "pdl", "pdl_pre" } do
     key[#key + 1] = tostring(cfg[k])
   end
   if cfg.cluster then key[#key + 1] = "cluster" .. cfg.cluster[1] .. "x" .. cfg.cluster[2] end
@@ -1550,6 +1589,9 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
     and (batch == 1 or (cs[3] * cb) % 16 == 0) and not cfg.beta and not opts.group_offsets and cfg.bn % 32 == 0
     and not cfg.split_k and (Cv.fake or Cv:alignment() >= 16) or nil
   cfg.pdl = opts.pdl or nil
+  -- opts.pdl_prefetch_b: the caller's B (the kernel's A when swapped) loads its first
+  -- stages before the wait
+  cfg.pdl_pre = cfg.pdl and opts.pdl_prefetch_b and (swapped and "a" or "b") or nil
   local atomA, atomB = M.tma_atoms(cfg, Av, Bv)
   local dA = descriptor(atomA, Av, { m, k, batch }, strides.a)
   local dB = descriptor(atomB, Bv, { n, k, opts.group_offsets and #opts.group_offsets - 1 or batch }, strides.b)

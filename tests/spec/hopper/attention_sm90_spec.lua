@@ -79,7 +79,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.equal(c[4], p.config.bn)
       assert.matches("persistent: " .. math.min(c[2], sms) .. " CTAs", p.why)
       assert.matches("walk " .. c[2] .. " work tiles", p.why)
-      local lazy = c[1].d ~= 128 and "_lazy" or "" -- lazy rescaling by default at d 64 and 256
+      -- lazy rescaling by default at d 64 and 256, and at 128 under a mask
+      local lazy = (c[1].d ~= 128 or c[1].right) and "_lazy" or ""
       assert.matches((c[3] and "_persistent_lpt_ovec" or "_persistent_ovec") .. lazy .. "$", p.kernel.name)
       -- the tiles' extents (query blocks, heads, batches) follow the usual arguments
       -- and the (batch, head) pairs of a longest-first group: all 16 (the K and V
@@ -92,7 +93,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
       lpt = false } }))
     assert.same({ 3, 1, 1 }, p.grid)
-    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy", p.kernel.name)
     -- the default stays one CTA a query block of a head of a batch
     assert.same({ 8, 8, 2 }, assert(a90.plan(problem(), {})).grid)
     assert.matches("config.max_ctas applies to a persistent grid",
@@ -192,6 +193,19 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
+  it("masks by each value's constant column offset; a window's left edge only in the window's kernels", function()
+    -- causal (no left edge): one compare a value on a diagonal block, no code for a left
+    -- edge; a window (left bounded): its own kernel, which tests the left edge too
+    local pc = assert(a90.plan(problem { d = 64, right = 0 }, {}))
+    local pw = assert(a90.plan(problem { d = 64, left = 100, right = 10 }, {}))
+    assert.is_nil(pc.kernel.name:find("_window", 1, true))
+    assert.matches("_window", pw.kernel.name)
+    assert.is_nil(pc.config.window)
+    local function setps(p) return H.count(compiled(p, 64), "setp.") end
+    -- two compares a value on the window's left edge (lo <= d and hi > d), one elsewhere
+    assert.is_true(setps(pw) > setps(pc) + 64, setps(pw) .. " against " .. setps(pc))
+  end)
+
   it("compiles the persistent kernels (each head dimension, causal, varlen) without spills", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 }, { d = 256, right = 0 },
       { d = 128, varlen = true, right = 0 }, { d = 64, varlen = true }, { d = 128, dtype = cute.f16 } } do
@@ -227,22 +241,27 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         H.error_of(function() return a90.plan(pr, { config = { o_vec = true } }) end))
     end)
 
-  it("config.uniform_desc = true puts K's and V's descriptors in uniform registers on the persistent grid too",
-    function()
-      -- the persistent grid keeps K and V per thread by default (uniformly they spilled
-      -- before the masks compared constant column offsets; they do not now, and are to
-      -- be timed: docs/notes/gpu-pending.md)
-      for _, o in ipairs { { d = 128 }, { d = 256 }, { d = 64, sk = 2048 } } do
-        local pp = assert(a90.plan(problem(o), { config = { persistent = true } }))
-        local pu = assert(a90.plan(problem(o), { config = { persistent = true, uniform_desc = true } }))
-        assert.matches("_udesc", pu.kernel.name)
-        assert.is_nil(pp.kernel.name:find("desc", 1, true))
-        assert.are_not.equal(compiled(pp, o.d), compiled(pu, o.d)) -- (compiled: no spill)
+  it("the persistent grid keeps K's and V's descriptors in uniform registers too, without spills", function()
+    -- (since the masks compare constant column offsets they do not spill there; before,
+    -- the persistent kernels sliced K and V per thread)
+    for _, o in ipairs { { d = 128 }, { d = 256 }, { d = 64, sk = 2048 }, { d = 64, right = 0 } } do
+      local pp = assert(a90.plan(problem(o), { config = { persistent = true } }))
+      local pv = assert(a90.plan(problem(o), { config = { persistent = true, uniform_desc = false } }))
+      assert.is_nil(pp.kernel.name:find("desc", 1, true))
+      assert.matches("_vdesc", pv.kernel.name)
+      assert.are_not.equal(compiled(pp, o.d), compiled(pv, o.d)) -- (compiled: no spill)
+      -- with a disassembler, R2UR: a few for the kernel's set-up, not one a wgmma as with
+      -- per-thread slices
+      local hp, hv = pp.kernel:compile(unpack(pp.args)), pv.kernel:compile(unpack(pv.args))
+      local ok, sp = pcall(hp.sass, hp)
+      if ok then
+        assert.is_true(H.count(sp, "R2UR") < H.count(hv:sass(), "R2UR") / 2, pp.kernel.name)
       end
-      -- off the persistent grid true is the default: the same kernel
-      assert.equal(assert(a90.plan(problem { d = 128 }, {})).kernel,
-        assert(a90.plan(problem { d = 128 }, { config = { uniform_desc = true } })).kernel)
-    end)
+    end
+    -- true is the default: the same kernel
+    assert.equal(assert(a90.plan(problem { d = 128 }, {})).kernel,
+      assert(a90.plan(problem { d = 128 }, { config = { uniform_desc = true } })).kernel)
+  end)
 
   it("config.poly_exp2: that share of P's exponentials by the polynomial (fewer ex2), without spills", function()
     local function ex2s(ptx) return select(2, ptx:gsub("ex2%.approx", "")) end
@@ -285,8 +304,10 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       local ptx = compiled(p, o.d)
       assert.matches("vote%.sync%.any%.pred", ptx)
     end
-    -- the default: lazy at head dims 64 and 256 (measured faster there), not at 128
-    for _, o in ipairs { { d = 64 }, { d = 64, right = 0 }, { d = 256 }, { d = 256, persistent = true } } do
+    -- the default: lazy at head dims 64 and 256 and at 128 under a mask (measured faster
+    -- there), not at 128 without one
+    for _, o in ipairs { { d = 64 }, { d = 64, right = 0 }, { d = 256 }, { d = 256, persistent = true },
+      { d = 128, right = 0 }, { d = 128, right = 0, persistent = true } } do
       local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent } }))
       assert.is_true(p.config.lazy_rescale)
       assert.matches("_lazy$", p.kernel.name)
@@ -323,11 +344,6 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.matches("_vdesc$", pv.kernel.name)
     local sv = pv.kernel:compile(unpack(pv.args)):sass()
     assert.is_true(H.count(sv, "R2UR") > 50, H.count(sv, "R2UR") .. " R2UR")
-    -- config.uniform_desc = true on the persistent grid: fewer R2UR than its default
-    local pp = assert(a90.plan(problem { d = 128 }, { config = { persistent = true } }))
-    local pu = assert(a90.plan(problem { d = 128 }, { config = { persistent = true, uniform_desc = true } }))
-    local hu = pu.kernel:compile(unpack(pu.args))
-    assert.is_true(H.count(hu:sass(), "R2UR") < H.count(pp.kernel:compile(unpack(pp.args)):sass(), "R2UR"))
     assert.matches("config.uniform_desc is 1, expected a boolean", H.error_of(function()
       return a90.plan(problem(), { config = { uniform_desc = 1 } })
     end))

@@ -669,6 +669,36 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     assert.matches("_pdl$", pg.kernel.name)
   end)
 
+  it("opts.pdl_prefetch_b: the weights' first stages load before the producer's wait, the other operand's after",
+    function()
+      -- 128 rows (B the kernel's B), 16 rows (swapped: B the kernel's A), split-K
+      for _, c in ipairs { { 128, 8192, 8192, "b" }, { 16, 8192, 8192, "a" }, { 128, 4096, 14336, "b", 2 } } do
+        local o = { pdl = true, pdl_prefetch_b = true, kernel = "sm90", config = c[5] and { split_k = c[5] } or nil }
+        local p, h = compile(cute.bf16, c[1], c[2], c[3], o)
+        assert.equal(c[4], p.config.pdl_pre)
+        assert.matches("_pdl_pre" .. c[4] .. "$", p.kernel.name)
+        local ptx = h:ptx()
+        -- the consumers' wait, then the producer's: between them only the early operand's loads
+        -- (its k-tiles' boxes, one each: K-major), after them the other operand's
+        assert.equal(2, H.count(ptx, "griddepcontrol.wait;"))
+        local w1 = ptx:find("griddepcontrol.wait", 1, true)
+        local w2 = ptx:find("griddepcontrol.wait", w1 + 1, true)
+        assert.is_true(ptx:find("mbarrier.init", 1, true) < w1)
+        assert.equal(1, H.count(ptx:sub(w1, w2), "cp.async.bulk.tensor"))
+        assert.is_nil(ptx:sub(1, w1):find("cp.async.bulk.tensor", 1, true))
+        assert.is_not_nil(ptx:find("cp.async.bulk.tensor", w2, true))
+        local r = h:resources()[p.kernel.name]
+        assert.same({ 0, 0 }, { r.spill_stores, r.spill_loads }, p.kernel.name)
+      end
+      local A, B = fakes(cute.bf16, 64, 64, 64)
+      assert.matches("opts.pdl_prefetch_b loads B before .* it needs opts.pdl = true", H.error_of(function()
+        return G.plan(A, B, nil, { arch = "sm_90a", pdl_prefetch_b = true })
+      end))
+      assert.matches("opts.pdl_prefetch_b must be a boolean", H.error_of(function()
+        return G.plan(A, B, nil, { arch = "sm_90a", pdl = true, pdl_prefetch_b = "B" })
+      end))
+    end)
+
   it("autotuning's candidates start with the heuristic's pick, which is the built-in default", function()
     local S = require "cute.lib.gemm_sm90"
     local tune = require "cute.autotune"
@@ -998,17 +1028,20 @@ describe("cute.lib.gemm_sm90 on the GPU", function()
       local X16 = cute.tensor(cute.bf16, { 16, 8192 }, "row"):uniform(-1, 1, 34)
       local W3 = cute.tensor(cute.bf16, { 8192, 4096 }, "col"):uniform(-1, 1, 35)
       local X3 = cute.tensor(cute.f32, { 16, 4096 }, "row")
-      local o = { pdl = true }
-      for _ = 1, 3 do
-        X1:fill(0 / 0); X2:fill(0 / 0); X3:fill(0 / 0)
-        cute.gemm(X0, W1, X1, o)
-        cute.gemm(X1, W2, X2, o)
-        cute.gemm(X16, W3, X3, o)
+      -- plain, then with the weights' first stages loaded before the wait
+      for _, o in ipairs { { pdl = true }, { pdl = true, pdl_prefetch_b = true } } do
+        for _ = 1, 3 do
+          X1:fill(0 / 0); X2:fill(0 / 0); X3:fill(0 / 0)
+          cute.gemm(X0, W1, X1, o)
+          cute.gemm(X1, W2, X2, o)
+          cute.gemm(X16, W3, X3, o)
+        end
+        local what = o.pdl_prefetch_b and "pdl_prefetch_b " or "pdl "
+        assert.is_true(G.plan(X0, W1, X1, o).pdl)
+        cute.testing.check_gemm(X0, W1, X1, { rtol = 2 ^ -8, samples = 2000, what = what .. "X1" })
+        cute.testing.check_gemm(X1, W2, X2, { rtol = 2 ^ -8, samples = 2000, what = what .. "X2" })
+        cute.testing.check_gemm(X16, W3, X3, { rtol = 1e-5, samples = 2000, what = what .. "X3" })
       end
-      assert.is_true(G.plan(X0, W1, X1, o).pdl)
-      cute.testing.check_gemm(X0, W1, X1, { rtol = 2 ^ -8, samples = 2000, what = "pdl X1" })
-      cute.testing.check_gemm(X1, W2, X2, { rtol = 2 ^ -8, samples = 2000, what = "pdl X2" })
-      cute.testing.check_gemm(X16, W3, X3, { rtol = 1e-5, samples = 2000, what = "pdl X3" })
       for _, t in ipairs { X0, W1, W2, X1, X2, X16, W3, X3 } do t:free() end
     end)
 

@@ -65,9 +65,9 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     run { b = 2, sq = 200, sk = 200, hq = 2, hkv = 1, d = 64, ctas = 3, what = "persistent d64, gqa" }
     run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, ctas = 2, what = "persistent d128, Sq < Sk" }
     run { b = 1, sq = 140, sk = 90, hq = 2, hkv = 2, d = 256, ctas = 2, what = "persistent d256, Sq > Sk" }
-    -- config.uniform_desc = true: K's and V's descriptors uniform here too (not the default)
-    run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, ctas = 2, udesc = true,
-      what = "persistent d128, uniform K and V" }
+    -- config.uniform_desc = false: every descriptor sliced per thread (the old kernels)
+    run { b = 1, sq = 130, sk = 333, hq = 2, hkv = 2, d = 128, ctas = 2, udesc = false,
+      what = "persistent d128, per-thread descriptors" }
   end)
 
   it("a persistent grid: causal (longest tiles first, tiles that see no key), a window, varlen", function()

@@ -76,6 +76,18 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     assert.is_true(hopper_plan(X1, W2, X3, os).pdl)
     cute.gemm(X1, W2, X3, os)
     cute.testing.check_gemm(X1, W2, X3, { rtol = 1e-5, what = "pdl split-K" })
+    -- the weights' first stages before the wait (each stage's barrier armed once for
+    -- both operands' bytes): plain, swapped (B the kernel's A) and split-K
+    local X16 = cute.tensor(cute.bf16, { 16, 128 }, "row"):uniform(-1, 1)
+    local X4 = cute.tensor(cute.f32, { 16, 192 }, "row"):fill(0 / 0)
+    for _, c in ipairs { { X0, W1, X1, {}, "b" }, { X16, W1, X4, {}, "a" }, { X1, W2, X3, { split_k = 2 }, "b" } } do
+      c[3]:fill(0 / 0)
+      local op = { pdl = true, pdl_prefetch_b = true, kernel = "sm90", config = c[4] }
+      assert.equal(c[5], hopper_plan(c[1], c[2], c[3], op).config.pdl_pre)
+      cute.gemm(c[1], c[2], c[3], op)
+      cute.testing.check_gemm(c[1], c[2], c[3], { rtol = c[3].dtype == cute.f32 and 1e-5 or 2 ^ -8,
+        what = "pdl_prefetch_b " .. c[5] })
+    end
   end)
 
   it("the ping-pong schedule (a warpgroup a 64-row tile, in turns): two tiles a CTA, ragged, both epilogues", function()
