@@ -511,8 +511,9 @@ local function build(cfg, trace_key)
           local function load_b(tc, kt, s, bar)
             load(descB, boxesB, sB_raw, stage_b, s, tc.b_row, kt, tc.b_l, bar, MC_B)
           end
-          -- the k-tiles of the first tile loaded before the loop (cfg.pdl_pre)
-          local skip = cute.var(cute.i32, 0)
+          -- the k-tiles of the first tile loaded before the loop (cfg.pdl_pre; without
+          -- it the loop is as it was, from k-tile 0)
+          local skip = PRE and cute.var(cute.i32, 0) or nil
           if PRE then
             -- the weights' part of the first tile's first stages while the previous
             -- kernel may still run (the caller promised that it does not write them;
@@ -535,7 +536,7 @@ local function build(cfg, trace_key)
           end
           for t in cute.range(first, total, step) do
             local tc = coords(t)
-            for j in cute.range(skip.value, tc.nk) do
+            for j in cute.range(skip and skip.value or 0, tc.nk) do
               local kt = SPLIT and tc.kt0 + j or j
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
@@ -545,7 +546,7 @@ local function build(cfg, trace_key)
               pipe:producer_commit(ps)
               ps:advance()
             end
-            skip.value = 0
+            if PRE then skip.value = 0 end
           end
           pipe:producer_tail(ps)
         end
