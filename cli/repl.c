@@ -100,6 +100,10 @@ static int exec_chunk(lua_State *L) {
   int base = lua_gettop(L);
   exec_L = L;
   set_sigint(on_sigint_exec);
+  if (interrupted) { /* a Ctrl-C after the line was read, before the handler above: it meant this chunk */
+    interrupted = 0;
+    on_sigint_exec(SIGINT);
+  }
   int status = cl_host_pcall(L, 0, LUA_MULTRET);
   signal(SIGINT, SIG_IGN);
   lua_sethook(L, NULL, 0, 0); /* a Ctrl-C that came too late must not hit the next chunk */
