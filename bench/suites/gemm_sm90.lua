@@ -90,6 +90,8 @@ return function(h)
       peer = function(hh) return cublas_kmajor(hh, m, n, k, cute.bf16, cute.bf16) end,
       also = also(m .. ":" .. n .. ":" .. k .. ":k"),
       setup = setup(m, n, k, cute.bf16), run = run, check = check(m, n, k), teardown = teardown,
+      -- the decode shapes from HBM, for both (4096 x 4096 weights would stay in the L2)
+      flush_l2 = m <= 128,
     }
   end
   -- B N-major (K x N row-major, as torch's A @ B has it): MN-major wgmma operands
