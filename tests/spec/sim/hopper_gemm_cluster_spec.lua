@@ -27,10 +27,11 @@ describe("cute.gemm's Hopper kernel in clusters of 2 on the simulator (sm_90a)",
     local A = cute.tensor(dt, { m, k }, o.al or "row"):uniform(lo, 1)
     local B = cute.tensor(dt, { k, n }, o.bl or "col"):uniform(lo, 1)
     local C = cute.tensor(cdt, { m, n }, "row"):fill(cdt.is_float and 0 / 0 or -12345678)
-    local opts = { kernel = "sm90", config = config }
+    local opts = { kernel = "sm90", config = config, pdl = o.pdl_prefetch_b, pdl_prefetch_b = o.pdl_prefetch_b }
     local p = G.plan(A, B, C, opts)
     local cl = config.cluster
-    assert.matches("_cluster" .. cl[1] .. "x" .. cl[2] .. "$", p.kernel.name)
+    assert.matches("_cluster" .. cl[1] .. "x" .. cl[2] .. (o.pdl_prefetch_b and "_pdl_preb" or "") .. "$",
+      p.kernel.name)
     assert.same(cl, p.config.cluster)
     assert.equal(0, p.grid[1] % 2)
     assert.matches("cluster " .. cl[1] .. "x" .. cl[2], p.why)
@@ -50,6 +51,12 @@ describe("cute.gemm's Hopper kernel in clusters of 2 on the simulator (sm_90a)",
     local p = check(cute.bf16, 424, 136, 128, { cluster = { 2, 1 }, bn = 128, stages = 4 }, { cdt = cute.bf16,
       rtol = 2 ^ -8 })
     assert.is_true(p.config.tma_store)
+  end)
+
+  it("with pdl_prefetch_b: B's first stages (multicast in {2, 1}) loaded before the wait, A's after", function()
+    -- (each CTA's barriers armed once for both operands, B's half from the pair's other CTA)
+    check(cute.bf16, 300, 200, 200, { cluster = { 2, 1 }, bn = 64, stages = 2 }, { pdl_prefetch_b = true })
+    check(cute.bf16, 264, 300, 72, { cluster = { 1, 2 }, bn = 64, stages = 4 }, { pdl_prefetch_b = true })
   end)
 
   it("{1, 2}: horizontally adjacent tiles share A; ragged N, the TMA-store epilogue", function()

@@ -234,5 +234,11 @@ describe("cute.gemm's Hopper kernel on the simulator (sm_90a)", function()
     G.grouped(A, B, C, off, { bias = bias })
     local r = cute.testing.check_grouped_gemm(A, B, C, off, { bias = bias, rtol = 1e-5, what = "grouped" })
     assert.equal(T * N, r.checked)
+    -- as a dependent launch with the experts' weights loaded before the wait
+    C:fill(0 / 0)
+    local o = { bias = bias, pdl = true, pdl_prefetch_b = true }
+    assert.equal("b", G.grouped_plan(A, B, C, off, o).config.pdl_pre)
+    G.grouped(A, B, C, off, o)
+    cute.testing.check_grouped_gemm(A, B, C, off, { bias = bias, rtol = 1e-5, what = "grouped, pdl_prefetch_b" })
   end)
 end)
