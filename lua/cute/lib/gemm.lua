@@ -670,6 +670,8 @@ function M.plan(A, B, C, opts)
         "; cluster %dx%d (the pair shares %s: TMA multicast)", cl[1], cl[2], cl[1] == 2 and "B" or "A") or "")
       .. (p.split_why and ("; " .. p.split_why) or "")
       .. (p.swap_why and ("; " .. p.swap_why .. ": C^T = B^T A^T, the tile one of C^T") or "")
+      .. (p.pdl and ("; a programmatic dependent launch (opts.pdl)" .. (p.config.pdl_pre
+        and ", B's first stages loaded before it waits (opts.pdl_prefetch_b)" or "")) or "")
     return p, opts
   end
   if opts.bias ~= nil or opts.activation ~= nil or opts.epilogue ~= nil or opts.bias_mode ~= nil then

@@ -639,6 +639,7 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
     for _, c in ipairs { { 128, 8192, 8192 }, { 2048, 2048, 2048 }, { 16, 8192, 8192 } } do
       local p, h = compile(cute.bf16, c[1], c[2], c[3], { pdl = true })
       assert.is_true(p.pdl)
+      assert.matches("; a programmatic dependent launch %(opts.pdl%)$", p.why)
       assert.matches("_pdl$", p.kernel.name)
       local ptx = h:ptx()
       local launch, init = ptx:find("griddepcontrol.launch_dependents", 1, true), ptx:find("mbarrier.init", 1, true)
@@ -676,6 +677,7 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
         local o = { pdl = true, pdl_prefetch_b = true, kernel = "sm90", config = c[5] and { split_k = c[5] } or nil }
         local p, h = compile(cute.bf16, c[1], c[2], c[3], o)
         assert.equal(c[4], p.config.pdl_pre)
+        assert.matches("a programmatic dependent launch %(opts.pdl%), B's first stages loaded before it waits", p.why)
         assert.matches("_pdl_pre" .. c[4] .. "$", p.kernel.name)
         local ptx = h:ptx()
         -- the consumers' wait, then the producer's: between them only the early operand's loads
