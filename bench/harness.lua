@@ -67,16 +67,22 @@ function H.size(_, full, quick) return cute.bench.quick() and quick or full end
 -- ---------------------------------------------------------------------------
 -- Peers and limits, measured in this run
 
+-- cute.bench of cuMemcpyDtoD copying `half` bytes (2 half moved: read + written)
+local function time_copy(half, flush_l2)
+  local a, b = cute.alloc(half), cute.alloc(half)
+  a:memset(0x3f800000, 4, half / 4)
+  local r = cute.bench(function() b:copy_from(a, half) end, { bytes = 2 * half, flush_l2 = flush_l2 })
+  a:free()
+  b:free()
+  return r
+end
+
 --- The device-to-device copy bandwidth of cuMemcpyDtoD on a large buffer,
 -- counting bytes read plus bytes written (GB/s).
 function H:copy_bandwidth()
   if self.peers.copy then return self.peers.copy end
   local bytes = self:size(1024 ^ 3, 64 * 1024 ^ 2)
-  local a, b = cute.alloc(bytes), cute.alloc(bytes)
-  a:memset(0x3f800000, 4, bytes / 4)
-  local r = cute.bench(function() b:copy_from(a, bytes) end, { bytes = 2 * bytes, flush_l2 = false })
-  a:free()
-  b:free()
+  local r = time_copy(bytes, false)
   self.peers.copy = { name = "cuMemcpyDtoD", value = r.gbps, unit = "GB/s", result = r,
     shape = string.format("%.0f MiB", bytes / 1024 ^ 2) }
   return self.peers.copy
@@ -90,11 +96,7 @@ function H:copy_bandwidth_of(bytes)
   local key = "copy " .. bytes
   if self.peers[key] then return self.peers[key] end
   local half = math.floor(bytes / 2 / 256) * 256
-  local a, b = cute.alloc(half), cute.alloc(half)
-  a:memset(0x3f800000, 4, half / 4)
-  local r = cute.bench(function() b:copy_from(a, half) end, { bytes = 2 * half, flush_l2 = true })
-  a:free()
-  b:free()
+  local r = time_copy(half, true)
   self.peers[key] = { name = string.format("cuMemcpyDtoD moving %.0f MiB (the same bytes)", 2 * half / 1024 ^ 2),
     value = r.gbps, unit = "GB/s", result = r, shape = string.format("%.0f MiB", 2 * half / 1024 ^ 2) }
   return self.peers[key]

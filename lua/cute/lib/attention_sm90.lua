@@ -546,11 +546,7 @@ local function build(cfg, trace_key)
                 accS[i] = cute.where(keep, accS[i], -math.huge)
               end
             end
-            if WINDOW then
-              if left_edge then apply(true) else apply(false) end
-            else
-              apply(false)
-            end
+            if left_edge then apply(true) else apply(false) end -- (false, a Lua value, without a window)
           end
         end
         -- the online softmax of S (in accS): P = exp2(S scale - max) in place, the

@@ -504,6 +504,8 @@ local function build(cfg, trace_key)
         A.setmaxnreg_dec(40)
         if tid == 0 then
           local ps = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES)
+          -- the j-th k-tile of tile tc's (its k-slice's first under split-K)
+          local function ktile(tc, j) return SPLIT and tc.kt0 + j or j end
           -- one operand's k-tile kt of tile tc into stage s, completing `bar`
           local function load_a(tc, kt, s, bar)
             load(descA, boxesA, sA_raw, stage_a, s, tc.a_row, kt, tc.a_l, bar, MC_A)
@@ -525,19 +527,19 @@ local function build(cfg, trace_key)
             if first < total then skip.value = imin(tc.nk, STAGES) end
             for j in cute.range(skip.value) do
               pipe:producer_acquire(ps)
-              early(tc, SPLIT and tc.kt0 + j or j, ps.index, pipe:producer_get_barrier(ps))
+              early(tc, ktile(tc, j), ps.index, pipe:producer_get_barrier(ps))
               pipe:producer_commit(ps)
               ps:advance()
             end
             A.griddepcontrol_wait()
             for j in cute.range(skip.value) do -- (stages 0 .. skip - 1, in order)
-              late(tc, SPLIT and tc.kt0 + j or j, j, pipe:full_barrier(j))
+              late(tc, ktile(tc, j), j, pipe:full_barrier(j))
             end
           end
           for t in cute.range(first, total, step) do
             local tc = coords(t)
             for j in cute.range(skip and skip.value or 0, tc.nk) do
-              local kt = SPLIT and tc.kt0 + j or j
+              local kt = ktile(tc, j)
               pipe:producer_acquire(ps)
               local bar = pipe:producer_get_barrier(ps)
               local s = ps.index
