@@ -6,7 +6,8 @@
 local cute = require "cute"
 local gemv = require "cute.lib.gemv"
 
--- the forms to time (override with arguments: simt, mma, mma<WN>, mma<WN>u<UNROLL>, mmaw<S>r<R>)
+--   FLUSH=1: the L2 flushed before each timed call (cuBLAS's too); SHAPES=4096x4096,8192x8192 (N x K)
+-- the forms to time (override with arguments: simt, simtu<UNROLL>, mma, mma<WN>, mma<WN>u<UNROLL>, mmaw<S>r<R>)
 local MODES = { "simt", "mma", "mma1", "mma2", "mma4", "mma8" }
 if arg[1] then MODES = { unpack(arg) } end
 local ROWS = { 1, 2, 4, 8, 16 }
@@ -23,7 +24,17 @@ local rc = cute.bench(function() big2:copy_from(big) end, { bytes = 2 * 1024 ^ 3
 print(string.format("cuMemcpyDtoD: %.0f GB/s", rc.gbps))
 big:free()
 big2:free()
-for _, s in ipairs { { 4096, 4096 }, { 8192, 8192 }, { 14336, 4096 } } do
+local SHAPES = { { 4096, 4096 }, { 8192, 8192 }, { 14336, 4096 } }
+if os.getenv("SHAPES") then
+  SHAPES = {}
+  for n, k in os.getenv("SHAPES"):gmatch("(%d+)x(%d+)") do SHAPES[#SHAPES + 1] = { tonumber(n), tonumber(k) } end
+end
+local flush = os.getenv("FLUSH") == "1"
+-- MIN_BLOCKS=n: the kernels' min_blocks launch bound; BOUNDS=0: no max_threads bound (ptxas then plans for
+-- 1024 threads a block: at most 64 registers)
+gemv.min_blocks = tonumber(os.getenv("MIN_BLOCKS") or "")
+if os.getenv("BOUNDS") == "0" then gemv.bounds = false end
+for _, s in ipairs(SHAPES) do
   local n, k = s[1], s[2]
   local B = cute.tensor(cute.bf16, { k, n }, "col"):uniform(-1, 1, 2)
   for _, m in ipairs(ROWS) do
@@ -33,9 +44,9 @@ for _, s in ipairs { { 4096, 4096 }, { 8192, 8192 }, { 14336, 4096 } } do
     local rb = cute.bench(function()
       cute.cublas.gemm_rowmajor { a = A, b = B, c = C, m = m, n = n, k = k, b_trans = true, dtype = cute.bf16,
         c_dtype = cute.bf16 }
-    end, { bytes = n * k * 2 })
+    end, { bytes = n * k * 2, flush_l2 = flush })
     for _, mode in ipairs(MODES) do
-      if mode ~= "simt" or m <= gemv.SIMT_ROWS then
+      if not mode:match("^simt") or m <= gemv.SIMT_ROWS then
         gemv.override = mode
         local p = cute.lib.gemm.plan(A, B, C) -- (launched directly: cute.gemm's plan cache would keep the first form)
         local launch = p.kernel { grid = p.grid, block = p.block }
@@ -43,7 +54,7 @@ for _, s in ipairs { { 4096, 4096 }, { 8192, 8192 }, { 14336, 4096 } } do
         launch(unpack(p.args))
         cute.synchronize()
         cute.testing.check_gemm(A, B, C, { samples = 300 })
-        local r = cute.bench(function() launch(unpack(p.args)) end, { bytes = n * k * 2 })
+        local r = cute.bench(function() launch(unpack(p.args)) end, { bytes = n * k * 2, flush_l2 = flush })
         line = line .. string.format("  %s(%s) %6.0f GB/s %.2fx", mode, p.config.wn or "-", r.gbps,
           rb.median_ms / r.median_ms)
       end

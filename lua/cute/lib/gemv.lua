@@ -12,11 +12,17 @@
 --   * SIMT (M <= SIMT_ROWS): a warp a column of C; its lanes stream column n
 --     of B in 16-byte vectors, UNROLL of them in flight a lane, multiply each
 --     by the same K-slice of A's rows (through L1: every warp reads the same
---     A) into f32 sums, reduced by shuffles; K's rest element by element;
+--     A) into f32 sums, reduced by shuffles; K's rest a vector, then an
+--     element, at a time;
 --   * tensor cores (more rows; build_mma below): a warp a 16 x 8 block of C
 --     with mma.sync, B's columns read 256 contiguous bytes at a time.
 -- bench/gemv_probe.lua measured the choice (H100: SIMT ahead at 1-2 rows,
 -- the MMA form from 3 rows, where SIMT's multiply-adds become the limit).
+-- Every form carries its launch bound (max_threads, the block's 256): without
+-- one ptxas plans for blocks of 1024 threads, at most 64 registers a thread,
+-- and issued a step's loads one or two at a time between the multiply-adds
+-- that wait on them (H200, 2026-11-29: the one-row form 1.07-1.11x faster with
+-- the bound and 8 vectors a step, docs/hopper.md "Decode").
 local cute = require "cute"
 local common = require "cute.lib.common"
 local err = require "cute._err"
@@ -25,7 +31,7 @@ local M = {}
 
 M.MAX_ROWS = 16
 M.SIMT_ROWS = 2 -- up to this many rows the SIMT form; more, the tensor-core form (bench/gemv_probe.lua)
-local WARPS, UNROLL, VEC = 8, 4, 8 -- (VEC: 8 16-bit values = one 16-byte load)
+local WARPS, UNROLL, VEC = 8, 8, 8 -- (VEC: 8 16-bit values = one 16-byte load)
 local UNROLL_MMA = 2 -- (the tensor-core form: steps of 128 k in flight a warp)
 
 local kernels = {}
@@ -34,7 +40,8 @@ local function build(cfg, trace_key)
   local MR = cfg.m
   local fused = (cfg.bias and "_bias" or "") .. (cfg.act and ("_" .. cfg.act) or "") .. (cfg.fn and "_epilogue" or "")
   local sm90 = require "cute.lib.gemm_sm90"
-  return cute.kernel("gemv_" .. cfg.dtype .. "_m" .. MR .. fused, function(A, B, C, alpha, beta, ...)
+  local u = cfg.unroll and ("_u" .. cfg.unroll) or ""
+  return cute.kernel("gemv_" .. cfg.dtype .. "_m" .. MR .. u .. fused, function(A, B, C, alpha, beta, ...)
     local bias = ... -- (cfg.bias: the bias tensor)
     local K, N = A.layout.shape[2], B.layout.shape[1]
     local tid = cute.thread_idx().x
@@ -47,18 +54,22 @@ local function build(cfg, trace_key)
       local Bn = B[{ n, cute._, l }]
       local rows = {}
       for m = 1, MR do rows[m] = A[{ m - 1, cute._, l }] end
-      local tile = VEC * 32 * UNROLL
-      local full = K / tile
-      for i in cute.range(full) do
-        local b = common.thread_slice_1d(Bn, i, lane, VEC, 32, UNROLL):load()
+      -- steps of U vectors a lane (all loads of a step issued before its
+      -- multiply-adds), then of one vector, then K's rest element by element
+      local function step(i, nv)
+        local b = common.thread_slice_1d(Bn, i, lane, VEC, 32, nv):load()
         for m = 1, MR do
-          local a = common.thread_slice_1d(rows[m], i, lane, VEC, 32, UNROLL):load()
+          local a = common.thread_slice_1d(rows[m], i, lane, VEC, 32, nv):load()
           local s = acc[m].value
-          for e = 0, VEC * UNROLL - 1 do s = cute.fma(a[e]:to(cute.f32), b[e]:to(cute.f32), s) end
+          for e = 0, VEC * nv - 1 do s = cute.fma(a[e]:to(cute.f32), b[e]:to(cute.f32), s) end
           acc[m].value = s
         end
       end
-      for k in cute.range(full * tile + lane, K, 32) do
+      local U = cfg.unroll or UNROLL
+      local full, vecs = K / (VEC * 32 * U), K / (VEC * 32)
+      for i in cute.range(full) do step(i, U) end
+      for j in cute.range(full * U, vecs) do step(j, 1) end
+      for k in cute.range(vecs * (VEC * 32) + lane, K, 32) do
         local b = Bn[k]:to(cute.f32)
         for m = 1, MR do acc[m].value = cute.fma(rows[m][k]:to(cute.f32), b, acc[m].value) end
       end
@@ -71,7 +82,8 @@ local function build(cfg, trace_key)
         end
       end
     end
-  end, { trace_key = trace_key, preprocess = true })
+  end, { trace_key = trace_key, preprocess = true, max_threads = cfg.bounds ~= false and WARPS * 32 or nil,
+    min_blocks = cfg.min_blocks })
 end
 
 -- Two 16-bit values as one 32-bit register (lo in the low half), as mma.sync takes them.
@@ -190,7 +202,8 @@ local function build_mma(cfg, trace_key)
       local n = (cute.block_idx().x * WN + cg) * 8 + col
       if row < Mr and n < N then C[{ row, n, l }] = c_value(cfg, C, s, alpha, beta, bias, row, n, l) end
     end
-  end, { trace_key = trace_key, preprocess = true })
+  end, { trace_key = trace_key, preprocess = true, max_threads = cfg.bounds ~= false and WARPS * 32 or nil,
+    min_blocks = cfg.min_blocks })
 end
 
 -- The wide tensor-core form (cfg.wide; "mmaw<S>r<R>"): a CTA covers 64
@@ -306,7 +319,8 @@ local function build_wide(cfg, trace_key)
         C[{ row, n, l }] = c_value(cfg, C, acc[j + 1].value, alpha, beta, bias, row, n, l)
       end
     end
-  end, { trace_key = trace_key, preprocess = true })
+  end, { trace_key = trace_key, preprocess = true, max_threads = cfg.bounds ~= false and WARPS * 32 or nil,
+    min_blocks = cfg.min_blocks })
 end
 
 --- The kernel for a configuration {dtype, m (rows), beta, bias, bias_dtype, act, fn}.
@@ -318,7 +332,7 @@ function M.kernel(cfg)
   if cfg.fn then return make(cfg, nil) end -- (traced per function: no key stands for it)
   local key = {}
   local fields = { "dtype", "m", "beta", "bias", "bias_dtype", "act", "mma", "wn", "unroll", "wide", "steps", "ring",
-    "run" }
+    "run", "min_blocks", "bounds" }
   for i, f in ipairs(fields) do
     key[i] = tostring(cfg[f])
   end
@@ -366,14 +380,16 @@ end
 function M.plan(Av, Bv, Cv, alpha, beta, opts)
   local m, n = Av.layout.shape[1], Bv.layout.shape[1]
   local batch = Av.layout.shape[3]
-  local cfg = { dtype = Av.dtype.name, m = m, beta = beta ~= 0 or nil }
+  -- (M.min_blocks, M.bounds = false: a probe's launch bounds, bench/gemv_probe.lua)
+  local cfg = { dtype = Av.dtype.name, m = m, beta = beta ~= 0 or nil, min_blocks = M.min_blocks, bounds = M.bounds }
   local bias = require("cute.lib.gemm_sm90").fused_config(cfg, opts, m, n, false)
   local args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) }
   if bias then args[6] = bias end
-  -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "mma", "mma<WN>", "mma<WN>u<UNROLL>",
+  -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "simtu<UNROLL>", "mma", "mma<WN>",
+  -- "mma<WN>u<UNROLL>",
   -- or the wide form "mmaw" / "mmaw<STEPS>r<RING>[q<RUN>]")
   local mode = M.override or os.getenv("CUTELUA_GEMV") or ""
-  cfg.mma = mode:match("^mma") ~= nil or (mode ~= "simt" and m > M.SIMT_ROWS) or nil
+  cfg.mma = mode:match("^mma") ~= nil or (not mode:match("^simt") and m > M.SIMT_ROWS) or nil
   local steps, ring, run = mode:match("^mmaw(%d*)r?(%d*)q?(%d*)$")
   if steps then
     steps, ring, run = tonumber(steps) or 4, tonumber(ring) or 4, tonumber(run) or 1
@@ -396,6 +412,7 @@ function M.plan(Av, Bv, Cv, alpha, beta, opts)
     return { kernel = M.kernel(cfg), args = args, grid = { math.ceil(n / (8 * wn)), 1, batch }, block = WARPS * 32,
       config = cfg }
   end
+  cfg.unroll = tonumber(mode:match("^simtu(%d+)$")) -- ("simtu8": 8 vectors in flight a lane)
   return { kernel = M.kernel(cfg), args = args, grid = { math.ceil(n / WARPS), 1, batch }, block = WARPS * 32,
     config = cfg }
 end

@@ -12,8 +12,9 @@ describe("cute.lib.gemv (on the simulator)", function()
 
   it("computes C = alpha A B for 1 to 8 rows, K ragged, batched (B K-major), SIMT and tensor cores", function()
     local seed = os.time() % 1000
+    -- (K 2856 = a SIMT step of 8 vectors a lane, 3 steps of one and 40 elements)
     for _, c in ipairs { { 1, 1040, 70, 1, cute.bf16 }, { 3, 1000, 33, 1, cute.f16 }, { 8, 24, 17, 1, cute.bf16 },
-      { 5, 1032, 20, 2, cute.bf16 } } do
+      { 5, 1032, 20, 2, cute.bf16 }, { 1, 2856, 9, 1, cute.bf16 }, { 2, 2856, 5, 2, cute.f16 } } do
       local m, k, n, L, dt = c[1], c[2], c[3], c[4], c[5]
       local A = cute.tensor(dt, { m, k, L }, cute.make_layout({ m, k, L }, { k, 1, m * k }))
         :uniform(-1, 1, seed)
@@ -76,6 +77,17 @@ describe("cute.lib.gemv (on the simulator)", function()
         assert(math.abs(g - want) <= 1e-4 * (1 + math.abs(want)), string.format("C[%d,%d] = %s, expected %s", i, j,
           g, want))
       end
+    end
+  end)
+
+  it("bounds its blocks (256 threads), so that ptxas plans a step's loads together", function()
+    local A = cute.fake_tensor(cute.bf16, { 1, 4096 }, "row")
+    local B = cute.fake_tensor(cute.bf16, { 4096, 4096 }, "col")
+    for _, rows in ipairs { 1, 12 } do
+      local Ar = cute.fake_tensor(cute.bf16, { rows, 4096 }, "row")
+      local p = G.plan(rows == 1 and A or Ar, B, nil, { arch = "sm_90a", kernel = "gemv" })
+      local ptx = p.kernel:compile(unpack(p.args)):ptx()
+      assert.matches("%.maxntid 256, 1, 1", ptx)
     end
   end)
 
