@@ -1097,8 +1097,9 @@ end
 -- splits' LSEs at once (lane l splits l, l + 32, l + 64, l + 96, in
 -- registers), reduces them with shuffles and puts each split's weight
 -- exp(LSE_s - LSE) in shared memory (0 past the splits); every thread sums
--- its column over the splits in groups of 32, 32 loads in flight, the first
--- group loaded while the weights are computed.
+-- its column over the splits in groups of CG (64), a group's loads in flight
+-- at once, the first group loaded while the weights are computed.
+local CG = 64 -- (the combine's group of splits: up to 64 splits, one round trip to the partial outputs)
 local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, splits, pdl, dependents)
   -- dependents (constexpr; decode's opts.pdl): the stream's next kernel, a
   -- programmatic dependent launch, may start as this one's CTAs leave
@@ -1113,16 +1114,17 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
   local i = (row / hq) % sq
   local b = row / (hq * sq)
   local w = cute.smem_allocator():tensor(cute.f32, cute.make_layout(MAX_SPLITS), 16)
-  -- the splits in whole groups of 32, each group's loads at once: past the last
+  -- the splits in whole groups of CG, each group's loads at once: past the last
   -- split the load is the last split's again and its weight 0, which leaves
   -- the sum's bits as they were (a remainder loop of one split at a time waited
   -- for each load in turn: 15 round trips at 47 splits, the combine 11 us on
-  -- the H200 at batch 1 against a 32768-token cache, 7 in groups). The first
-  -- group's values are loaded before the weights are known, at the same time
-  -- as the LSEs.
+  -- the H200 at batch 1 against a 32768-token cache, 7 in groups of 32). The
+  -- first group's values are loaded before the weights are known, at the same
+  -- time as the LSEs; with the launch bound (256 threads) ptxas keeps all 64
+  -- loads in flight (without one it plans for 64 registers and splits them).
   local function part(s) return Op[{ cute.min(s, splits - 1), b, i, h, d }] end -- split s's value (clamped)
   local first = {}
-  for s = 0, 31 do first[s] = part(s) end
+  for s = 0, CG - 1 do first[s] = part(s) end
   if d < 32 then
     local v, mx = combine_lses(Lp, b, h, i, splits, d)
     local lse = combine_weights(v, mx, d, w)
@@ -1130,10 +1132,10 @@ local combine_kernel = cute.kernel("flash_combine", function(Op, Lp, O, LSE, spl
   end
   cute.sync_threads()
   local acc = 0.0
-  for s = 0, 31 do acc = acc + w[s] * first[s] end
-  for s in cute.range(32, ((splits + 31) / 32) * 32, { unroll = 32 }) do acc = acc + w[s] * part(s) end
+  for s = 0, CG - 1 do acc = acc + w[s] * first[s] end
+  for s in cute.range(CG, ((splits + CG - 1) / CG) * CG, { unroll = CG }) do acc = acc + w[s] * part(s) end
   O[{ b, i, h, d }] = acc:to(O.dtype)
-end, { preprocess = true, trace_key = "cute.lib.attention:combine v6" })
+end, { preprocess = true, trace_key = "cute.lib.attention:combine v7", max_threads = 256 })
 
 local DECODE_OPTIONS = { scale = true, causal = true, window = true, lse = true, cache_seqlens = true,
   block_table = true, page_size = true, num_splits = true, arch = true, config = true, stream = true, pdl = true }
