@@ -22,7 +22,7 @@
 -- one ptxas plans for blocks of 1024 threads, at most 64 registers a thread,
 -- and issued a step's loads one or two at a time between the multiply-adds
 -- that wait on them (H200, 2026-11-29: the one-row form 1.07-1.11x faster with
--- the bound and 8 vectors a step, docs/hopper.md "Decode").
+-- the bound and 8 vectors a step: docs/hopper.md, "The launch bound").
 local cute = require "cute"
 local common = require "cute.lib.common"
 local err = require "cute._err"
@@ -35,6 +35,13 @@ local WARPS, UNROLL, VEC = 8, 8, 8 -- (VEC: 8 16-bit values = one 16-byte load)
 local UNROLL_MMA = 2 -- (the tensor-core form: steps of 128 k in flight a warp)
 
 local kernels = {}
+
+-- A form's cute.kernel options: its launch bound (the block's 256 threads;
+-- cfg.bounds = false leaves it out, cfg.min_blocks adds one: a probe's)
+local function kernel_options(cfg, trace_key)
+  return { trace_key = trace_key, preprocess = true, max_threads = cfg.bounds ~= false and WARPS * 32 or nil,
+    min_blocks = cfg.min_blocks }
+end
 
 local function build(cfg, trace_key)
   local MR = cfg.m
@@ -82,8 +89,7 @@ local function build(cfg, trace_key)
         end
       end
     end
-  end, { trace_key = trace_key, preprocess = true, max_threads = cfg.bounds ~= false and WARPS * 32 or nil,
-    min_blocks = cfg.min_blocks })
+  end, kernel_options(cfg, trace_key))
 end
 
 -- Two 16-bit values as one 32-bit register (lo in the low half), as mma.sync takes them.
@@ -202,8 +208,7 @@ local function build_mma(cfg, trace_key)
       local n = (cute.block_idx().x * WN + cg) * 8 + col
       if row < Mr and n < N then C[{ row, n, l }] = c_value(cfg, C, s, alpha, beta, bias, row, n, l) end
     end
-  end, { trace_key = trace_key, preprocess = true, max_threads = cfg.bounds ~= false and WARPS * 32 or nil,
-    min_blocks = cfg.min_blocks })
+  end, kernel_options(cfg, trace_key))
 end
 
 -- The wide tensor-core form (cfg.wide; "mmaw<S>r<R>"): a CTA covers 64
@@ -319,8 +324,7 @@ local function build_wide(cfg, trace_key)
         C[{ row, n, l }] = c_value(cfg, C, acc[j + 1].value, alpha, beta, bias, row, n, l)
       end
     end
-  end, { trace_key = trace_key, preprocess = true, max_threads = cfg.bounds ~= false and WARPS * 32 or nil,
-    min_blocks = cfg.min_blocks })
+  end, kernel_options(cfg, trace_key))
 end
 
 --- The kernel for a configuration {dtype, m (rows), beta, bias, bias_dtype, act, fn}.
@@ -386,8 +390,7 @@ function M.plan(Av, Bv, Cv, alpha, beta, opts)
   local args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) }
   if bias then args[6] = bias end
   -- (a probe's or a test's override, M.override or CUTELUA_GEMV: "simt", "simtu<UNROLL>", "mma", "mma<WN>",
-  -- "mma<WN>u<UNROLL>",
-  -- or the wide form "mmaw" / "mmaw<STEPS>r<RING>[q<RUN>]")
+  -- "mma<WN>u<UNROLL>", or the wide form "mmaw" / "mmaw<STEPS>r<RING>[q<RUN>]")
   local mode = M.override or os.getenv("CUTELUA_GEMV") or ""
   cfg.mma = mode:match("^mma") ~= nil or (not mode:match("^simt") and m > M.SIMT_ROWS) or nil
   local steps, ring, run = mode:match("^mmaw(%d*)r?(%d*)q?(%d*)$")
