@@ -43,5 +43,5 @@ for arg in sys.argv[1:]:
 
         def f():
             return torch.matmul(a, b)
-    ms = median_ms(f, warmup=5, reps=50, before=flush if m <= 128 else None)
+    ms = median_ms(f, before=flush if m <= 128 else None)
     print(f"torch matmul {arg} {ms:.5f} {2 * m * n * k / ms / 1e9:.2f}", flush=True)

@@ -18,8 +18,9 @@
 --                             (torch.matmul): the report lists the ratio to each
 --                             below the table; the row's ratio stays the peer's
 --   goal                      the ratio the project aims for (for the record)
---   settle_ms                 untimed run-in of each turn with a runner peer
---                             (SETTLE_MS below; 5 in quick mode)
+--   settle_ms                 untimed run-in of each turn with a runner peer, and
+--                             of the kernel alone otherwise (SETTLE_MS below; 5
+--                             in quick mode)
 --   setup() -> state          allocate and fill inputs (fresh random data)
 --   run(state, rep)           the timed work (one repetition)
 --   check(state) -> ok, msg   the result against a CPU reference
@@ -248,8 +249,11 @@ function H:run_case(c)
       self.peers[runner.name] = peer -- the report lists the last measurement of each
     else
       peer = runner or nil
+      -- (settled as a runner peer's turns are, and as bench/torch_timing.py times the torch
+      -- peers: SETTLE_MS untimed, then min_time_ms timed)
       r = cute.bench(function(rep) c.run(state, rep) end,
-        { bytes = c.bytes, flops = c.flops, flush_l2 = c.flush_l2, min_time_ms = c.min_time_ms })
+        { bytes = c.bytes, flops = c.flops, flush_l2 = c.flush_l2, min_time_ms = c.min_time_ms,
+          warmup_ms = c.settle_ms or (H.quick() and 5 or SETTLE_MS) })
     end
     row.median_ms, row.p10_ms, row.p90_ms, row.reps = r.median_ms, r.p10_ms, r.p90_ms, r.reps
     row.spread = r.spread
