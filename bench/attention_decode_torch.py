@@ -8,8 +8,8 @@ bench/attention_decode_probe.lua (which runs it once and reads its lines).
 Prints one line a shape and backend: "torch BACKEND B:CACHE MS" (or "unavailable").
 Q is (B, Hq, 1, D), K and V (B, Hkv, CACHE, D) bf16 with enable_gqa=True (torch 2.5
 and later), so each backend reads the cache once as cute's decode does. The L2 is
-flushed before each timed call as cute.bench does: a buffer of twice its size, written
-once, is read (summed), which leaves the L2 with none of the cache and no dirty lines. Exits 77 without torch or a GPU."""
+flushed before each timed call as cute.bench does (torch_timing.l2_flusher), and each
+call timed settled (torch_timing.median_ms). Exits 77 without torch or a GPU."""
 import os
 import sys
 
@@ -20,18 +20,12 @@ except Exception:  # noqa: BLE001
     sys.exit(77)
 if not torch.cuda.is_available():
     sys.exit(77)
-from torch_timing import median_ms  # noqa: E402 (bench/, after the checks above)
+from torch_timing import l2_flusher, median_ms  # noqa: E402 (bench/, after the checks above)
 
 
 HQ, HKV, D = (int(os.environ.get(k, v)) for k, v in (("HQ", 32), ("HKV", 8), ("D", 128)))
 print("# " + torch.cuda.get_device_name() + " torch " + torch.__version__, flush=True)
-L2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20) or (64 << 20)
-FLUSH = torch.ones(2 * L2 // 4, dtype=torch.int32, device="cuda")
-
-
-def flush():
-    FLUSH.sum()
-
+flush = l2_flusher()
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "cudnn": SDPBackend.CUDNN_ATTENTION}
 for arg in sys.argv[1:]:

@@ -5,28 +5,23 @@ once and reads its lines).
 
 bf16 in and out. A is M x K row-major; BMAJOR k: the weights stored N x K (a linear
 layer's, torch.nn.functional.linear(a, w) = a @ w.T), n: B stored K x N (a @ b).
-Prints one line a shape: "torch matmul M:N:K:BMAJOR MS TFLOPS" (the median of 50 timed
-calls after a warm-up, CUDA events around each call). Shapes of up to 128 rows (decode)
-flush the L2 before each timed call, as the suite does for cute.gemm and cuBLAS there: a
-buffer of twice its size, written once, is read (summed). Exits 77 without torch or a GPU."""
+Prints one line a shape: "torch matmul M:N:K:BMAJOR MS TFLOPS" (timed settled, as the
+suite times cute.gemm: torch_timing.median_ms). Shapes of up to 128 rows (decode) flush
+the L2 before each timed call, as the suite does for cute.gemm and cuBLAS there
+(torch_timing.l2_flusher). Exits 77 without torch or a GPU."""
 import sys
 
 try:
     import torch
 
-    from torch_timing import median_ms
+    from torch_timing import l2_flusher, median_ms
 except Exception:  # noqa: BLE001
     sys.exit(77)
 if not torch.cuda.is_available():
     sys.exit(77)
 
 print("# " + torch.cuda.get_device_name() + " torch " + torch.__version__, flush=True)
-L2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20) or (64 << 20)
-FLUSH = torch.ones(2 * L2 // 4, dtype=torch.int32, device="cuda")
-
-
-def flush():
-    FLUSH.sum()
+flush = l2_flusher()
 
 
 for arg in sys.argv[1:]:
