@@ -9,7 +9,8 @@
 -- longest-first order over every (batch, head) pair (config.lpt_group past
 -- their count) and its default groups (attention_sm90.lpt_group).
 -- AB="bn=128,stages=3": the same rounds between the plan's default and the
--- default with those config fields, S 512 to 16384 (AB_CAUSAL=0 or 1: one mask).
+-- default with those config fields, S 512 to 16384 (AB_CAUSAL=0 or 1: one mask;
+-- AB_LENGTHS="512,1024": those S).
 -- AB_MODULE=path: the same rounds between this build's cute.lib.attention_sm90 and
 -- the copy of it at path (an older commit's: `git show REV:lua/cute/lib/
 -- attention_sm90.lua > old.lua`), each planning with its defaults (and AB's fields
@@ -192,6 +193,10 @@ if (PERSISTENT or LPT_AB or AB or alt) and (what == "time" or what == "all") the
     names = { "default", (alt and AB_MODULE .. " " or "") .. (AB or "") }
     if not os.getenv("ATTN_D") then ds = { 64, 128, 256 } end
     lengths = { 512, 2048, 8192, 16384 }
+    if os.getenv("AB_LENGTHS") then
+      lengths = {}
+      for x in os.getenv("AB_LENGTHS"):gmatch("%d+") do lengths[#lengths + 1] = tonumber(x) end
+    end
     if os.getenv("AB_CAUSAL") then masks = { os.getenv("AB_CAUSAL") == "1" } end
   end
   for _, d in ipairs(ds) do

@@ -11,7 +11,8 @@
 --     tile once (TMA, its own barrier), then walks the CTA's key blocks, K_{n+1}
 --     before V_n, into two rings (K and V, so that S = Q K^T of a block can
 --     start before its V has landed);
---   * the consumer warpgroups (setmaxnreg.inc 240; 160 with three), 64 query
+--   * the consumer warpgroups (setmaxnreg.inc 240; 160 with three; with one
+--     and several CTAs an SM, the CTA's share less the producer's), 64 query
 --     rows each. Key block n: S = Q K^T (wgmma m64nBNk16, Q and K from shared
 --     memory, BN / 2 f32 a thread) is issued before block n-1's O += P V
 --     (wgmma m64nDk16, RS: P from registers, V from shared memory MN-major);
@@ -90,13 +91,21 @@ end
 -- under a causal mask 0.99-1.03x in two runs (2026-11-29, fourth session:
 -- S 512 1.032 / 1.013, 2048 1.012 / 1.003, 8192 0.997 / 0.993, 16384 1.028 /
 -- 1.019), so on.
+-- Head dim 64 under a causal mask (not a window) from 1025 to 2048 keys takes 64 x 96
+-- tiles of one consumer warpgroup, three CTAs an SM (config.ctas_per_sm; H200,
+-- 2026-11-29, docs/attention.md "Three CTAs an SM").
 -- @param d the head dimension (64, 128 or 256)
 -- @param causal whether the mask is causal (or a window)
 -- @param sk the keys (the longest sequence's; default: many)
--- @return {bm, bn, stages, pingpong, lazy_rescale}
+-- @param window whether the mask is a window (bounded on the left, or on the right
+--   other than at the diagonal)
+-- @return {bm, bn, stages, pingpong, lazy_rescale[, ctas_per_sm]}
 -- @usage local c = M.pick_config(128, false) -- {bm = 128, bn = 176, stages = 2, pingpong = true, lazy_rescale = false}
-function M.pick_config(d, causal, sk)
+function M.pick_config(d, causal, sk, window)
   local lazy = d ~= 128 or causal
+  if d == 64 and causal and not window and sk and sk > 1024 and sk <= 2048 then
+    return { bm = 64, bn = 96, stages = 2, pingpong = false, lazy_rescale = true, ctas_per_sm = 3 }
+  end
   if d == 64 and not causal and (sk or math.huge) > 512 then
     return { bm = 192, bn = 128, stages = 2, pingpong = false, lazy_rescale = lazy }
   end
@@ -179,19 +188,33 @@ local function kernel_name(cfg)
     .. (cfg.varlen and "_varlen" or "") .. (cfg.window and "_window" or "") .. (cfg.pingpong and "_pingpong" or "")
     .. (persist and (cfg.lpt and "_persistent_lpt" or "_persistent") or "")
     .. (cfg.o_vec and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
-    .. (cfg.lazy_rescale and "_lazy" or "")
+    .. (cfg.lazy_rescale and "_lazy" or "") .. ((cfg.ctas_per_sm or 1) > 1 and ("_" .. cfg.ctas_per_sm .. "ctas") or "")
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
 end
 
 local function build(cfg, trace_key)
   local BM, BN, D, STAGES = cfg.bm, cfg.bn, cfg.d, cfg.stages
   local PINGPONG = cfg.pingpong
-  if BM ~= 128 and BM ~= 192 then
-    err.raise("attention_sm90: bm is 128 or 192 (2 or 3 consumer warpgroups), got %s", tostring(BM))
+  if BM ~= 64 and BM ~= 128 and BM ~= 192 then
+    err.raise("attention_sm90: bm is 64, 128 or 192 (1, 2 or 3 consumer warpgroups), got %s", tostring(BM))
   end
   if PINGPONG and BM ~= 128 then err.raise("attention_sm90: ping-pong takes two consumer warpgroups (bm = 128)") end
-  -- the register file (64K) split: the producer 24 a thread, the consumers the rest
-  local CONSUMER_REGS = BM == 128 and 240 or 160
+  -- CTAs an SM (cfg.ctas, default 1): the register file (64K) is theirs in equal
+  -- parts; ptxas gives each thread its launch bound's share at entry, and a CTA's
+  -- setmaxnreg moves registers between its own warpgroups: the producer keeps 24
+  -- a thread, the consumers take the rest (a multiple of 8, at most 240)
+  local CTAS = cfg.ctas_per_sm or 1
+  local threads0 = 128 + BM * 2
+  local entry = math.floor(65536 / (threads0 * CTAS) / 8) * 8
+  local CONSUMER_REGS = math.min(240, math.floor((threads0 * math.min(entry, 255) - 128 * 24) / (BM * 2) / 8) * 8)
+  -- ptxas compiles a wgmma within the entry count: its accumulators (BN / 2 for S,
+  -- D / 2 for O) and about 26-30 more (measured: 64 x 128 tiles at d 64 need 90, O at
+  -- d 128 94, at d 256 158)
+  local need = math.max(BN / 2 + 26, D / 2 + 30)
+  if entry < need then
+    err.raise("attention_sm90: %d CTAs an SM leave %d registers a thread at entry, and a %dx%d tile at head dim %d "
+      .. "needs about %d for its wgmma (fewer CTAs an SM or narrower key blocks)", CTAS, entry, BM, BN, D, need)
+  end
   local dt = cute.dtype.get(cfg.dtype)
   check_p_layout(BN)
   local DELTA = column_deltas(BN)
@@ -239,7 +262,7 @@ local function build(cfg, trace_key)
     -- KV head; varlen: then cu_q, cu_k (sq, sk unused); persistent: then the
     -- work tiles' query blocks, heads and batches
     local extra = { ... }
-    cute.launch_bounds(threads, 1)
+    cute.launch_bounds(threads, CTAS)
     local tid = cute.thread_idx().x
     local wgi = tid / 128
     -- a work tile (query block qblk of head h of batch b): its sequence, its
@@ -797,7 +820,7 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma" }
+  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -873,7 +896,7 @@ end
 -- for causal), q4, k4, v4, o4 ((B, S, H, D) views), lse3 ((B, H, S) f32
 -- view), cu_q, cu_k (i32 device tensors of B + 1 offsets, varlen only).
 -- @param pr the problem
--- opts.config.persistent = true: a persistent grid, min(work tiles, SMs) CTAs
+-- opts.config.persistent = true: a persistent grid, min(work tiles, SMs x config.ctas_per_sm) CTAs
 -- (one fits an SM: the consumers' setmaxnreg takes the register file), each
 -- walking the (query block, head, batch) tiles t = blockIdx.x, + gridDim.x, ...;
 -- config.lpt (default: with a causal mask, a right bound and no left one) takes
@@ -887,7 +910,8 @@ function M.plan(pr, opts)
   if pr.q4 == nil then pr = M.views(pr) end
   local why = M.unsupported(pr)
   if why then return nil, why end
-  local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge, pr.sk)
+  local cfg = M.pick_config(pr.d, pr.right < math.huge or pr.left < math.huge, pr.sk,
+    pr.left < math.huge or (pr.right ~= 0 and pr.right < math.huge))
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
@@ -895,6 +919,10 @@ function M.plan(pr, opts)
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
+  end
+  local nc = cfg.ctas_per_sm
+  if nc ~= nil and (type(nc) ~= "number" or nc < 1 or nc > 4 or nc % 1 ~= 0) then
+    err.raise("attention_sm90: config.ctas_per_sm is %s, expected 1 to 4", tostring(nc))
   end
   local poly = cfg.poly_exp2
   if poly ~= nil and (type(poly) ~= "number" or poly < 0 or poly > 1 or poly * 8 ~= math.floor(poly * 8)) then
@@ -936,7 +964,7 @@ function M.plan(pr, opts)
     end
     local tiles = mblocks * pr.hq * pr.batch
     local sms = sm_count()
-    local ctas = math.max(1, math.min(tiles, sms, mc or math.huge))
+    local ctas = math.max(1, math.min(tiles, sms * (cfg.ctas_per_sm or 1), mc or math.huge))
     grid = { ctas, 1, 1 }
     local all = pr.hq * pr.batch
     local npairs = cfg.lpt_group
@@ -946,9 +974,9 @@ function M.plan(pr, opts)
     end
     npairs = math.min(all, npairs or (cfg.lpt and M.lpt_group(pr) or all))
     for _, x in ipairs { mblocks, pr.hq, pr.batch, npairs } do args[#args + 1] = cute.i32(x) end
-    why = string.format("%s; persistent%s: %d CTAs (one an SM of %d) walk %d work tiles, %s", why,
-      auto_persistent and " (the default for this length: config.persistent = false turns it off)" or "", ctas, sms,
-      tiles,
+    why = string.format("%s; persistent%s: %d CTAs (%s an SM of %d) walk %d work tiles, %s", why,
+      auto_persistent and " (the default for this length: config.persistent = false turns it off)" or "", ctas,
+      ({ "one", "two", "three", "four" })[cfg.ctas_per_sm or 1], sms, tiles,
       cfg.lpt and ("the last query blocks first (causal: the longest tiles)" .. (npairs < all
         and string.format(" in groups of %d (batch, head) pairs whose K and V fit in the L2", npairs) or ""))
         or "a (batch, head)'s query blocks together (its K and V stay in L2)")

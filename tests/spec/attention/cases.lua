@@ -94,6 +94,8 @@ M.large = {
   { name = "f16, head dim 256, 777 x 2048", dtype = "f16", sq = 777, sk = 2048, hq = 4, d = 256, samples = 200 },
   { name = "bf16, GQA 8:2, window {256, 0}, 2048", sq = 2048, sk = 2048, hq = 8, hkv = 2, d = 128,
     opts = { window = { 256, 0 } }, samples = 300 },
+  { name = "bf16, head dim 64, causal, 2 x 1800 x 2048, GQA 8:2 (on sm_90: 64 x 96 tiles, 3 CTAs an SM)", b = 2,
+    sq = 1800, sk = 2048, hq = 8, hkv = 2, d = 64, opts = { causal = true }, samples = 300 },
   { name = "bf16, causal, Sq 3000 > Sk 1000 (masked rows)", sq = 3000, sk = 1000, hq = 2, d = 64,
     opts = { causal = true }, samples = 400 },
   { name = "varlen, 5 sequences, causal, head dim 128", varlen = { { 0, 1000, 1001, 1500, 3000, 3100 },

@@ -36,7 +36,10 @@ local function compiled(p, d)
   assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. p.config.bn .. "k16%.f32%.", ptx)
   assert.matches("wgmma%.mma_async%.sync%.aligned%.m64n" .. d .. "k16%.f32%.", ptx)
   assert.matches("cp%.async%.bulk%.tensor%.4d", ptx)
-  assert.matches("setmaxnreg%.inc%.sync%.aligned%.u32 " .. (p.config.bm == 192 and 160 or 240), ptx)
+  -- the consumers' registers: the CTA's share of the file less the producer's 24 a thread
+  local regs = ({ [192] = 160, [128] = 240, [64] = ({ 240, 232, 136 })[p.config.ctas_per_sm or 1] })[p.config.bm]
+  assert.matches("setmaxnreg%.inc%.sync%.aligned%.u32 " .. regs .. ";", ptx)
+  assert.matches("%.minnctapersm " .. (p.config.ctas_per_sm or 1), ptx)
   return ptx
 end
 
@@ -46,6 +49,11 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       { { d = 64 }, { 192, 128, 2, false }, 512 },
       { { d = 64, right = 0 }, { 128, 128, 2, true }, 384 }, -- causal: two ping-ponging warpgroups
       { { d = 64, sq = 500, sk = 500 }, { 128, 128, 2, true }, 384 }, -- up to 512 keys too
+      -- causal from 1025 to 2048 keys: 64 x 96 tiles of one consumer warpgroup, three CTAs an SM
+      { { d = 64, sq = 2048, sk = 2048, right = 0 }, { 64, 96, 2, false }, 256 },
+      { { d = 64, sq = 1024, sk = 1024, right = 0 }, { 128, 128, 2, true }, 384 },
+      { { d = 64, sq = 2049, sk = 2049, right = 0 }, { 128, 128, 2, true }, 384 },
+      { { d = 64, sq = 2048, sk = 2048, left = 256, right = 0 }, { 128, 128, 2, true }, 384 }, -- a window: not
       { { d = 128 }, { 128, 176, 2, true }, 384 },
       { { d = 128, right = 0 }, { 128, 128, 2, true }, 384 }, -- causal: narrower key blocks
       { { d = 256 }, { 128, 80, 2, true }, 384 },
@@ -94,6 +102,12 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       lpt = false } }))
     assert.same({ 3, 1, 1 }, p.grid)
     assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy", p.kernel.name)
+    -- several CTAs an SM: SMs x ctas_per_sm of them (1000 rows: 16 query blocks of 64 x 16 = 256 tiles)
+    p = assert(a90.plan(problem { d = 64, right = 0 }, { config = { persistent = true, bm = 64, bn = 64,
+      pingpong = false, ctas_per_sm = 3 } }))
+    assert.same({ math.min(256, 3 * sms), 1, 1 }, p.grid)
+    assert.matches("three an SM of " .. sms, p.why)
+    assert.equal("attention_sm90_bf16_d64_64x64_persistent_lpt_ovec_lazy_3ctas", p.kernel.name)
     -- the default stays one CTA a query block of a head of a batch
     assert.same({ 8, 8, 2 }, assert(a90.plan(problem(), {})).grid)
     assert.matches("config.max_ctas applies to a persistent grid",
@@ -177,16 +191,22 @@ describe("cute.lib.attention_sm90 (CPU)", function()
   end)
 
   it("refuses tiles it has no register split for", function()
-    assert.matches("bm is 128 or 192",
+    assert.matches("bm is 64, 128 or 192",
       H.error_of(function() return a90.kernel { dtype = "bf16", d = 128, bm = 256, bn = 128, stages = 2 } end))
     assert.matches("ping%-pong takes two consumer warpgroups", H.error_of(function()
       return a90.kernel { dtype = "bf16", d = 64, bm = 192, bn = 128, stages = 2, pingpong = true }
     end))
+    assert.matches("config.ctas_per_sm is 5, expected 1 to 4",
+      H.error_of(function() return a90.plan(problem(), { config = { ctas_per_sm = 5 } }) end))
+    assert.matches("3 CTAs an SM leave 80 registers a thread at entry, and a 64x128 tile at head dim 64 needs about 90",
+      H.error_of(function()
+        return a90.kernel { dtype = "bf16", d = 64, bm = 64, bn = 128, stages = 2, ctas_per_sm = 3 }
+      end))
   end)
 
   it("compiles every head dimension, mask and varlen kernel without spills or serialized wgmma", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 }, { d = 128, varlen = true },
-      { d = 64, dtype = cute.f16 } } do
+      { d = 64, dtype = cute.f16 }, { d = 64, sq = 2048, sk = 2048, right = 0 } } do
       local p = assert(a90.plan(problem(o), {}))
       local ptx = compiled(p, o.d) -- (raises on a serialized wgmma: the compiler's check)
       assert.matches("ex2%.approx", ptx)

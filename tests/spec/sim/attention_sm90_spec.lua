@@ -24,7 +24,8 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
-        lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma }
+        lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
+        pingpong = c.pingpong, ctas_per_sm = c.cps }
         or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -57,6 +58,10 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     -- a window wider than a key block: blocks that cross only its left edge, or only its right
     run { b = 1, sq = 600, sk = 640, hq = 1, hkv = 1, d = 128, window = { 300, 40 }, what = "wide window" }
     run { b = 1, sq = 150, sk = 150, hq = 2, hkv = 2, d = 128, dtype = cute.f16, causal = true, what = "f16" }
+    -- one consumer warpgroup of 64 rows, three CTAs an SM (d 64 causal from 1025 to 2048 keys)
+    local r2 = run { b = 1, sq = 300, sk = 260, hq = 2, hkv = 1, d = 64, causal = true,
+      cfg = { bm = 64, bn = 96, pingpong = false, ctas_per_sm = 3 }, what = "causal, 64 x 96 tiles, 3 CTAs an SM" }
+    assert.is_true(r2.masked_rows > 0)
   end)
 
   -- a persistent grid capped at 2-3 CTAs: each walks several (query block, head,
@@ -78,6 +83,9 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       what = "persistent window" }
     run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
       causal = true, ctas = 3, lpt = true, what = "persistent varlen" }
+    -- one 64-row consumer warpgroup a CTA, three CTAs an SM
+    run { b = 1, sq = 260, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 3, lpt = true, bm = 64, bn = 64,
+      pingpong = false, cps = 3, what = "persistent causal, 64 x 64 tiles, 3 CTAs an SM" }
     -- longest first in groups of (batch, head) pairs: 6 pairs in groups of 4 (the
     -- last of 2), 3 query blocks each; every row checked
     run { b = 2, sq = 300, sk = 300, hq = 3, hkv = 1, d = 64, causal = true, ctas = 4, lpt = true, lpt_group = 4,
