@@ -8,8 +8,9 @@
 --   cutelua bench/ncu_target.lua cluster 2x1 [MxNxK]   gemm_sm90 in clusters of 2 (default 1000x1500x520)
 --   cutelua bench/ncu_target.lua attn persistent       the Hopper attention forward, causal GQA (d 128, 2x700x8/2
 --                                                      heads), its persistent grid on 7 CTAs or the default grid
---   cutelua bench/ncu_target.lua attn short [causal] [D]   the attention suite's b32 h16 s512 row, head dim D
---                                                      (128; 64: h32), its default plan
+--   cutelua bench/ncu_target.lua attn short [causal] [D] [S]   the attention suite's row of head dim D (128;
+--                                                      64: h32) and S keys (512; B = 16384 / S), its default
+--                                                      plan (ATTN_CFG="bm=128,pingpong=1": those config fields)
 local cute = require "cute"
 local G = require "cute.lib.gemm"
 
@@ -20,18 +21,27 @@ if what == "attn" then
   local b, s, hq, hkv, d = 2, 700, 8, 2, 128
   local causal = not short
   if short then
-    local rest = { size, arg[4] } -- ([causal] [D])
+    local rest = { size, arg[4], arg[5] } -- ([causal] [D] [S])
     if rest[1] == "causal" then causal = true; table.remove(rest, 1) end
     d = tonumber(rest[1] or 128)
     assert(d == 64 or d == 128 or d == 256, "attn short: the head dim is 64, 128 or 256")
-    b, s, hq, hkv = 32, 512, d == 64 and 32 or 16, d == 64 and 32 or 16
+    s = tonumber(rest[2] or 512)
+    b, hq, hkv = math.max(1, math.floor(16384 / s)), d == 64 and 32 or 16, d == 64 and 32 or 16
+  end
+  local given = nil
+  if os.getenv("ATTN_CFG") then
+    given = {}
+    for k, v in os.getenv("ATTN_CFG"):gmatch("([%w_]+)=([%w.]+)") do
+      given[k] = tonumber(v)
+      if k == "pingpong" or k == "persistent" or k == "lazy_rescale" then given[k] = v == "1" end
+    end
   end
   local Q = cute.tensor(cute.bf16, { b, s, hq, d }, "row"):uniform(-1, 1, 1)
   local K = cute.tensor(cute.bf16, { b, s, hkv, d }, "row"):uniform(-1, 1, 2)
   local V = cute.tensor(cute.bf16, { b, s, hkv, d }, "row"):uniform(-1, 1, 3)
   local O = cute.tensor(cute.bf16, { b, s, hq, d }, "row")
   local opts = { causal = causal,
-    config = arg2 == "persistent" and { persistent = true, max_ctas = 7 } or nil }
+    config = arg2 == "persistent" and { persistent = true, max_ctas = 7 } or given }
   print(A.plan(Q, K, V, O, opts).why)
   O:fill(0 / 0)
   for _ = 1, 3 do A.forward(Q, K, V, O, opts) end
