@@ -199,7 +199,7 @@ local function build(cfg, trace_key)
     err.raise("attention_sm90: bm is 64, 128 or 192 (1, 2 or 3 consumer warpgroups), got %s", tostring(BM))
   end
   if PINGPONG and BM ~= 128 then err.raise("attention_sm90: ping-pong takes two consumer warpgroups (bm = 128)") end
-  -- CTAs an SM (cfg.ctas, default 1): the register file (64K) is theirs in equal
+  -- CTAs an SM (cfg.ctas_per_sm, default 1): the register file (64K) is theirs in equal
   -- parts; ptxas gives each thread its launch bound's share at entry, and a CTA's
   -- setmaxnreg moves registers between its own warpgroups: the producer keeps 24
   -- a thread, the consumers take the rest (a multiple of 8, at most 240)
