@@ -10,7 +10,7 @@
 -- their count) and its default groups (attention_sm90.lpt_group).
 -- AB="bn=128,stages=3": the same rounds between the plan's default and the
 -- default with those config fields, S 512 to 16384 (AB_CAUSAL=0 or 1: one mask;
--- AB_LENGTHS="512,1024": those S).
+-- AB_LENGTHS="512,1024": those S; AB_GQA=4: 4 query heads a KV head).
 -- AB_MODULE=path: the same rounds between this build's cute.lib.attention_sm90 and
 -- the copy of it at path (an older commit's: `git show REV:lua/cute/lib/
 -- attention_sm90.lua > old.lua`), each planning with its defaults (and AB's fields
@@ -204,7 +204,8 @@ if (PERSISTENT or LPT_AB or AB or alt) and (what == "time" or what == "all") the
       for _, s in ipairs(lengths) do
         local hq = d == 64 and 32 or 16
         local b = math.max(1, math.floor(16384 / s))
-        local c = { b = b, hq = hq, hkv = hq, sq = s, sk = s, d = d, causal = causal }
+        local c = { b = b, hq = hq, hkv = hq / tonumber(os.getenv("AB_GQA") or 1), sq = s, sk = s, d = d,
+          causal = causal }
         local pr, t = make(c)
         local flops = 4 * b * hq * s * s * d * (causal and 0.5 or 1)
         local vs = {}
