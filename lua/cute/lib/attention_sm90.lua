@@ -216,6 +216,13 @@ local function build(cfg, trace_key)
       .. "needs about %d for its wgmma (fewer CTAs an SM or narrower key blocks)", CTAS, entry, BM, BN, D, need)
   end
   local dt = cute.dtype.get(cfg.dtype)
+  -- several CTAs an SM must fit its 228 KiB of shared memory together (Q and the K
+  -- and V rings, 1 KiB the runtime reserves a CTA, 1 KiB for alignment and barriers)
+  local smem_kib = ((BM + 2 * BN * STAGES) * D * dt.bytes + 2048) / 1024
+  if CTAS > 1 and CTAS * smem_kib > 228 then
+    err.raise("attention_sm90: %d CTAs an SM need %d x %.0f KiB of shared memory (an SM has 228 KiB): fewer CTAs, "
+      .. "stages or keys a block", CTAS, CTAS, smem_kib)
+  end
   check_p_layout(BN)
   local DELTA = column_deltas(BN)
   local opS, opO = ops(dt, BN, D)

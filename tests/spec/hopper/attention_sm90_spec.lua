@@ -202,6 +202,10 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       H.error_of(function()
         return a90.kernel { dtype = "bf16", d = 64, bm = 64, bn = 128, stages = 2, ctas_per_sm = 3 }
       end))
+    -- 16 + 2 x 2 x 44 KiB a CTA at d 128 in 176-key blocks: two do not fit an SM
+    assert.matches("2 CTAs an SM need 2 x 194 KiB of shared memory %(an SM has 228 KiB%)", H.error_of(function()
+      return a90.kernel { dtype = "bf16", d = 128, bm = 64, bn = 176, stages = 2, ctas_per_sm = 2 }
+    end))
   end)
 
   it("compiles every head dimension, mask and varlen kernel without spills or serialized wgmma", function()
