@@ -20,17 +20,8 @@ local a90 = require "cute.lib.attention_sm90"
 
 local what = arg[1] or "all"
 -- ATTN_CFG="bn=128,stages=2,pingpong=0": the tile configuration
-local function parse_config(text)
-  local c = {}
-  for k, v in text:gmatch("([%w_]+)=([%w.]+)") do
-    c[k] = tonumber(v)
-    if k == "pingpong" or k == "persistent" or k == "o_vec" or k == "uniform_desc" or k == "lazy_rescale"
-      or k == "sum_mma" then
-      c[k] = v == "1"
-    end
-  end
-  return c
-end
+package.path = "bench/?.lua;" .. package.path
+local parse_config = require("attention_config").parse
 local config = parse_config(os.getenv("ATTN_CFG") or "")
 local PERSISTENT = os.getenv("PERSISTENT") == "1"
 local LPT_AB = os.getenv("LPT_AB") == "1"

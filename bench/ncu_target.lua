@@ -28,14 +28,8 @@ if what == "attn" then
     s = tonumber(rest[2] or 512)
     b, hq, hkv = math.max(1, math.floor(16384 / s)), d == 64 and 32 or 16, d == 64 and 32 or 16
   end
-  local given = nil
-  if os.getenv("ATTN_CFG") then
-    given = {}
-    for k, v in os.getenv("ATTN_CFG"):gmatch("([%w_]+)=([%w.]+)") do
-      given[k] = tonumber(v)
-      if k == "pingpong" or k == "persistent" or k == "lazy_rescale" then given[k] = v == "1" end
-    end
-  end
+  package.path = "bench/?.lua;" .. package.path
+  local given = os.getenv("ATTN_CFG") and require("attention_config").parse(os.getenv("ATTN_CFG")) or nil
   local Q = cute.tensor(cute.bf16, { b, s, hq, d }, "row"):uniform(-1, 1, 1)
   local K = cute.tensor(cute.bf16, { b, s, hkv, d }, "row"):uniform(-1, 1, 2)
   local V = cute.tensor(cute.bf16, { b, s, hkv, d }, "row"):uniform(-1, 1, 3)

@@ -204,9 +204,10 @@ local function build(cfg, trace_key)
   -- setmaxnreg moves registers between its own warpgroups: the producer keeps 24
   -- a thread, the consumers take the rest (a multiple of 8, at most 240)
   local CTAS = cfg.ctas_per_sm or 1
-  local threads0 = 128 + BM * 2
-  local entry = math.floor(65536 / (threads0 * CTAS) / 8) * 8
-  local CONSUMER_REGS = math.min(240, math.floor((threads0 * math.min(entry, 255) - 128 * 24) / (BM * 2) / 8) * 8)
+  local consumers = BM * 2 -- (a warpgroup of 128 threads for each 64 rows)
+  local threads = 128 + consumers
+  local entry = math.floor(65536 / (threads * CTAS) / 8) * 8
+  local CONSUMER_REGS = math.min(240, math.floor((threads * math.min(entry, 255) - 128 * 24) / consumers / 8) * 8)
   -- ptxas compiles a wgmma within the entry count: its accumulators (BN / 2 for S,
   -- D / 2 for O) and about 26-30 more (measured: 64 x 128 tiles at d 64 need 90, O at
   -- d 128 94, at d 256 158)
@@ -233,8 +234,7 @@ local function build(cfg, trace_key)
   local SUM_MMA = cfg.sum_mma
   local mmaL = SUM_MMA and cute.make_tiled_mma(cute.make_mma_atom(wg.MmaF16BF16Op(dt, cute.f32, { 64, 8, 16 },
     wg.OperandSource.RMEM, wg.OperandMajorMode.K, wg.OperandMajorMode.K)), { BM / 64, 1, 1 })
-  local consumers = mmaS.size
-  local threads = 128 + consumers
+  assert(mmaS.size == consumers)
   local K_, MN_ = wg.OperandMajorMode.K, wg.OperandMajorMode.MN
   -- shared layouts: Q (BM, D) and K (BN, D, stages) K-major, 128B-swizzled
   -- atoms of 64 elements of D; V (D, BN, stages) MN-major (the B operand of P V,
