@@ -49,7 +49,15 @@ return function(h)
       end
     end
   end
-  local peers = (not h:quick() and not h.check_only()) and torch_peers(shapes) or {}
+  -- a shape's case name and shape string; torch runs the shapes that --only
+  -- leaves (each costs it seconds)
+  local function case_name(s) return "attention fwd bf16" .. (s[2] == 1 and ", causal" or "") end
+  local function case_shape(s) return string.format("b%d h%d s%d d%d", s[3], s[4], s[5], s[1]) end
+  local wanted = {}
+  for _, s in ipairs(shapes) do
+    if not h.only or (case_name(s) .. " " .. case_shape(s)):find(h.only) then wanted[#wanted + 1] = s end
+  end
+  local peers = (not h:quick() and not h.check_only() and #wanted > 0) and torch_peers(wanted) or {}
 
   for _, s in ipairs(shapes) do
     local d, causal, b, heads, seq = s[1], s[2] == 1, s[3], s[4], s[5]
@@ -57,8 +65,7 @@ return function(h)
     local flops = 4 * b * heads * seq * seq * d * (causal and 0.5 or 1)
     local opts = { causal = causal }
     h:case {
-      name = "attention fwd bf16" .. (causal and ", causal" or ""),
-      shape = string.format("b%d h%d s%d d%d", b, heads, seq, d), dtype = "bf16", flops = flops, goal = 1.0,
+      name = case_name(s), shape = case_shape(s), dtype = "bf16", flops = flops, goal = 1.0,
       peer = function() return peers[key] end,
       setup = function()
         local shape = { b, seq, heads, d }

@@ -1362,7 +1362,8 @@ local function decode_setup(Q, Kc, Vc, O, opts)
   -- launch overlaps the split kernel's end (it waits for the partials with
   -- griddepcontrol.wait)
   local row = st.arch and cute.compiler.target(st.arch)
-  local cc = row and row.cc or (not st.arch and ok and (info.cc_major or 0) * 10 + (info.cc_minor or 0)) or 0
+  local cap = not st.arch and ok and info.compute_capability -- (the device's, without opts.arch)
+  local cc = row and row.cc or (cap and cap[1] * 10 + cap[2]) or 0
   st.pdl = cc >= 90
   -- opts.pdl (sm_90 and later): the split (or only) kernel a programmatic dependent
   -- launch too, waiting at its start for the stream's previous kernel, and each

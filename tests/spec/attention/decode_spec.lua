@@ -251,6 +251,18 @@ describe("cute.lib.attention.decode on the simulated sm_90a", function()
     assert.same({ 1, 4, 2 }, splits) -- (2 CTAs a split, 264 resident)
     calls(c, 3)
   end)
+  it("launches the combine as a programmatic dependent launch on the sm_90 device, without opts.arch", function()
+    -- (the device's compute capability decides where no arch is given)
+    local q = cute.fake_tensor(cute.bf16, { 1, 1, 8, 128 }, "row")
+    local kc = cute.fake_tensor(cute.bf16, { 1, 4096, 2, 128 }, "row")
+    for _, pdl in ipairs { false, true } do
+      local p = A.decode_plan(q, kc, kc, nil, { num_splits = 8, pdl = pdl })
+      assert.is_true(p.combine.pdl)
+      assert.equal(pdl or nil, p.pdl)
+      assert.matches("griddepcontrol%.wait", p.combine.kernel:compile(unpack(p.combine.args)):ptx())
+      assert.matches("griddepcontrol%.launch_dependents", p.kernel:compile(unpack(p.args)):ptx())
+    end
+  end)
   it("plans the split count for the 132 SMs it simulates", function()
     local function fake(dt, shape) return cute.fake_tensor(dt, shape, "row") end
     local q = fake(cute.bf16, { 1, 1, 32, 128 })
