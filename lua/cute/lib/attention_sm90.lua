@@ -853,6 +853,89 @@ function M.lpt_group(pr, l2_bytes)
   return math.min(all, math.max(1, math.floor(l2_bytes / 2 / kv)) * ratio)
 end
 
+-- A tile's cost beyond its key blocks (Q's load, the epilogue's O), in key
+-- blocks: lpt_balanced's model.
+local TILE_OVERHEAD = 2
+-- The most tiles lpt_balanced models (its cost grows with the tiles over the group).
+local BALANCE_MOST_TILES = 1e7
+
+--- The group of the persistent grid's longest-first order whose static walk
+-- (CTA c takes tiles c, c + ctas, ... in the kernel's order) loads the CTAs
+-- most evenly, among the groups of whole KV heads' query heads up to `most`
+-- (M.lpt_group's L2 bound); on a tie the smaller (a pair's K and V read again sooner, from the L2).
+-- A tile costs its key blocks (under the causal mask or right bound, with no
+-- left bound) plus TILE_OVERHEAD. The walk is static, so a group that makes
+-- the long tiles fall on the same CTAs costs the whole launch: at b32 h16 s512
+-- d256 causal on the H200 (2026-11-29, seventh session; 64-key blocks, 132
+-- CTAs), groups of 50 (the L2 bound) leave the most loaded CTA 1.18x the mean
+-- by this model, groups of 12 1.03x, measured 1.07-1.09x faster; at d 128 and
+-- 64 groups of 20 and 40 (1.06x, 1.02x) measured 1.02-1.03x faster than 100 and
+-- 200 (1.16x, 1.05x). Not for varlen batches (their tiles' costs differ by
+-- sequence): `most` then.
+-- @param pr the problem (M.plan's)
+-- @param bm the tile's query rows
+-- @param bn the tile's key block
+-- @param ctas the persistent grid's CTAs
+-- @param most the largest group (M.lpt_group's)
+-- @return the pairs a group, and the model's most loaded CTA over the mean
+-- @usage local g = M.lpt_balanced(problem, 128, 64, 132, 50) -- 12 at b32 h16 s512 d256 causal
+function M.lpt_balanced(pr, bm, bn, ctas, most)
+  local all, ratio = pr.hq * pr.batch, pr.hq / pr.hkv
+  local mb = math.ceil(pr.sq / bm)
+  local tiles = mb * all
+  if pr.cu_q ~= nil or tiles > BALANCE_MOST_TILES then return most end
+  local cost, sum = {}, 0
+  local shift, nk = pr.sk - pr.sq, math.ceil(pr.sk / bn)
+  for m = 0, mb - 1 do
+    local last = math.min((m + 1) * bm, pr.sq) - 1
+    local hi = nk
+    if pr.right < math.huge then hi = math.max(0, math.min(nk, math.floor((last + shift + pr.right) / bn) + 1)) end
+    cost[m] = hi + TILE_OVERHEAD
+    sum = sum + cost[m] * all
+  end
+  ctas = math.min(ctas, tiles)
+  -- the walk in runs of equal tiles (a group's pairs at one query block): a
+  -- run of n tiles from tile t adds its cost to CTAs t, t + 1, ... (mod ctas),
+  -- kept as whole rounds plus a difference array over the CTAs
+  local diff = {}
+  local function add(t, n, w, base)
+    base = base + math.floor(n / ctas) * w
+    local a, r = t % ctas, n % ctas
+    if r > 0 then
+      diff[a] = diff[a] + w
+      if a + r <= ctas then
+        diff[a + r] = diff[a + r] - w
+      else
+        diff[ctas] = diff[ctas] - w
+        diff[0] = diff[0] + w
+        diff[a + r - ctas] = diff[a + r - ctas] - w
+      end
+    end
+    return base
+  end
+  local best, best_g = math.huge, most
+  for j = math.floor(most / ratio), 1, -1 do
+    local g = j * ratio
+    for c = 0, ctas do diff[c] = 0 end
+    local base, t = 0, 0
+    for g0 = 0, all - 1, g do -- the kernel's tile_of: a group's last query blocks first, its pairs side by side
+      local n = math.min(g, all - g0)
+      for m = mb - 1, 0, -1 do
+        base = add(t, n, cost[m], base)
+        t = t + n
+      end
+    end
+    local worst, run = 0, 0
+    for c = 0, ctas - 1 do
+      run = run + diff[c]
+      worst = math.max(worst, run)
+    end
+    worst = worst + base
+    if worst <= best then best, best_g = worst, g end
+  end
+  return best_g, best / (sum / ctas)
+end
+
 --- Why O's full tiles cannot leave in 16-byte stores (config.o_vec, the
 -- default where they can), or nil: each row of O must start on 16 bytes.
 -- Measured on the H200 (2026-11-29, bench/attention_sm90_probe.lua with
@@ -979,13 +1062,15 @@ function M.plan(pr, opts)
       err.raise("attention_sm90: config.lpt_group is %s, expected a whole number from 1 with config.lpt",
         tostring(npairs))
     end
-    npairs = math.min(all, npairs or (cfg.lpt and M.lpt_group(pr) or all))
+    if not npairs and cfg.lpt then npairs = M.lpt_balanced(pr, cfg.bm, cfg.bn, ctas, M.lpt_group(pr)) end
+    npairs = math.min(all, npairs or all)
     for _, x in ipairs { mblocks, pr.hq, pr.batch, npairs } do args[#args + 1] = cute.i32(x) end
     why = string.format("%s; persistent%s: %d CTAs (%s an SM of %d) walk %d work tiles, %s", why,
       auto_persistent and " (the default for this length: config.persistent = false turns it off)" or "", ctas,
       ({ "one", "two", "three", "four" })[cfg.ctas_per_sm or 1], sms, tiles,
       cfg.lpt and ("the last query blocks first (causal: the longest tiles)" .. (npairs < all
-        and string.format(" in groups of %d (batch, head) pairs whose K and V fit in the L2", npairs) or ""))
+        and string.format(" in groups of %d (batch, head) pairs whose K and V fit in the L2 and whose tiles "
+          .. "spread evenly over the CTAs", npairs) or ""))
         or "a (batch, head)'s query blocks together (its K and V stay in L2)")
   elseif cfg.max_ctas ~= nil or cfg.lpt_group ~= nil then
     err.raise("attention_sm90: config.%s applies to a persistent grid; set config.persistent = true with it",

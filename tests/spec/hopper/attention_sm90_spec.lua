@@ -91,11 +91,12 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       local lazy = (c[1].d ~= 128 or c[1].right) and "_lazy" or ""
       assert.matches((c[3] and "_persistent_lpt_ovec" or "_persistent_ovec") .. lazy .. "$", p.kernel.name)
       -- the tiles' extents (query blocks, heads, batches) follow the usual arguments
-      -- and the (batch, head) pairs of a longest-first group: all 16 (the K and V
-      -- of 16 pairs, 1000 keys, fit in the L2)
+      -- and the (batch, head) pairs of a group: all 16 (one group: not longest
+      -- first); longest first, 1 (the K and V of the 16 pairs fit in the L2, and
+      -- the 128 tiles are one wave: every group loads the CTAs alike, the smaller wins)
       local n = #p.args
       local ext = { p.args[n - 3].value, p.args[n - 2].value, p.args[n - 1].value, p.args[n].value }
-      assert.same({ math.ceil(1000 / p.config.bm), 8, 2, 16 }, ext)
+      assert.same({ math.ceil(1000 / p.config.bm), 8, 2, c[3] and 1 or 16 }, ext)
     end
     -- config.max_ctas caps the grid; lpt can be set either way; without persistent it is an error
     local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
@@ -120,6 +121,50 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.equal(400, a90.lpt_group(problem { b = 32, sq = 512, sk = 512, hq = 16, hkv = 4 }, 50 * 2 ^ 20))
     assert.equal(16, a90.lpt_group(problem(), 50 * 2 ^ 20)) -- all the pairs
     assert.equal(1, a90.lpt_group(problem { sk = 2 ^ 20 }, 50 * 2 ^ 20)) -- one pair's K and V exceed it
+    -- within that bound, the group whose static walk loads the CTAs most evenly
+    -- (M.lpt_balanced), the smaller on a tie; checked here against a plain
+    -- simulation of the kernel's walk (tile t on CTA t % ctas)
+    local function walk(pr, bm, bn, ctas, g)
+      local all, mb = pr.hq * pr.batch, math.ceil(pr.sq / bm)
+      local load, t, sum = {}, 0, 0
+      for c = 0, ctas - 1 do load[c] = 0 end
+      for g0 = 0, all - 1, g do
+        local n = math.min(g, all - g0)
+        for m = mb - 1, 0, -1 do
+          local keys = math.min(pr.sk, math.min((m + 1) * bm, pr.sq) + pr.sk - pr.sq + pr.right)
+          local w = math.ceil(keys / bn) + 2
+          for _ = 1, n do
+            load[t % ctas] = load[t % ctas] + w
+            sum, t = sum + w, t + 1
+          end
+        end
+      end
+      local worst = 0
+      for c = 0, ctas - 1 do worst = math.max(worst, load[c]) end
+      return worst / (sum / ctas)
+    end
+    local d256 = problem { b = 32, sq = 512, sk = 512, hq = 16, hkv = 16, d = 256, right = 0 }
+    for _, c in ipairs { { big, 128, 128, 100 }, { d256, 128, 64, 50 },
+      { problem { b = 32, sq = 512, sk = 512, hq = 32, hkv = 32, d = 64, right = 0 }, 128, 128, 200 },
+      { problem { b = 3, sq = 1000, sk = 1300, hq = 12, hkv = 4, right = 0 }, 128, 128, 36 } } do
+      local pr, bm, bn, most = c[1], c[2], c[3], c[4]
+      local g, r = a90.lpt_balanced(pr, bm, bn, 132, most)
+      assert.equal(0, g % (pr.hq / pr.hkv))
+      assert.near(walk(pr, bm, bn, 132, g), r, 1e-12)
+      for j = 1, most / (pr.hq / pr.hkv) do -- none better, none as good and smaller
+        local x = walk(pr, bm, bn, 132, j * (pr.hq / pr.hkv))
+        assert.is_true(x > r - 1e-12 and (x > r + 1e-12 or j * (pr.hq / pr.hkv) >= g), tostring(j))
+      end
+    end
+    -- (the measured case: groups of 50 at d 256 load the most loaded CTA 1.18x the mean, 4 1.03x)
+    assert.near(1.179, walk(d256, 128, 64, 132, 50), 1e-3)
+    assert.same({ 4, 1.03125 }, { a90.lpt_balanced(d256, 128, 64, 132, 50) })
+    assert.equal(50, a90.lpt_balanced(problem { b = 32, sq = 512, sk = 512, hq = 16, hkv = 16, d = 256, right = 0,
+      varlen = true }, 128, 64, 132, 50)) -- (varlen: the L2's bound)
+    p = assert(a90.plan(d256, { config = { persistent = true } }))
+    assert.equal(4, p.args[#p.args].value)
+    assert.matches("in groups of 4 %(batch, head%) pairs whose K and V fit in the L2 and whose tiles spread evenly",
+      p.why)
     p = assert(a90.plan(big, { config = { persistent = true, lpt_group = 7 } }))
     assert.equal(7, p.args[#p.args].value)
     assert.matches("the last query blocks first %(causal: the longest tiles%) in groups of 7 %(batch, head%) pairs",
