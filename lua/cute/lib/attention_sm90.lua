@@ -868,17 +868,18 @@ local BALANCE_MOST_TILES = 1e7
 -- the long tiles fall on the same CTAs costs the whole launch: at b32 h16 s512
 -- d256 causal on the H200 (2026-11-29, seventh session; 64-key blocks, 132
 -- CTAs), groups of 50 (the L2 bound) leave the most loaded CTA 1.18x the mean
--- by this model, groups of 12 1.03x, measured 1.07-1.09x faster; at d 128 and
--- 64 groups of 20 and 40 (1.06x, 1.02x) measured 1.02-1.03x faster than 100 and
--- 200 (1.16x, 1.05x). Not for varlen batches (their tiles' costs differ by
--- sequence): `most` then.
+-- by this model, groups of 4 or 12 1.03x: 12 measured 1.07-1.09x faster than
+-- 50, and the default (4) 1.07x in the suite; at d 128 and 64 groups of 20 and
+-- 40 (1.06x, 1.02x) measured 1.02-1.03x faster than 100 and 200 (1.16x, 1.05x),
+-- the defaults (4, 12) 1.04x and 1.03x. Not for varlen batches (their tiles'
+-- costs differ by sequence): `most` then.
 -- @param pr the problem (M.plan's)
 -- @param bm the tile's query rows
 -- @param bn the tile's key block
 -- @param ctas the persistent grid's CTAs
 -- @param most the largest group (M.lpt_group's)
 -- @return the pairs a group, and the model's most loaded CTA over the mean
--- @usage local g = M.lpt_balanced(problem, 128, 64, 132, 50) -- 12 at b32 h16 s512 d256 causal
+-- @usage local g = M.lpt_balanced(problem, 128, 64, 132, 50) -- 4 at b32 h16 s512 d256 causal
 function M.lpt_balanced(pr, bm, bn, ctas, most)
   local all, ratio = pr.hq * pr.batch, pr.hq / pr.hkv
   local mb = math.ceil(pr.sq / bm)
@@ -1062,15 +1063,16 @@ function M.plan(pr, opts)
       err.raise("attention_sm90: config.lpt_group is %s, expected a whole number from 1 with config.lpt",
         tostring(npairs))
     end
-    if not npairs and cfg.lpt then npairs = M.lpt_balanced(pr, cfg.bm, cfg.bn, ctas, M.lpt_group(pr)) end
+    local user_group = npairs ~= nil
+    if not user_group and cfg.lpt then npairs = M.lpt_balanced(pr, cfg.bm, cfg.bn, ctas, M.lpt_group(pr)) end
     npairs = math.min(all, npairs or all)
     for _, x in ipairs { mblocks, pr.hq, pr.batch, npairs } do args[#args + 1] = cute.i32(x) end
     why = string.format("%s; persistent%s: %d CTAs (%s an SM of %d) walk %d work tiles, %s", why,
       auto_persistent and " (the default for this length: config.persistent = false turns it off)" or "", ctas,
       ({ "one", "two", "three", "four" })[cfg.ctas_per_sm or 1], sms, tiles,
       cfg.lpt and ("the last query blocks first (causal: the longest tiles)" .. (npairs < all
-        and string.format(" in groups of %d (batch, head) pairs whose K and V fit in the L2 and whose tiles "
-          .. "spread evenly over the CTAs", npairs) or ""))
+        and string.format(" in groups of %d (batch, head) pairs%s", npairs, user_group and " (config.lpt_group)"
+          or " whose K and V fit in the L2 and whose tiles spread evenly over the CTAs") or ""))
         or "a (batch, head)'s query blocks together (its K and V stay in L2)")
   elseif cfg.max_ctas ~= nil or cfg.lpt_group ~= nil then
     err.raise("attention_sm90: config.%s applies to a persistent grid; set config.persistent = true with it",
