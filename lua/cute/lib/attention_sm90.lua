@@ -858,6 +858,8 @@ end
 local TILE_OVERHEAD = 2
 -- The most tiles lpt_balanced models (its cost grows with the tiles over the group).
 local BALANCE_MOST_TILES = 1e7
+-- lpt_balanced's answers by their inputs (a plan not cached asks again), at most 256
+local balanced, nbalanced = {}, 0
 
 --- The group of the persistent grid's longest-first order whose static walk
 -- (CTA c takes tiles c, c + ctas, ... in the kernel's order) loads the CTAs
@@ -885,6 +887,9 @@ function M.lpt_balanced(pr, bm, bn, ctas, most)
   local mb = math.ceil(pr.sq / bm)
   local tiles = mb * all
   if pr.cu_q ~= nil or tiles > BALANCE_MOST_TILES then return most end
+  local key = table.concat({ pr.hq, pr.hkv, pr.batch, pr.sq, pr.sk, pr.right, bm, bn, ctas, most }, ",")
+  local known = balanced[key]
+  if known then return known[1], known[2] end
   local cost, sum = {}, 0
   local shift, nk = pr.sk - pr.sq, math.ceil(pr.sk / bn)
   for m = 0, mb - 1 do
@@ -934,6 +939,8 @@ function M.lpt_balanced(pr, bm, bn, ctas, most)
     worst = worst + base
     if worst <= best then best, best_g = worst, g end
   end
+  if nbalanced >= 256 then balanced, nbalanced = {}, 0 end
+  balanced[key], nbalanced = { best_g, best / (sum / ctas) }, nbalanced + 1
   return best_g, best / (sum / ctas)
 end
 
