@@ -190,6 +190,7 @@ local function kernel_name(cfg)
     .. (cfg.o_vec and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
     .. (cfg.lazy_rescale and "_lazy" or "") .. ((cfg.ctas_per_sm or 1) > 1 and ("_" .. cfg.ctas_per_sm .. "ctas") or "")
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
+    .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "")
 end
 
 local function build(cfg, trace_key)
@@ -219,7 +220,14 @@ local function build(cfg, trace_key)
   local dt = cute.dtype.get(cfg.dtype)
   -- several CTAs an SM must fit its 228 KiB of shared memory together (Q and the K
   -- and V rings, 1 KiB the runtime reserves a CTA, 1 KiB for alignment and barriers)
-  local smem_kib = ((BM + 2 * BN * STAGES) * D * dt.bytes + 2048) / 1024
+  -- cfg.q_stages (persistent only, default 1): Q's buffers; with 2 the next tile's Q
+  -- loads while this tile's products still read the other
+  local QST = cfg.q_stages or 1
+  if QST ~= 1 and QST ~= 2 then err.raise("attention_sm90: config.q_stages is 1 or 2, got %s", tostring(QST)) end
+  if QST > 1 and not cfg.persistent then
+    err.raise("attention_sm90: config.q_stages applies to a persistent grid (config.persistent)")
+  end
+  local smem_kib = ((BM * QST + 2 * BN * STAGES) * D * dt.bytes + 2048) / 1024
   if CTAS > 1 and CTAS * smem_kib > 228 then
     err.raise("attention_sm90: %d CTAs an SM need %d x %.0f KiB of shared memory (an SM has 228 KiB): fewer CTAs, "
       .. "stages or keys a block", CTAS, CTAS, smem_kib)
@@ -239,7 +247,7 @@ local function build(cfg, trace_key)
   -- shared layouts: Q (BM, D) and K (BN, D, stages) K-major, 128B-swizzled
   -- atoms of 64 elements of D; V (D, BN, stages) MN-major (the B operand of P V,
   -- N = D contiguous)
-  local layQ = wg.make_smem_layout_a(K_, { BM, BN, D }, dt)
+  local layQ = wg.make_smem_layout_a(K_, { BM, BN, D }, dt, QST > 1 and QST or nil)
   local layK = wg.make_smem_layout_b(K_, { BM, BN, D }, dt, STAGES)
   local layV = wg.make_smem_layout_b(MN_, { BM, D, BN }, dt, STAGES)
   local layOnes = SUM_MMA and wg.make_smem_layout_b(K_, { BM, 8, BN }, dt)
@@ -247,7 +255,8 @@ local function build(cfg, trace_key)
   -- (D from 64 j) lands at element j * rows * 64 of its tile in every layout
   local dboxes = D / 64
   for j = 0, dboxes - 1 do
-    local at = { { layQ, BM, { 0, 64 * j } }, { layK, BN, { 0, 64 * j, 0 } }, { layV, BN, { 64 * j, 0, 0 } } }
+    local at = { { layQ, BM, QST > 1 and { 0, 64 * j, 0 } or { 0, 64 * j } }, { layK, BN, { 0, 64 * j, 0 } },
+      { layV, BN, { 64 * j, 0, 0 } } }
     for _, x in ipairs(at) do
       local got = x[1](x[3])
       if got ~= j * x[2] * 64 then
@@ -301,7 +310,7 @@ local function build(cfg, trace_key)
       w0 = tile_info(cute.grid_dim().x - 1 - cute.block_idx().x, cute.block_idx().y, cute.block_idx().z)
     end
     local smem = cute.smem_allocator()
-    local sQ_raw = smem:tensor(dt, cute.make_layout(q_elems), 1024)
+    local sQ_raw = smem:tensor(dt, cute.make_layout(q_elems * QST), 1024)
     local sK_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
     local sV_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
     local sOnes_raw = SUM_MMA and smem:tensor(dt, cute.make_layout(8 * BN), 1024)
@@ -312,7 +321,7 @@ local function build(cfg, trace_key)
         consumer_group = P.CooperativeGroup(P.Agent.Warp, consumers / 32),
       }
     end
-    local pipeQ = pipe(1, q_elems * dt.bytes)
+    local pipeQ = pipe(QST, q_elems * dt.bytes)
     local pipeK = pipe(STAGES, kv_elems * dt.bytes)
     local pipeV = pipe(STAGES, kv_elems * dt.bytes)
     -- (a varlen tile past its sequence's end has nothing to do)
@@ -347,12 +356,13 @@ local function build(cfg, trace_key)
       A.setmaxnreg_dec(24)
       -- one tile's loads; st: the pipelines' states (made here for the first tile)
       local function produce(w, st)
-        st.pq = st.pq or P.make_pipeline_state(P.PipelineUserType.Producer, 1)
+        st.pq = st.pq or P.make_pipeline_state(P.PipelineUserType.Producer, QST)
         local pq = st.pq
         -- (persistent: the consumers released the previous tile's Q)
         pipeQ:producer_acquire(pq)
         for j = 0, dboxes - 1 do
-          tma_load_4d(descQ, sQ_raw:ptr_at(j * BM * 64), j * 64, w.q_start.value + w.q0, w.h, w.bt,
+          tma_load_4d(descQ, sQ_raw:ptr_at(QST > 1 and pq.index * q_elems + j * BM * 64 or j * BM * 64), j * 64,
+            w.q_start.value + w.q0, w.h, w.bt,
             pipeQ:producer_get_barrier(pq))
         end
         if PERSIST then pq:advance() end
@@ -385,7 +395,7 @@ local function build(cfg, trace_key)
         if tid == 0 then
           -- the rings carry on across tiles: the next tile's Q (once the consumers
           -- release it) and first K and V load while the consumers finish this one
-          local st = { pq = P.make_pipeline_state(P.PipelineUserType.Producer, 1),
+          local st = { pq = P.make_pipeline_state(P.PipelineUserType.Producer, QST),
             pk = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES),
             pv = P.make_pipeline_state(P.PipelineUserType.Producer, STAGES) }
           for t in cute.range(first, total, step) do
@@ -508,7 +518,7 @@ local function build(cfg, trace_key)
             sum[r].value = 0.0
           end
         end
-        st.cq = st.cq or P.make_pipeline_state(P.PipelineUserType.Consumer, 1)
+        st.cq = st.cq or P.make_pipeline_state(P.PipelineUserType.Consumer, QST)
         local cq = st.cq
         pipeQ:consumer_wait(cq)
         -- (persistent) Q is free once the tile's last S is done: the producer loads
@@ -526,7 +536,8 @@ local function build(cfg, trace_key)
           A.warpgroup_fence()
           for kb = 0, D / 16 - 1 do
             mmaS:set(wg.Field.ACCUMULATE, kb > 0)
-            cute.gemm(mmaS, accS, tSsQ[{ _, _, kb }], tSsK[{ _, _, kb, s }], accS)
+            cute.gemm(mmaS, accS, QST > 1 and tSsQ[{ _, _, kb, cq.index }] or tSsQ[{ _, _, kb }], tSsK[{ _, _, kb, s }],
+              accS)
           end
           A.warpgroup_commit_group()
         end
@@ -716,7 +727,7 @@ local function build(cfg, trace_key)
         end
       end
       if PERSIST then
-        local st = { cq = P.make_pipeline_state(P.PipelineUserType.Consumer, 1),
+        local st = { cq = P.make_pipeline_state(P.PipelineUserType.Consumer, QST),
           ck = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES),
           cv = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES) }
         if PINGPONG and me == 1 then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
@@ -827,7 +838,7 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm" }
+  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -969,9 +980,13 @@ end
 -- 1.00x/0.99x at 8192; causal 1.19x (d 64) and 1.01x (d 128) at 512, but
 -- 1.03x/0.90x at 1024 and 0.84-0.95x beyond; head dim 256 (64-key blocks; on
 -- 2026-11-29) 1.09x/1.04x at 512 (without a mask, causal) and 0.68-0.99x beyond.
+-- With the longest-first groups balanced (lpt_balanced; 2026-11-29, the suite's
+-- rows against a copy of this module taking it, two rounds) d 128 causal gains
+-- 1.08x / 1.10x at S 2048 (the probe 1.11x at 1024), 1.01x / 1.02x at 8192; d 64
+-- causal 0.94x at 2048, 1.00x at 8192; d 256 causal 0.92x at 8192.
 -- So: fixed lengths (varlen and windows unmeasured), at least two tiles an SM,
--- and keys up to 2048 without a mask, 512 with a causal one (1024 at d 64), 512
--- at d 256.
+-- and keys up to 2048 without a mask or at d 128 with a causal one, 1024 at
+-- d 64 causal, 512 at d 256.
 -- @param pr the problem (as M.plan's)
 -- @param bm the query block
 -- @return true to take the persistent grid
@@ -982,8 +997,27 @@ function M.persistent_by_default(pr, bm)
   if causal and pr.right ~= 0 then return false end -- a window on the right only
   local tiles = math.ceil(pr.sq / bm) * pr.hq * pr.batch
   if tiles < 2 * sm_count() then return false end
-  local limit = pr.d == 256 and 512 or not causal and 2048 or (pr.d == 64 and 1024 or 512)
+  local limit = pr.d == 256 and 512 or (causal and pr.d == 64) and 1024 or 2048
   return pr.sk <= limit
+end
+
+--- Whether the persistent grid takes Q in two buffers (config.q_stages = 2) when
+-- opts.config does not say: the next tile's Q then loads while this tile's
+-- products still read the other, where one buffer waited for the tile's last S.
+-- Measured on the H200 (2026-11-29, bench/attention_sm90_probe.lua time with
+-- AB="persistent=1,q_stages=2", alternating rounds): d 64 1.05x / 1.05x / 1.03x at
+-- S 512 / 1024 / 2048, causal 1.02x at 512 and 1024; d 128 in 128-key blocks (176
+-- and two Qs exceed the shared memory) 1.06x / 1.02x / 1.00x without a mask, causal
+-- 0.98-1.01x; 3 K/V stages 1.00-1.01x with one Q. So: one CTA an SM at d 64, and d 128
+-- without a mask up to 1024 keys (d 256's two Qs do not fit beside its rings).
+-- @param pr the problem (as M.plan's)
+-- @param cfg the configuration planned so far (persistent, ctas_per_sm)
+-- @return true to take two Q buffers
+-- @usage if M.q_stages_by_default(pr, cfg) then cfg.q_stages = 2 end
+function M.q_stages_by_default(pr, cfg)
+  if not cfg.persistent or (cfg.ctas_per_sm or 1) > 1 then return false end
+  if pr.d == 64 then return true end
+  return pr.d == 128 and pr.right == math.huge and pr.left == math.huge and pr.sk <= 1024
 end
 
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
@@ -1039,6 +1073,10 @@ function M.plan(pr, opts)
   -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does
   -- not fit next to O's 128 registers and S's 40 a thread)
   if cfg.persistent and pr.d == 256 and given.bn == nil then cfg.bn = 64 end
+  if given.q_stages == nil and M.q_stages_by_default(pr, cfg) then
+    cfg.q_stages = 2
+    if pr.d == 128 and given.bn == nil then cfg.bn = 128 end -- (176-key blocks and two Qs do not fit)
+  end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it
   cfg.window = pr.left < math.huge or nil
@@ -1053,7 +1091,8 @@ function M.plan(pr, opts)
   end
   local mblocks = math.ceil(pr.sq / cfg.bm)
   local grid = { mblocks, pr.hq, pr.batch }
-  why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages", cfg.bm, cfg.bn, cfg.stages)
+  why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages%s", cfg.bm, cfg.bn, cfg.stages,
+    (cfg.q_stages or 1) > 1 and ", Q in two buffers" or "")
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas

@@ -25,7 +25,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
-        pingpong = c.pingpong, ctas_per_sm = c.cps }
+        pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages }
         or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -91,6 +91,15 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     run { b = 2, sq = 300, sk = 300, hq = 3, hkv = 1, d = 64, causal = true, ctas = 4, lpt = true, lpt_group = 4,
       what = "persistent causal, groups of 4 pairs" }
   end)
+
+  it("config.q_stages = 2: Q in two buffers, the next tile's Q loading while this tile's products read the other",
+    function()
+      -- several tiles a CTA so that each buffer is filled and released more than once, a
+      -- ragged last block, a causal mask (tiles of unequal length), d 64 and 128
+      run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, what = "q_stages 2 d64" }
+      run { b = 1, sq = 333, sk = 400, hq = 2, hkv = 2, d = 128, causal = true, ctas = 2, lpt = true, q_stages = 2,
+        what = "q_stages 2 d128 causal" }
+    end)
 
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
     -- a large scale spreads the scores, so that later blocks both move the max (by more
