@@ -193,6 +193,20 @@ local function kernel_name(cfg)
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "")
 end
 
+--- The shared memory of a configuration in KiB: Q's buffers, the K and V rings,
+-- 1 KiB the runtime reserves a CTA and 1 KiB for alignment and barriers.
+-- @param bm the query block
+-- @param bn the key block
+-- @param stages the K and V rings' stages
+-- @param d the head dimension
+-- @param bytes an element's bytes
+-- @param q_stages Q's buffers (1 or 2)
+-- @return KiB
+-- @usage local kib = M.smem_kib(128, 128, 2, 64, 2, 2) -- 98
+function M.smem_kib(bm, bn, stages, d, bytes, q_stages)
+  return ((bm * q_stages + 2 * bn * stages) * d * bytes + 2048) / 1024
+end
+
 local function build(cfg, trace_key)
   local BM, BN, D, STAGES = cfg.bm, cfg.bn, cfg.d, cfg.stages
   local PINGPONG = cfg.pingpong
@@ -227,7 +241,11 @@ local function build(cfg, trace_key)
   if QST > 1 and not cfg.persistent then
     err.raise("attention_sm90: config.q_stages applies to a persistent grid (config.persistent)")
   end
-  local smem_kib = ((BM * QST + 2 * BN * STAGES) * D * dt.bytes + 2048) / 1024
+  local smem_kib = M.smem_kib(BM, BN, STAGES, D, dt.bytes, QST)
+  if QST > 1 and smem_kib > 227 then
+    err.raise("attention_sm90: config.q_stages = 2 needs %.0f KiB of shared memory at %dx%d tiles, head dim %d, %d "
+      .. "stages (a CTA has at most 227): one Q, fewer stages or keys a block", smem_kib, BM, BN, D, STAGES)
+  end
   if CTAS > 1 and CTAS * smem_kib > 228 then
     err.raise("attention_sm90: %d CTAs an SM need %d x %.0f KiB of shared memory (an SM has 228 KiB): fewer CTAs, "
       .. "stages or keys a block", CTAS, CTAS, smem_kib)
@@ -1074,8 +1092,10 @@ function M.plan(pr, opts)
   -- not fit next to O's 128 registers and S's 40 a thread)
   if cfg.persistent and pr.d == 256 and given.bn == nil then cfg.bn = 64 end
   if given.q_stages == nil and M.q_stages_by_default(pr, cfg) then
-    cfg.q_stages = 2
-    if pr.d == 128 and given.bn == nil then cfg.bn = 128 end -- (176-key blocks and two Qs do not fit)
+    local bn = (pr.d == 128 and given.bn == nil) and 128 or cfg.bn -- (176-key blocks and two Qs do not fit)
+    if M.smem_kib(cfg.bm, bn, cfg.stages, pr.d, cute.dtype.get(pr.dtype).bytes, 2) <= 227 then
+      cfg.q_stages, cfg.bn = 2, bn
+    end
   end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it

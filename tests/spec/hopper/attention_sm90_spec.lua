@@ -242,6 +242,13 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.matches("config.q_stages applies to a persistent grid", H.error_of(function()
       return a90.plan(problem(with { sq = 4096, sk = 4096, b = 4 }), { config = { q_stages = 2 } })
     end))
+    -- a configuration the user gave that two Qs would not fit keeps one
+    local given = select(2, pers(with { sq = 512, sk = 512 }, { config = { bn = 176 } })).config
+    assert.equal(176, given.bn)
+    assert.is_nil(given.q_stages)
+    assert.matches("config.q_stages = 2 needs 242 KiB of shared memory at 128x176 tiles", H.error_of(function()
+      return a90.plan(problem(with { sq = 512, sk = 512 }), { config = { bn = 176, q_stages = 2 } })
+    end))
     assert.matches("config.q_stages is 1 or 2, got 3", H.error_of(function()
       return a90.plan(problem(with { sq = 512, sk = 512 }), { config = { q_stages = 3 } })
     end))
