@@ -190,7 +190,7 @@ local function kernel_name(cfg)
     .. (cfg.o_vec and "_ovec" or "") .. (cfg.uniform_desc == false and "_vdesc" or "")
     .. (cfg.lazy_rescale and "_lazy" or "") .. ((cfg.ctas_per_sm or 1) > 1 and ("_" .. cfg.ctas_per_sm .. "ctas") or "")
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
-    .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "")
+    .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
 end
 
 --- The shared memory of a configuration in KiB: Q's buffers, the K and V rings,
@@ -240,6 +240,12 @@ local function build(cfg, trace_key)
   if QST ~= 1 and QST ~= 2 then err.raise("attention_sm90: config.q_stages is 1 or 2, got %s", tostring(QST)) end
   if QST > 1 and not cfg.persistent then
     err.raise("attention_sm90: config.q_stages applies to a persistent grid (config.persistent)")
+  end
+  -- cfg.tile_overlap (persistent only): a tile's last P V and the next tile's first S
+  -- issued in one turn, the epilogue running while that S is on the tensor cores
+  local TOV = cfg.tile_overlap
+  if TOV and not cfg.persistent then
+    err.raise("attention_sm90: config.tile_overlap applies to a persistent grid (config.persistent)")
   end
   local smem_kib = M.smem_kib(BM, BN, STAGES, D, dt.bytes, QST)
   if QST > 1 and smem_kib > 227 then
@@ -524,13 +530,21 @@ local function build(cfg, trace_key)
       local function my_turn() if PINGPONG then cute.barrier(1 + me, consumers) end end
       local function their_turn() if PINGPONG then cute.barrier(2 - me, consumers, "arrive") end end
 
-      -- one tile; st: the pipelines' states (made here for the first tile)
-      local function consume(w, st)
+      -- one tile; st: the pipelines' states (made here for the first tile); (TOV)
+      -- ahead: whether this tile's first S is in flight already (issued with the
+      -- previous tile's last P V), next: whether the next tile has key blocks (its
+      -- first S then goes with this tile's last P V)
+      local function consume(w, st, ahead, nxt)
         local q0, n_lo, n_hi, off, q_last = w.q0, w.n_lo, w.n_hi, w.off, w.q_last
         local Sq, Sk = w.Sq, w.Sk
-        if PERSIST then -- the previous tile's state
+        -- the previous tile's O (TOV: later, once no wgmma is in flight; defining an
+        -- accumulator's registers while one is makes ptxas serialize every wgmma)
+        local function clear_o()
           accO:fill(0.0)
           if SUM_MMA then accL:fill(0.0) end
+        end
+        if PERSIST then -- the previous tile's state
+          if not TOV then clear_o() end
           for r = 1, 2 do
             mx[r].value = -math.huge
             sum[r].value = 0.0
@@ -657,12 +671,20 @@ local function build(cfg, trace_key)
         if n_hi > n_lo then
           if PINGPONG and me == 1 and not PERSIST then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
           -- the first block: S, its softmax, P (O is still zero: no rescale)
-          pipeK:consumer_wait(ck)
-          my_turn()
-          issue_s(ck.index)
-          their_turn()
+          local function first_s()
+            pipeK:consumer_wait(ck)
+            my_turn()
+            issue_s(ck.index)
+            their_turn()
+          end
+          if TOV then
+            if not ahead then first_s() end -- (ahead: issued with the previous tile's last P V)
+          else
+            first_s()
+          end
           A.warpgroup_wait_group(0)
           A.warpgroup_fence_operand(accS)
+          if TOV then clear_o() end
           pipeK:consumer_release(ck)
           ck:advance()
           mask(n_lo)
@@ -698,17 +720,35 @@ local function build(cfg, trace_key)
             to_p()
           end
           if PERSIST then release_q() end
-          -- the last block's P V
+          -- the last block's P V (TOV: with the next tile's first S, its Q and K waited
+          -- for first; the P V's group completes before the S's). Without a next tile
+          -- the S is issued all the same, on whatever Q and K the stages hold, and
+          -- drained at once: a wgmma issued under a run-time branch, after another in
+          -- the same stage, makes ptxas serialize every wgmma of the kernel (C7515)
           pipeV:consumer_wait(cv)
+          if TOV then
+            if nxt then
+              pipeQ:consumer_wait(cq) -- (release_q advanced cq to the next tile's Q)
+              pipeK:consumer_wait(ck)
+            end
+          end
           my_turn()
           issue_o(cv.index)
+          if TOV then issue_s(ck.index) end
           their_turn()
-          A.warpgroup_wait_group(0)
+          if TOV then
+            if nxt then A.warpgroup_wait_group(1) else A.warpgroup_wait_group(0) end
+          else
+            A.warpgroup_wait_group(0)
+          end
           A.warpgroup_fence_operand(accO)
           pipeV:consumer_release(cv)
           cv:advance()
         end
-        if PERSIST and n_hi <= n_lo then release_q() end
+        if PERSIST and n_hi <= n_lo then
+          if TOV then clear_o() end
+          release_q()
+        end
         -- the epilogue: the row sums across the quad, O / sum, LSE
         local inv = {}
         if SUM_MMA then A.warpgroup_fence_operand(accL) end
@@ -749,9 +789,28 @@ local function build(cfg, trace_key)
           ck = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES),
           cv = P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES) }
         if PINGPONG and me == 1 then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
+        -- (TOV) whether the tile's first S was issued with the previous tile's last P V
+        local ahead = TOV and cute.var(cute.i32, 0)
         for t in cute.range(first, total, step) do
           local w = tile_of(t)
-          if is_live(w) then consume(w, st) end
+          if TOV then
+            -- the next tile's first S goes with this one's last P V when both have key blocks
+            local nxt = cute.var(cute.i32, 0)
+            if is_live(w) then
+              if w.n_hi > w.n_lo then
+                if t + step < total then
+                  local wn = tile_of(t + step)
+                  if is_live(wn) then
+                    if wn.n_hi > wn.n_lo then nxt.value = 1 end
+                  end
+                end
+              end
+              consume(w, st, ahead.value ~= 0, nxt.value ~= 0)
+            end
+            ahead.value = nxt.value
+          elseif is_live(w) then
+            consume(w, st)
+          end
         end
       elseif live then
         consume(w0, {})
@@ -856,7 +915,7 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages" }
+  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1065,7 +1124,7 @@ function M.plan(pr, opts)
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
-  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma" } do
+  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap" } do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end

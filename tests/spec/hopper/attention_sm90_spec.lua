@@ -316,6 +316,28 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
+  it("config.tile_overlap: compiles without spills or serialized wgmmas (ptxas C7515 is an error)", function()
+    for _, o in ipairs { { d = 64 }, { d = 64, right = 0 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 },
+      { d = 128, varlen = true, right = 0 } } do
+      local p = assert(a90.plan(problem(o), { config = { persistent = true, tile_overlap = true } }))
+      assert.matches("_tov$", p.kernel.name)
+      local on = compiled(p, o.d)
+      local off = compiled(assert(a90.plan(problem(o), { config = { persistent = true } })), o.d)
+      -- one more chain of S's wgmmas: the next tile's first S beside the last P V
+      local function chains(ptx)
+        return select(2, ptx:gsub("wgmma%.mma_async%.sync%.aligned%.m64n" .. p.config.bn .. "k16", ""))
+      end
+      assert.equal(chains(off) + p.config.d / 16, chains(on), p.kernel.name)
+    end
+    assert.matches("config.tile_overlap applies to a persistent grid", H.error_of(function()
+      return a90.kernel { dtype = "bf16", d = 128, bm = 128, bn = 128, stages = 2, pingpong = true,
+        tile_overlap = true }
+    end))
+    assert.matches("config.tile_overlap is 1, expected a boolean", H.error_of(function()
+      return a90.plan(problem(), { config = { persistent = true, tile_overlap = 1 } })
+    end))
+  end)
+
   it("stores O's full tiles in 16-byte stores by default (config.o_vec: two rows x D / 32 a thread), without spills",
     function()
       for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
@@ -465,6 +487,11 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     { name = "head dim 64, S 512, Q in two buffers", b = 8, sq = 512, sk = 512, hq = 16, d = 64, q_stages = 2 },
     { name = "head dim 128, S 2048, causal, Q in two buffers", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128,
       causal = true, q_stages = 2 },
+    { name = "head dim 64, S 512, tiles overlapped", b = 8, sq = 512, sk = 512, hq = 16, d = 64, tov = true },
+    { name = "head dim 128, S 2048, causal, tiles overlapped", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128,
+      causal = true, tov = true },
+    { name = "head dim 128, causal, Sq 3000 > Sk 1000 (masked rows), 7 CTAs, tiles overlapped", sq = 3000, sk = 1000,
+      hq = 4, d = 128, causal = true, ctas = 7, tov = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -480,7 +507,8 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
   }
   for _, c in ipairs(cases) do
     it(c.name .. " #gpu", function()
-      local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages }
+      local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
+        tile_overlap = c.tov }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")

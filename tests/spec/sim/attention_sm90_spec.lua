@@ -25,7 +25,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
-        pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages }
+        pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov }
         or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -100,6 +100,21 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       run { b = 1, sq = 333, sk = 400, hq = 2, hkv = 2, d = 128, causal = true, ctas = 2, lpt = true, q_stages = 2,
         what = "q_stages 2 d128 causal" }
     end)
+
+  it("config.tile_overlap: a tile's last P V and the next tile's first S in one turn", function()
+    -- several tiles a CTA; Sq > Sk under a causal mask (tiles no key reaches, between
+    -- tiles that have keys: no S goes ahead of them), two Qs, three consumer warpgroups,
+    -- varlen (a sequence's tiles past its end are not live)
+    local r = run { b = 2, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, ctas = 3, lpt = true,
+      tov = true, what = "tile_overlap causal, Sq > Sk" }
+    assert.is_true(r.masked_rows > 0)
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, tov = true,
+      what = "tile_overlap d64, two Qs" }
+    run { b = 1, sq = 400, sk = 260, hq = 2, hkv = 2, d = 64, ctas = 2, bm = 192, pingpong = false, tov = true,
+      what = "tile_overlap d64, 192-row tiles" }
+    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
+      causal = true, ctas = 3, lpt = true, tov = true, what = "tile_overlap varlen" }
+  end)
 
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
     -- a large scale spreads the scores, so that later blocks both move the max (by more
