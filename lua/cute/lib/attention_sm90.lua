@@ -532,8 +532,9 @@ local function build(cfg, trace_key)
 
       -- one tile; st: the pipelines' states (made here for the first tile); (TOV)
       -- ahead: whether this tile's first S is in flight already (issued with the
-      -- previous tile's last P V), next: whether the next tile has key blocks (its
-      -- first S then goes with this tile's last P V)
+      -- previous tile's last P V), nxt: whether the next tile has key blocks (its
+      -- first S then goes with this tile's last P V; with one Q buffer that P V
+      -- waits for the next tile's Q to load)
       local function consume(w, st, ahead, nxt)
         local q0, n_lo, n_hi, off, q_last = w.q0, w.n_lo, w.n_hi, w.off, w.q_last
         local Sq, Sk = w.Sq, w.Sk
