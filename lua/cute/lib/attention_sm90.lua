@@ -1172,7 +1172,7 @@ function M.plan(pr, opts)
   local mblocks = math.ceil(pr.sq / cfg.bm)
   local grid = { mblocks, pr.hq, pr.batch }
   why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages%s", cfg.bm, cfg.bn, cfg.stages,
-    (cfg.q_stages or 1) > 1 and ", Q in two buffers" or "")
+    ((cfg.q_stages or 1) > 1 and ", Q in two buffers" or "") .. (cfg.tile_overlap and ", tiles overlapped" or ""))
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas

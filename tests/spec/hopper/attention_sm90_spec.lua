@@ -321,6 +321,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       { d = 128, varlen = true, right = 0 } } do
       local p = assert(a90.plan(problem(o), { config = { persistent = true, tile_overlap = true } }))
       assert.matches("_tov$", p.kernel.name)
+      assert.matches("tiles overlapped", p.why)
       local on = compiled(p, o.d)
       local off = compiled(assert(a90.plan(problem(o), { config = { persistent = true } })), o.d)
       -- one more chain of S's wgmmas: the next tile's first S beside the last P V
