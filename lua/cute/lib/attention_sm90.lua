@@ -193,6 +193,9 @@ local function kernel_name(cfg)
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
 end
 
+-- A CTA's shared memory at most on sm_90, in KiB.
+M.SMEM_KIB_CTA = 227
+
 --- The shared memory of a configuration in KiB: Q's buffers, the K and V rings,
 -- 1 KiB the runtime reserves a CTA and 1 KiB for alignment and barriers.
 -- @param bm the query block
@@ -248,9 +251,10 @@ local function build(cfg, trace_key)
     err.raise("attention_sm90: config.tile_overlap applies to a persistent grid (config.persistent)")
   end
   local smem_kib = M.smem_kib(BM, BN, STAGES, D, dt.bytes, QST)
-  if QST > 1 and smem_kib > 227 then
+  if QST > 1 and smem_kib > M.SMEM_KIB_CTA then
     err.raise("attention_sm90: config.q_stages = 2 needs %.0f KiB of shared memory at %dx%d tiles, head dim %d, %d "
-      .. "stages (a CTA has at most 227): one Q, fewer stages or keys a block", smem_kib, BM, BN, D, STAGES)
+      .. "stages (a CTA has at most %d): one Q, fewer stages or keys a block", smem_kib, BM, BN, D, STAGES,
+      M.SMEM_KIB_CTA)
   end
   if CTAS > 1 and CTAS * smem_kib > 228 then
     err.raise("attention_sm90: %d CTAs an SM need %d x %.0f KiB of shared memory (an SM has 228 KiB): fewer CTAs, "
@@ -678,11 +682,7 @@ local function build(cfg, trace_key)
             issue_s(ck.index)
             their_turn()
           end
-          if TOV then
-            if not ahead then first_s() end -- (ahead: issued with the previous tile's last P V)
-          else
-            first_s()
-          end
+          if not (TOV and ahead) then first_s() end -- (ahead: issued with the previous tile's last P V)
           A.warpgroup_wait_group(0)
           A.warpgroup_fence_operand(accS)
           if TOV then clear_o() end
@@ -727,21 +727,15 @@ local function build(cfg, trace_key)
           -- drained at once: a wgmma issued under a run-time branch, after another in
           -- the same stage, makes ptxas serialize every wgmma of the kernel (C7515)
           pipeV:consumer_wait(cv)
-          if TOV then
-            if nxt then
-              pipeQ:consumer_wait(cq) -- (release_q advanced cq to the next tile's Q)
-              pipeK:consumer_wait(ck)
-            end
+          if TOV and nxt then
+            pipeQ:consumer_wait(cq) -- (release_q advanced cq to the next tile's Q)
+            pipeK:consumer_wait(ck)
           end
           my_turn()
           issue_o(cv.index)
           if TOV then issue_s(ck.index) end
           their_turn()
-          if TOV then
-            if nxt then A.warpgroup_wait_group(1) else A.warpgroup_wait_group(0) end
-          else
-            A.warpgroup_wait_group(0)
-          end
+          if TOV and nxt then A.warpgroup_wait_group(1) else A.warpgroup_wait_group(0) end
           A.warpgroup_fence_operand(accO)
           pipeV:consumer_release(cv)
           cv:advance()
@@ -798,13 +792,9 @@ local function build(cfg, trace_key)
             -- the next tile's first S goes with this one's last P V when both have key blocks
             local nxt = cute.var(cute.i32, 0)
             if is_live(w) then
-              if w.n_hi > w.n_lo then
-                if t + step < total then
-                  local wn = tile_of(t + step)
-                  if is_live(wn) then
-                    if wn.n_hi > wn.n_lo then nxt.value = 1 end
-                  end
-                end
+              if w.n_hi > w.n_lo and t + step < total then
+                local wn = tile_of(t + step)
+                if is_live(wn) and wn.n_hi > wn.n_lo then nxt.value = 1 end
               end
               consume(w, st, ahead.value ~= 0, nxt.value ~= 0)
             end
@@ -1153,7 +1143,7 @@ function M.plan(pr, opts)
   if cfg.persistent and pr.d == 256 and given.bn == nil then cfg.bn = 64 end
   if given.q_stages == nil and M.q_stages_by_default(pr, cfg) then
     local bn = (pr.d == 128 and given.bn == nil) and 128 or cfg.bn -- (176-key blocks and two Qs do not fit)
-    if M.smem_kib(cfg.bm, bn, cfg.stages, pr.d, cute.dtype.get(pr.dtype).bytes, 2) <= 227 then
+    if M.smem_kib(cfg.bm, bn, cfg.stages, pr.d, cute.dtype.get(pr.dtype).bytes, 2) <= M.SMEM_KIB_CTA then
       cfg.q_stages, cfg.bn = 2, bn
     end
   end
