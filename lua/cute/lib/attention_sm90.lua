@@ -25,8 +25,10 @@
 --     wants for A from registers). With two consumer warpgroups they take turns
 --     to issue (ping-pong on named barriers 1 and 2);
 --   * the epilogue divides O by the row sums and stores it with the rows'
---     log-sum-exp (natural log). A row that no key reaches (masked out
---     entirely) gets O = 0 and LSE = -inf, never NaN.
+--     log-sum-exp (natural log): through shared memory (stmatrix) and TMA
+--     stores where the buffer fits (config.o_tma), else in 16-byte stores. A
+--     row that no key reaches (masked out entirely) gets O = 0 and LSE = -inf,
+--     never NaN.
 --
 -- Tensors are FlashAttention's layout, seen by the kernel as (B, S, H, D)
 -- views with D contiguous: a variable-length batch is B = 1 and S = the
@@ -191,23 +193,26 @@ local function kernel_name(cfg)
     .. (cfg.lazy_rescale and "_lazy" or "") .. ((cfg.ctas_per_sm or 1) > 1 and ("_" .. cfg.ctas_per_sm .. "ctas") or "")
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
+    .. (cfg.o_tma and "_otma" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
 M.SMEM_KIB_CTA = 227
 
 --- The shared memory of a configuration in KiB: Q's buffers, the K and V rings,
--- 1 KiB the runtime reserves a CTA and 1 KiB for alignment and barriers.
+-- O's staging buffer (config.o_tma), 1 KiB the runtime reserves a CTA and 1 KiB
+-- for alignment and barriers.
 -- @param bm the query block
 -- @param bn the key block
 -- @param stages the K and V rings' stages
 -- @param d the head dimension
 -- @param bytes an element's bytes
 -- @param q_stages Q's buffers (1 or 2)
+-- @param o_tma whether O leaves through shared memory (a BM x D buffer)
 -- @return KiB
 -- @usage local kib = M.smem_kib(128, 128, 2, 64, 2, 2) -- 98
-function M.smem_kib(bm, bn, stages, d, bytes, q_stages)
-  return ((bm * q_stages + 2 * bn * stages) * d * bytes + 2048) / 1024
+function M.smem_kib(bm, bn, stages, d, bytes, q_stages, o_tma)
+  return ((bm * (q_stages + (o_tma and 1 or 0)) + 2 * bn * stages) * d * bytes + 2048) / 1024
 end
 
 local function build(cfg, trace_key)
@@ -250,11 +255,15 @@ local function build(cfg, trace_key)
   if TOV and not cfg.persistent then
     err.raise("attention_sm90: config.tile_overlap applies to a persistent grid (config.persistent)")
   end
-  local smem_kib = M.smem_kib(BM, BN, STAGES, D, dt.bytes, QST)
-  if QST > 1 and smem_kib > M.SMEM_KIB_CTA then
-    err.raise("attention_sm90: config.q_stages = 2 needs %.0f KiB of shared memory at %dx%d tiles, head dim %d, %d "
-      .. "stages (a CTA has at most %d): one Q, fewer stages or keys a block", smem_kib, BM, BN, D, STAGES,
-      M.SMEM_KIB_CTA)
+  -- cfg.o_tma: O's tile leaves through shared memory (stmatrix into a 128B-swizzled
+  -- buffer of 64 x D a consumer warpgroup, then TMA stores)
+  local O_TMA = cfg.o_tma
+  local smem_kib = M.smem_kib(BM, BN, STAGES, D, dt.bytes, QST, O_TMA)
+  if (QST > 1 or O_TMA) and smem_kib > M.SMEM_KIB_CTA then
+    err.raise("attention_sm90: %s needs %.0f KiB of shared memory at %dx%d tiles, head dim %d, %d "
+      .. "stages (a CTA has at most %d): %s, fewer stages or keys a block",
+      QST > 1 and "config.q_stages = 2" .. (O_TMA and " with config.o_tma" or "") or "config.o_tma", smem_kib, BM,
+      BN, D, STAGES, M.SMEM_KIB_CTA, QST > 1 and "one Q" or "O stored directly")
   end
   if CTAS > 1 and CTAS * smem_kib > 228 then
     err.raise("attention_sm90: %d CTAs an SM need %d x %.0f KiB of shared memory (an SM has 228 KiB): fewer CTAs, "
@@ -342,6 +351,9 @@ local function build(cfg, trace_key)
     local sK_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
     local sV_raw = smem:tensor(dt, cute.make_layout(kv_elems * STAGES), 1024)
     local sOnes_raw = SUM_MMA and smem:tensor(dt, cute.make_layout(8 * BN), 1024)
+    local sO_raw = O_TMA and smem:tensor(dt, cute.make_layout(BM * D), 1024)
+    -- (cfg.o_tma) O's TMA descriptor, after every other argument
+    local descO = O_TMA and extra[(cfg.varlen and 2 or 0) + (PERSIST and 4 or 0) + 1]
     local function pipe(stages, bytes)
       return P.PipelineTmaAsync.create {
         num_stages = stages, tx_count = bytes,
@@ -533,6 +545,66 @@ local function build(cfg, trace_key)
       local me = wgi - 1
       local function my_turn() if PINGPONG then cute.barrier(1 + me, consumers) end end
       local function their_turn() if PINGPONG then cute.barrier(2 - me, consumers, "arrive") end end
+      -- cfg.o_tma: the warpgroup's 64 rows of O leave through its own buffer in
+      -- shared memory, D / 64 strips of 64 x 64 with the 128-byte swizzle (the
+      -- layout of TMA's box, and conflict-free for stmatrix: chunk c of a row's 8
+      -- 16-byte chunks lands at c ^ (row % 8)): stmatrix writes the strips, one
+      -- thread stores them with TMA (which clips rows past O's end) and the
+      -- warpgroup goes on; the buffer is written again once that store has read it
+      -- (a tile later). Named barrier 4 + me orders the two.
+      local lt = ct % 128
+      local function store_o_tma(out, w, q0)
+        local lane = lt % 32
+        local row = (lt / 32) * 16 + lane % 8 + ((lane / 8) % 2) * 8 -- this lane's row of its stmatrix matrix
+        local key, col8 = row % 8, lane / 16
+        local base = me * 64 * D
+        if lt == 0 then A.cp_async_bulk_wait_group(0, true) end
+        cute.barrier(4 + me, 128)
+        for j = 0, D / 64 - 1 do
+          for q = 0, 3 do -- (16 columns: four 8 x 8 matrices, rows 0-7 and 8-15 of each 8-column half)
+            local regs = {}
+            for m = 0, 3 do
+              local i = (4 * j + q) * 8 + 2 * m
+              local lo = out[i]:bitcast(cute.u16):to(cute.u32)
+              regs[m + 1] = out[i + 1]:bitcast(cute.u16):to(cute.u32):shl(16):bor(lo):bitcast(cute.i32)
+            end
+            local chunk = (col8 + 2 * q):bxor(key)
+            cute.arch.stmatrix(sO_raw:ptr_at(base + j * 64 * 64 + row * 64 + chunk * 8), regs)
+          end
+        end
+        A.fence_view_async_shared()
+        cute.barrier(4 + me, 128)
+        if lt == 0 then
+          for j = 0, D / 64 - 1 do
+            A.tma_store(descO, sO_raw:ptr_at(base + j * 64 * 64),
+              { j * 64, w.q_start.value + q0 + me * 64, w.h, w.bt })
+          end
+          A.cp_async_bulk_commit_group()
+        end
+      end
+
+      -- O's tile of work tile w from row q0 (gO) and the thread's share (tOgO)
+      local function o_tile(w, q0)
+        local gO = cute.make_tensor(O:ptr_at({ w.bt, w.q_start.value + q0, w.h, 0 }),
+          cute.make_layout({ BM, D }, { O.layout.stride[2], 1 }))
+        return gO, thrO:partition_C(gO)
+      end
+      -- the tile's O (out, the thread's values) in the rows before Sq of work tile w
+      -- from row q0 (o_tile's gO, tOgO)
+      local function store_o(out, w, q0, Sq, gO, tOgO)
+        -- (a packed batch's partial tile would write into the next sequence: not by TMA)
+        if O_TMA and (not cfg.varlen or q0 + BM <= Sq.value) then
+          store_o_tma(out, w, q0)
+        elseif O_VEC and q0 + BM <= Sq.value then
+          store_o_vec(out, gO)
+        elseif q0 + BM <= Sq.value then
+          cute.copy(out, tOgO)
+        else
+          for i = 0, no - 1 do
+            if q0 + tOcO[i][1] < Sq.value then tOgO[i] = out[i] end
+          end
+        end
+      end
 
       -- one tile; st: the pipelines' states (made here for the first tile); (TOV)
       -- ahead: whether this tile's first S is in flight already (issued with the
@@ -764,20 +836,10 @@ local function build(cfg, trace_key)
             LSE[{ w.bt, w.h, w.q_start.value + row }] = lse
           end
         end
-        local gO = cute.make_tensor(O:ptr_at({ w.bt, w.q_start.value + q0, w.h, 0 }),
-          cute.make_layout({ BM, D }, { O.layout.stride[2], 1 }))
-        local tOgO = thrO:partition_C(gO)
+        local gO, tOgO = o_tile(w, q0)
         local out = cute.make_fragment_like(accO, dt)
         for i = 0, no - 1 do out[i] = (accO[i] * inv[row_index(i)]):to(dt) end
-        if O_VEC and q0 + BM <= Sq.value then
-          store_o_vec(out, gO)
-        elseif q0 + BM <= Sq.value then
-          cute.copy(out, tOgO)
-        else
-          for i = 0, no - 1 do
-            if q0 + tOcO[i][1] < Sq.value then tOgO[i] = out[i] end
-          end
-        end
+        store_o(out, w, q0, Sq, gO, tOgO)
       end
       if PERSIST then
         local st = { cq = P.make_pipeline_state(P.PipelineUserType.Consumer, QST),
@@ -806,6 +868,8 @@ local function build(cfg, trace_key)
       elseif live then
         consume(w0, {})
       end
+      -- (cfg.o_tma) the shared memory stays until the last store has read it
+      if O_TMA and lt == 0 then A.cp_async_bulk_wait_group(0, true) end
     end
   end, { arch = "sm_90a", trace_key = trace_key, preprocess = true, ftz = true })
 end
@@ -906,7 +970,7 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap" }
+  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1088,6 +1152,41 @@ function M.q_stages_by_default(pr, cfg)
   return pr.d == 128 and pr.right == math.huge and pr.left == math.huge and pr.sk <= 1024
 end
 
+--- Whether the persistent grid overlaps tiles (config.tile_overlap: a tile's
+-- last P V and the next tile's first S in one turn) when opts.config does not
+-- say. Measured on the H200 (2026-11-29, ninth session, the attention suite's
+-- rows against a copy with it): d 64 without a mask at S 2048 (192-row tiles,
+-- two Qs) 1.034x / 1.037x in two rounds, and 1.015x / 1.020x with O by TMA (the
+-- default since); S 512 (128-row ping-pong tiles) 0.99x; under a causal mask and
+-- at d 128 and 256 0.88-0.97x in the suite, 0.90-1.03x in the probe. So: d 64
+-- without a mask in 192-row tiles (1025 to 2048 keys, where the grid is persistent).
+-- @param pr the problem (as M.plan's)
+-- @param cfg the configuration planned so far (persistent, bm)
+-- @return true to overlap tiles
+-- @usage if M.tile_overlap_by_default(pr, cfg) then cfg.tile_overlap = true end
+function M.tile_overlap_by_default(pr, cfg)
+  return cfg.persistent and pr.d == 64 and cfg.bm == 192 and pr.right == math.huge and pr.left == math.huge
+    or false
+end
+
+--- Whether O leaves through shared memory and TMA stores (config.o_tma) when
+-- opts.config does not say: wherever its buffer (BM x D) fits beside Q and the
+-- rings and O's rows start on 16 bytes. Measured on the H200 (2026-11-29, ninth
+-- session, the attention suite's rows against a copy without it, two rounds
+-- each): 1.03-1.04x at d 128 S 512 (with a causal mask or without) and d 64
+-- S 2048, 1.00-1.01x on the other rows at S 512 and 2048 and (one round) 0.99-1.01x
+-- from S 8192; d 256's 128-row tiles leave no room for it, nor d 128's 176-key blocks.
+-- @param pr the problem (as M.plan's)
+-- @param cfg the configuration planned so far (bm, bn, stages, q_stages, ctas_per_sm)
+-- @return true to store O by TMA
+-- @usage if M.o_tma_by_default(pr, cfg) then cfg.o_tma = true end
+function M.o_tma_by_default(pr, cfg)
+  -- (not with config.poly_exp2, kept as measured: beside O's buffer its 192-row tiles spill)
+  if M.o_vec_unsupported(pr.o4) or (cfg.poly_exp2 or 0) > 0 then return false end
+  local kib = M.smem_kib(cfg.bm, cfg.bn, cfg.stages, pr.d, cute.dtype.get(pr.dtype).bytes, cfg.q_stages or 1, true)
+  return kib * (cfg.ctas_per_sm or 1) <= M.SMEM_KIB_CTA
+end
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -1115,7 +1214,7 @@ function M.plan(pr, opts)
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
-  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap" } do
+  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma" } do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
@@ -1134,6 +1233,9 @@ function M.plan(pr, opts)
     err.raise("attention_sm90: config.o_vec needs O's rows on 16 bytes, and %s", o_misaligned)
   end
   if given.o_vec == nil then cfg.o_vec = o_misaligned == nil end
+  if cfg.o_tma and o_misaligned then
+    err.raise("attention_sm90: config.o_tma needs O's rows on 16 bytes (TMA's rule), and %s", o_misaligned)
+  end
   local auto_persistent = false
   if given.persistent == nil and M.persistent_by_default(pr, cfg.bm) then
     cfg.persistent, auto_persistent = true, true
@@ -1141,12 +1243,20 @@ function M.plan(pr, opts)
   -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does
   -- not fit next to O's 128 registers and S's 40 a thread)
   if cfg.persistent and pr.d == 256 and given.bn == nil then cfg.bn = 64 end
+  -- O's buffer (config.o_tma) beside 176-key blocks at d 128 exceeds the shared memory: 128 then
+  local bytes = cute.dtype.get(pr.dtype).bytes
+  if cfg.o_tma and given.bn == nil and pr.d == 128
+    and M.smem_kib(cfg.bm, cfg.bn, cfg.stages, pr.d, bytes, cfg.q_stages or 1, true) > M.SMEM_KIB_CTA then
+    cfg.bn = 128
+  end
   if given.q_stages == nil and M.q_stages_by_default(pr, cfg) then
     local bn = (pr.d == 128 and given.bn == nil) and 128 or cfg.bn -- (176-key blocks and two Qs do not fit)
-    if M.smem_kib(cfg.bm, bn, cfg.stages, pr.d, cute.dtype.get(pr.dtype).bytes, 2) <= M.SMEM_KIB_CTA then
+    if M.smem_kib(cfg.bm, bn, cfg.stages, pr.d, bytes, 2, cfg.o_tma) <= M.SMEM_KIB_CTA then
       cfg.q_stages, cfg.bn = 2, bn
     end
   end
+  if given.o_tma == nil then cfg.o_tma = M.o_tma_by_default(pr, cfg) end
+  if given.tile_overlap == nil and M.tile_overlap_by_default(pr, cfg) then cfg.tile_overlap = true end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it
   cfg.window = pr.left < math.huge or nil
@@ -1163,6 +1273,7 @@ function M.plan(pr, opts)
   local grid = { mblocks, pr.hq, pr.batch }
   why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages%s", cfg.bm, cfg.bn, cfg.stages,
     ((cfg.q_stages or 1) > 1 and ", Q in two buffers" or "") .. (cfg.tile_overlap and ", tiles overlapped" or ""))
+  if cfg.o_tma then why = why .. ", O by TMA" end
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas
@@ -1194,6 +1305,7 @@ function M.plan(pr, opts)
     err.raise("attention_sm90: config.%s applies to a persistent grid; set config.persistent = true with it",
       cfg.max_ctas ~= nil and "max_ctas" or "lpt_group")
   end
+  if cfg.o_tma then args[#args + 1] = descriptor(pr.o4, 64) end -- (after every other argument)
   return {
     kernel = M.kernel(cfg), args = args, grid = grid, block = 128 + cfg.bm / 64 * 128, config = cfg, why = why,
   }

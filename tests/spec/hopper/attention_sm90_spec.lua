@@ -43,6 +43,12 @@ local function compiled(p, d)
   return ptx
 end
 
+-- The end of a plan's kernel name that its two Qs, overlapped tiles and O by TMA give.
+local function tail(p)
+  local c = p.config
+  return (c.q_stages == 2 and "_q2" or "") .. (c.tile_overlap and "_tov" or "") .. (c.o_tma and "_otma" or "") .. "$"
+end
+
 describe("cute.lib.attention_sm90 (CPU)", function()
   it("plans a tile per head dimension and mask, a CTA a query block of a head of a batch", function()
     local cases = {
@@ -67,7 +73,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
     -- opts.config overrides; a varlen problem gets its own kernel
     local p = assert(a90.plan(problem { varlen = true }, { config = { bn = 128, pingpong = false } }))
-    assert.equal("attention_sm90_bf16_d128_128x128_varlen_ovec", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d128_128x128_varlen_ovec_otma", p.kernel.name) -- (O by TMA where it fits)
   end)
 
   it("plans a persistent grid on request: min(tiles, SMs) CTAs, longest tiles first under a causal mask", function()
@@ -90,13 +96,12 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       -- lazy rescaling by default at d 64 and 256, and at 128 under a mask
       local lazy = (c[1].d ~= 128 or c[1].right) and "_lazy" or ""
       assert.equal(c[5] and 2 or nil, p.config.q_stages)
-      assert.matches((c[3] and "_persistent_lpt_ovec" or "_persistent_ovec") .. lazy .. (c[5] and "_q2" or "") .. "$",
-        p.kernel.name)
+      assert.matches((c[3] and "_persistent_lpt_ovec" or "_persistent_ovec") .. lazy .. tail(p), p.kernel.name)
       -- the tiles' extents (query blocks, heads, batches) follow the usual arguments
       -- and the (batch, head) pairs of a group: all 16 (one group: not longest
       -- first); longest first, 1 (the K and V of the 16 pairs fit in the L2, and
       -- the 128 tiles are one wave: every group loads the CTAs alike, the smaller wins)
-      local n = #p.args
+      local n = #p.args - (p.config.o_tma and 1 or 0) -- (O's TMA descriptor comes last)
       local ext = { p.args[n - 3].value, p.args[n - 2].value, p.args[n - 1].value, p.args[n].value }
       assert.same({ math.ceil(1000 / p.config.bm), 8, 2, c[3] and 1 or 16 }, ext)
     end
@@ -104,13 +109,13 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
       lpt = false } }))
     assert.same({ 3, 1, 1 }, p.grid)
-    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy_otma", p.kernel.name)
     -- several CTAs an SM: SMs x ctas_per_sm of them (1000 rows: 16 query blocks of 64 x 16 = 256 tiles)
     p = assert(a90.plan(problem { d = 64, right = 0 }, { config = { persistent = true, bm = 64, bn = 64,
       pingpong = false, ctas_per_sm = 3 } }))
     assert.same({ math.min(256, 3 * sms), 1, 1 }, p.grid)
     assert.matches("three an SM of " .. sms, p.why)
-    assert.equal("attention_sm90_bf16_d64_64x64_persistent_lpt_ovec_lazy_3ctas", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d64_64x64_persistent_lpt_ovec_lazy_3ctas_otma", p.kernel.name)
     -- the default stays one CTA a query block of a head of a batch
     assert.same({ 8, 8, 2 }, assert(a90.plan(problem(), {})).grid)
     assert.matches("config.max_ctas applies to a persistent grid",
@@ -164,11 +169,11 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.equal(50, a90.lpt_balanced(problem { b = 32, sq = 512, sk = 512, hq = 16, hkv = 16, d = 256, right = 0,
       varlen = true }, 128, 64, 132, 50)) -- (varlen: the L2's bound)
     p = assert(a90.plan(d256, { config = { persistent = true } }))
-    assert.equal(4, p.args[#p.args].value)
+    assert.equal(4, p.args[#p.args - (p.config.o_tma and 1 or 0)].value)
     assert.matches("in groups of 4 %(batch, head%) pairs whose K and V fit in the L2 and whose tiles spread evenly",
       p.why)
     p = assert(a90.plan(big, { config = { persistent = true, lpt_group = 7 } }))
-    assert.equal(7, p.args[#p.args].value)
+    assert.equal(7, p.args[#p.args - (p.config.o_tma and 1 or 0)].value)
     assert.matches("the last query blocks first %(causal: the longest tiles%) in groups of 7 %(batch, head%) pairs",
       p.why)
     assert.matches("config.lpt_group is 0, expected a whole number from 1 with config.lpt", H.error_of(function()
@@ -320,10 +325,11 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     for _, o in ipairs { { d = 64 }, { d = 64, right = 0 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 },
       { d = 128, varlen = true, right = 0 } } do
       local p = assert(a90.plan(problem(o), { config = { persistent = true, tile_overlap = true } }))
-      assert.matches("_tov$", p.kernel.name)
+      assert.matches("_tov", p.kernel.name)
       assert.matches("tiles overlapped", p.why)
       local on = compiled(p, o.d)
-      local off = compiled(assert(a90.plan(problem(o), { config = { persistent = true } })), o.d)
+      local off = compiled(assert(a90.plan(problem(o), { config = { persistent = true, tile_overlap = false } })),
+        o.d)
       -- one more chain of S's wgmmas: the next tile's first S beside the last P V
       local function chains(ptx)
         return select(2, ptx:gsub("wgmma%.mma_async%.sync%.aligned%.m64n" .. p.config.bn .. "k16", ""))
@@ -339,17 +345,66 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end))
   end)
 
+  it("config.o_tma: O through shared memory by stmatrix and TMA stores, without spills; refused where it cannot be",
+    function()
+      for _, o in ipairs { { d = 64, sq = 512, sk = 512 }, { d = 64, right = 0, sq = 2048, sk = 2048 }, { d = 128 },
+        { d = 128, right = 0, persistent = true }, { d = 64, varlen = true, persistent = true } } do
+        local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent, o_tma = true } }))
+        assert.matches("_otma$", p.kernel.name)
+        assert.matches("O by TMA", p.why)
+        local ptx = compiled(p, o.d)
+        -- a strip of 64 columns is four stmatrix.x4 a warp and one TMA store a warpgroup
+        local _, stm = ptx:gsub("stmatrix%.sync%.aligned%.m8n8%.x4%.shared%.b16", "")
+        assert.equal(4 * o.d / 64, stm, p.kernel.name)
+        local _, st = ptx:gsub("cp%.async%.bulk%.tensor%.4d%.global%.shared::cta", "")
+        assert.equal(o.d / 64, st, p.kernel.name)
+        -- a packed batch keeps the direct stores for its partial tiles (TMA would write past
+        -- the sequence); a fixed-length one stores every tile by TMA (no 16-bit global store)
+        local _, direct = ptx:gsub("st%.global[%.%w]*%.[bu]16", "")
+        assert.equal(o.varlen or false, direct > 0, p.kernel.name)
+      end
+      -- the defaults: O by TMA wherever its buffer fits (not beside d 256's 128-row tiles, nor
+      -- 176-key blocks at d 128); tiles overlapped at d 64 without a mask in 192-row tiles
+      for _, c in ipairs { { { d = 64, sq = 512, sk = 512 }, true, false },
+        { { d = 64, b = 8, hq = 16, sq = 2048, sk = 2048 }, true, true },
+        { { d = 64, right = 0 }, true, false }, { { d = 64, sq = 2048, sk = 2048, right = 0 }, true, false },
+        { { d = 128 }, false, false }, { { d = 128, b = 32, hq = 16, sq = 512, sk = 512 }, true, false },
+        { { d = 128, right = 0 }, true, false }, { { d = 256, sq = 512, sk = 512 }, false, false } } do
+        local p = assert(a90.plan(problem(c[1]), {}))
+        assert.equal(c[2], p.config.o_tma, p.kernel.name)
+        assert.equal(c[3], p.config.tile_overlap or false, p.kernel.name)
+        assert.matches(tail(p), p.kernel.name)
+      end
+      local mis = problem { d = 64 }
+      mis.o4 = cute.fake_tensor(cute.bf16, { 2, 1000, 8, 64 },
+        cute.make_layout({ 2, 1000, 8, 64 }, { 1000 * 8 * 68, 8 * 68, 68, 1 }))
+      assert.is_false(assert(a90.plan(mis, {})).config.o_tma) -- (O's rows 136 bytes apart: not on 16)
+      assert.matches("config.o_tma is 1, expected a boolean", H.error_of(function()
+        return a90.plan(problem(), { config = { o_tma = 1 } })
+      end))
+      -- d 256's 128-row tiles: Q, the rings and O's 64 KiB exceed a CTA's shared memory
+      assert.matches("config.o_tma needs 290 KiB of shared memory at 128x80 tiles, head dim 256, 2 stages %(a CTA has "
+        .. "at most 227%): O stored directly", H.error_of(function()
+          return a90.plan(problem { d = 256, sq = 512, sk = 512 }, { config = { o_tma = true } })
+        end))
+      local pr = problem { d = 128 }
+      pr.o4 = cute.fake_tensor(cute.bf16, { 2, 1000, 8, 128 },
+        cute.make_layout({ 2, 1000, 8, 128 }, { 1000 * 8 * 132, 8 * 132, 132, 1 }))
+      assert.matches("config.o_tma needs O's rows on 16 bytes %(TMA's rule%), and O's strides are not multiples",
+        H.error_of(function() return a90.plan(pr, { config = { o_tma = true } }) end))
+    end)
+
   it("stores O's full tiles in 16-byte stores by default (config.o_vec: two rows x D / 32 a thread), without spills",
     function()
       for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
-        local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent } }))
+        local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent, o_tma = false } }))
         assert.is_true(p.config.o_vec)
         assert.matches("_ovec", p.kernel.name)
         local ptx = compiled(p, o.d)
         local _, v4 = ptx:gsub("st%.global%.v4%.[bu]32", "")
         assert.equal(2 * o.d / 32, v4, p.kernel.name)
       end
-      local off = assert(a90.plan(problem { d = 128 }, { config = { o_vec = false } }))
+      local off = assert(a90.plan(problem { d = 128 }, { config = { o_vec = false, o_tma = false } }))
       local _, v4 = compiled(off, 128):gsub("st%.global%.v4", "")
       assert.equal(0, v4) -- (the accumulator's 4-byte pairs)
       assert.matches("config.o_vec is 1, expected a boolean", H.error_of(function()
@@ -392,7 +447,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     local base = ex2s(compiled(assert(a90.plan(problem { d = 64 }, {})), 64))
     for _, share in ipairs { 0.25, 0.5, 1 } do
       local p = assert(a90.plan(problem { d = 64 }, { config = { poly_exp2 = share } }))
-      assert.matches("_poly" .. share * 8 .. "$", p.kernel.name)
+      assert.matches("_poly" .. share * 8 .. tail(p), p.kernel.name)
       local ptx = compiled(p, 64)
       -- S's 64 values a thread (128 x 128 tiles): share * 64 of them off ex2, in both
       -- the first block and the loop
@@ -408,7 +463,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
   it("config.sum_mma: P's row sums by m64n8k16 wgmmas against ones, without spills", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
       local p = assert(a90.plan(problem(o), { config = { sum_mma = true, persistent = o.persistent } }))
-      assert.matches("_summma" .. (p.config.q_stages and "_q2" or "") .. "$", p.kernel.name)
+      assert.matches("_summma" .. tail(p), p.kernel.name)
       local ptx = compiled(p, o.d)
       -- BN / 16 of them beside each P V (the first block's and the loop's, and the last's)
       local _, n8 = ptx:gsub("wgmma%.mma_async%.sync%.aligned%.m64n8k16%.f32", "")
@@ -424,7 +479,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
   it("config.lazy_rescale: O rescaled only when a warp's running max moved (a vote), without spills", function()
     for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
       local p = assert(a90.plan(problem(o), { config = { lazy_rescale = true, persistent = o.persistent } }))
-      assert.matches("_lazy" .. (p.config.q_stages and "_q2" or "") .. "$", p.kernel.name)
+      assert.matches("_lazy" .. tail(p), p.kernel.name)
       local ptx = compiled(p, o.d)
       assert.matches("vote%.sync%.any%.pred", ptx)
     end
@@ -434,7 +489,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       { d = 128, right = 0 }, { d = 128, right = 0, persistent = true } } do
       local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent } }))
       assert.is_true(p.config.lazy_rescale)
-      assert.matches("_lazy" .. (p.config.q_stages and "_q2" or "") .. "$", p.kernel.name)
+      assert.matches("_lazy" .. tail(p), p.kernel.name)
     end
     assert.is_nil(compiled(assert(a90.plan(problem { d = 128 }, {})), 128):find("vote.sync.any", 1, true))
     local off = assert(a90.plan(problem { d = 64 }, { config = { lazy_rescale = false } }))
@@ -493,6 +548,14 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       causal = true, tov = true },
     { name = "head dim 128, causal, Sq 3000 > Sk 1000 (masked rows), 7 CTAs, tiles overlapped", sq = 3000, sk = 1000,
       hq = 4, d = 128, causal = true, ctas = 7, tov = true },
+    { name = "head dim 64, S 512, O by TMA", b = 8, sq = 512, sk = 512, hq = 16, d = 64, o_tma = true },
+    { name = "head dim 64, 1000 x 1000, causal, two Qs, tiles overlapped, O by TMA", b = 3, sq = 1000, sk = 1000,
+      hq = 16, d = 64, causal = true, q_stages = 2, tov = true, o_tma = true },
+    { name = "head dim 128, causal, Sq 3000 > Sk 1000 (masked rows), 7 CTAs, O by TMA", sq = 3000, sk = 1000, hq = 4,
+      d = 128, causal = true, ctas = 7, o_tma = true },
+    { name = "varlen, 5 sequences, causal, head dim 64, 9 CTAs, O by TMA", varlen = { { 0, 1000, 1001, 1500, 3000,
+      3100 }, { 0, 1000, 2100, 2600, 4100, 4300 } }, hq = 4, d = 64, causal = true, ctas = 9, device_offsets = true,
+      o_tma = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -509,7 +572,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
   for _, c in ipairs(cases) do
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
-        tile_overlap = c.tov }
+        tile_overlap = c.tov, o_tma = c.o_tma }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")

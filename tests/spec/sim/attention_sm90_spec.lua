@@ -22,11 +22,14 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local K = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 1)
     local V = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 2)
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
+    -- (a case that says how O's direct stores go stores it directly: not by TMA)
+    local o_tma = c.o_tma
+    if o_tma == nil and c.o_vec ~= nil then o_tma = false end
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
-        pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov }
-        or (c.o_vec ~= nil and { o_vec = c.o_vec }) or c.cfg }
+        pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov, o_tma = o_tma }
+        or (c.o_vec ~= nil and { o_vec = c.o_vec, o_tma = false }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
     if c.ctas then -- a persistent grid of c.ctas CTAs, each walking several tiles
@@ -116,6 +119,26 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       causal = true, ctas = 3, lpt = true, tov = true, what = "tile_overlap varlen" }
   end)
 
+  it("config.o_tma: O through shared memory (stmatrix, 128B swizzle) and TMA stores", function()
+    -- a ragged last query block (TMA clips the rows past O's end), every head
+    -- dimension (1, 2 and 4 strips of 64 columns), three consumer warpgroups, a
+    -- persistent grid (each buffer written again after its store), with two Qs and
+    -- tiles overlapped, Sq > Sk under a causal mask (rows no key reaches: O = 0), and a
+    -- packed batch (its partial tiles stored directly: TMA would write past the sequence)
+    run { b = 2, sq = 200, sk = 200, hq = 2, hkv = 2, d = 64, cfg = { o_tma = true }, what = "o_tma d64" }
+    run { b = 1, sq = 250, sk = 150, hq = 1, hkv = 1, d = 64, cfg = { bm = 192, bn = 128, pingpong = false,
+      o_tma = true }, what = "o_tma d64, 192-row tiles" }
+    run { b = 1, sq = 70, sk = 150, hq = 1, hkv = 1, d = 256, cfg = { o_tma = true, bm = 64, bn = 64,
+      pingpong = false }, what = "o_tma d256, one consumer warpgroup" }
+    local r = run { b = 2, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, ctas = 3, lpt = true,
+      o_tma = true, what = "o_tma persistent causal d128, Sq > Sk" }
+    assert.is_true(r.masked_rows > 0)
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, tov = true, o_tma = true,
+      what = "o_tma d64, two Qs, tiles overlapped" }
+    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
+      causal = true, ctas = 3, lpt = true, o_tma = true, what = "o_tma varlen" }
+  end)
+
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
     -- a large scale spreads the scores, so that later blocks both move the max (by more
     -- than 8) and leave it; a causal mask and rows past Sk add rows that see no key
@@ -187,8 +210,11 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       lse_tol = 2 ^ -8, what = "sum_mma persistent" }
   end)
 
-  it("O's full tiles in 4-byte stores (config.o_vec = false; 16-byte ones are the default): a ragged last tile",
+  it("O stored directly (config.o_tma = false): 16-byte stores (config.o_vec) or 4-byte ones, a ragged last tile",
     function()
+      run { b = 1, sq = 200, sk = 130, hq = 2, hkv = 1, d = 64, o_vec = true, what = "16-byte O d64" }
+      run { b = 1, sq = 260, sk = 200, hq = 2, hkv = 2, d = 128, ctas = 2, o_vec = true, q_stages = 2, bn = 128,
+        what = "16-byte O persistent" }
       run { b = 1, sq = 200, sk = 130, hq = 2, hkv = 1, d = 64, o_vec = false, what = "4-byte O d64" }
       run { b = 2, sq = 150, sk = 150, hq = 1, hkv = 1, d = 128, causal = true, o_vec = false, what = "4-byte O d128" }
       run { b = 1, sq = 260, sk = 200, hq = 2, hkv = 2, d = 128, ctas = 2, o_vec = false,
