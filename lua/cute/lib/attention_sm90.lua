@@ -193,7 +193,7 @@ local function kernel_name(cfg)
     .. (cfg.lazy_rescale and "_lazy" or "") .. ((cfg.ctas_per_sm or 1) > 1 and ("_" .. cfg.ctas_per_sm .. "ctas") or "")
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
-    .. (cfg.o_tma and "_otma" or "")
+    .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -252,6 +252,11 @@ local function build(cfg, trace_key)
   -- cfg.tile_overlap (persistent only): a tile's last P V and the next tile's first S
   -- issued in one turn, the epilogue running while that S is on the tensor cores
   local TOV = cfg.tile_overlap
+  -- cfg.unmasked_loop (not with a window): the key blocks that cross no edge in a loop of their own
+  local UNMASKED_LOOP = cfg.unmasked_loop
+  if UNMASKED_LOOP and cfg.window then
+    err.raise("attention_sm90: config.unmasked_loop does not take a window's left edge (opts.window)")
+  end
   if TOV and not cfg.persistent then
     err.raise("attention_sm90: config.tile_overlap applies to a persistent grid (config.persistent)")
   end
@@ -764,8 +769,9 @@ local function build(cfg, trace_key)
           softmax()
           to_p()
           -- then each block's S is issued before the previous block's P V, and its
-          -- softmax runs while that P V is in flight
-          for n in cute.range(n_lo + 1, n_hi) do
+          -- softmax runs while that P V is in flight (masked: whether block n may
+          -- cross an edge, its mask then tested at run time)
+          local function block(n, masked)
             pipeK:consumer_wait(ck)
             pipeV:consumer_wait(cv)
             my_turn()
@@ -776,7 +782,7 @@ local function build(cfg, trace_key)
             A.warpgroup_fence_operand(accS)
             pipeK:consumer_release(ck)
             ck:advance()
-            mask(n)
+            if masked then mask(n) end
             local scale_o, rescale = softmax()
             A.warpgroup_wait_group(0) -- P V is done: P and O are free
             A.warpgroup_fence_operand(accO)
@@ -791,6 +797,18 @@ local function build(cfg, trace_key)
             end
             if not LAZY or rescale then rescale_o() end
             to_p()
+          end
+          if UNMASKED_LOOP then
+            -- cfg.unmasked_loop: the blocks before the first that crosses the sequence's
+            -- end or the right bound (causal: the diagonal) in a loop of their own, with
+            -- no branch between S's wait and P V's (on the H200, ptxas put P V's wait
+            -- where the mask's branch joins, before the softmax, leaving nothing of the
+            -- warpgroup's own to overlap P V); the rest as before
+            local split = cute.min(cute.max(cute.min(Sk.value / BN, (q0 + off + right + 1) / BN), n_lo + 1), n_hi)
+            for n in cute.range(n_lo + 1, split) do block(n, false) end
+            for n in cute.range(split, n_hi) do block(n, true) end
+          else
+            for n in cute.range(n_lo + 1, n_hi) do block(n, true) end
           end
           if PERSIST then release_q() end
           -- the last block's P V (TOV: with the next tile's first S, its Q and K waited
@@ -970,7 +988,8 @@ M.sm_count = sm_count
 
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
-  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma" }
+  "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
+  "unmasked_loop" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1214,7 +1233,8 @@ function M.plan(pr, opts)
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
-  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma" } do
+  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
+    "unmasked_loop" } do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
@@ -1274,6 +1294,7 @@ function M.plan(pr, opts)
   why = string.format("sm_90a: TMA + wgmma, warp-specialised, %dx%d tiles, %d stages%s", cfg.bm, cfg.bn, cfg.stages,
     ((cfg.q_stages or 1) > 1 and ", Q in two buffers" or "") .. (cfg.tile_overlap and ", tiles overlapped" or ""))
   if cfg.o_tma then why = why .. ", O by TMA" end
+  if cfg.unmasked_loop then why = why .. ", the unmasked key blocks in a loop of their own" end
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas

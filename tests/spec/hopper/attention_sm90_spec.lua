@@ -394,6 +394,41 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         H.error_of(function() return a90.plan(pr, { config = { o_tma = true } }) end))
     end)
 
+  it("config.unmasked_loop: the blocks that cross no edge without the mask's branch, without spills", function()
+    -- the sections between S's wait (wait_group 1) and P V's (wait_group 0): a value's
+    -- mask is a select of -inf (64 a thread at 128-key blocks), beside the softmax's two
+    -- (a row that no key reached yet); the only branch left is K's release (elect.sync)
+    local function sections(ptx)
+      local out, at = {}, 1
+      while true do
+        local a = ptx:find("wgmma.wait_group.sync.aligned 1;", at, true)
+        if not a then return out end
+        local b = ptx:find("wgmma.wait_group.sync.aligned 0;", a, true)
+        local text = ptx:sub(a, b)
+        out[#out + 1] = { inf = H.count(text, "0fFF800000"), bra = select(2, text:gsub("%sbra%s", "")) }
+        at = b
+      end
+    end
+    for _, o in ipairs { { d = 64, b = 8, hq = 16, sq = 512, sk = 512 }, { d = 128, right = 0 },
+      { d = 256, right = 0 }, { d = 64, right = 0, sq = 2048, sk = 2048 } } do
+      local p = assert(a90.plan(problem(o), { config = { unmasked_loop = true } }))
+      assert.matches("_uloop", p.kernel.name)
+      assert.matches("the unmasked key blocks in a loop of their own", p.why)
+      local ptx = compiled(p, o.d)
+      local on = sections(ptx)
+      local off = sections(compiled(assert(a90.plan(problem(o), {})), o.d))
+      assert.equal(#off + 1, #on, p.kernel.name) -- (two loops where there was one)
+      assert.is_true(on[1].inf <= 2 and on[1].bra == 1, p.kernel.name .. ": " .. on[1].inf .. " -inf, " .. on[1].bra)
+      assert.is_true(off[1].inf > 32 and off[1].bra == 2, p.kernel.name)
+    end
+    assert.matches("config.unmasked_loop does not take a window's left edge", H.error_of(function()
+      return a90.plan(problem { left = 100, right = 10 }, { config = { unmasked_loop = true } })
+    end))
+    assert.matches("config.unmasked_loop is 1, expected a boolean", H.error_of(function()
+      return a90.plan(problem(), { config = { unmasked_loop = 1 } })
+    end))
+  end)
+
   it("stores O's full tiles in 16-byte stores by default (config.o_vec: two rows x D / 32 a thread), without spills",
     function()
       for _, o in ipairs { { d = 64 }, { d = 128 }, { d = 256, right = 0 }, { d = 128, persistent = true } } do
@@ -565,6 +600,10 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     { name = "varlen, 5 sequences, causal, head dim 64, 9 CTAs, O by TMA", varlen = { { 0, 1000, 1001, 1500, 3000,
       3100 }, { 0, 1000, 2100, 2600, 4100, 4300 } }, hq = 4, d = 64, causal = true, ctas = 9, device_offsets = true,
       o_tma = true },
+    { name = "head dim 64, 1000 x 1100, the unmasked blocks' loop", b = 3, sq = 1000, sk = 1100, hq = 16, d = 64,
+      uloop = true },
+    { name = "head dim 128, S 2048, causal, the unmasked blocks' loop", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128,
+      causal = true, uloop = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -581,7 +620,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
   for _, c in ipairs(cases) do
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
-        tile_overlap = c.tov, o_tma = c.o_tma }
+        tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")

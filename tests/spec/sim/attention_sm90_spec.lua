@@ -28,7 +28,8 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
-        pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov, o_tma = o_tma }
+        pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov, o_tma = o_tma,
+        unmasked_loop = c.uloop }
         or (c.o_vec ~= nil and { o_vec = c.o_vec, o_tma = false }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -137,6 +138,27 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       what = "o_tma d64, two Qs, tiles overlapped" }
     run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
       causal = true, ctas = 3, lpt = true, o_tma = true, what = "o_tma varlen" }
+  end)
+
+  it("config.unmasked_loop: the blocks that cross no edge in a loop of their own, the rest masked as before", function()
+    -- Sk not a multiple of the block (the last block masked), a causal mask with Sq < Sk
+    -- and Sq > Sk (rows no key reaches; tiles whose every block crosses the diagonal),
+    -- each head dimension, the persistent grid with two Qs and tiles overlapped, varlen
+    -- (the split differs by sequence)
+    run { b = 2, sq = 200, sk = 333, hq = 2, hkv = 1, d = 64, cfg = { unmasked_loop = true }, what = "uloop d64" }
+    local r = run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 2, d = 128, causal = true,
+      cfg = { unmasked_loop = true }, what = "uloop causal, Sq > Sk" }
+    assert.is_true(r.masked_rows > 0)
+    run { b = 1, sq = 140, sk = 420, hq = 1, hkv = 1, d = 128, causal = true, cfg = { unmasked_loop = true },
+      what = "uloop causal, Sq < Sk" }
+    run { b = 1, sq = 70, sk = 300, hq = 1, hkv = 1, d = 256, causal = true, cfg = { unmasked_loop = true },
+      what = "uloop d256 causal" }
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
+      uloop = true, what = "uloop persistent causal, two Qs" }
+    run { b = 2, sq = 300, sk = 270, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, tov = true, uloop = true,
+      what = "uloop persistent, tiles overlapped" }
+    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
+      causal = true, ctas = 3, lpt = true, uloop = true, what = "uloop varlen" }
   end)
 
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
