@@ -2,8 +2,10 @@
 -- SS and RS, warp specialisation, ping-pong) run on the CPU simulator as an sm_90a
 -- device, through cute.lib.attention.forward, against float64 on every row with O
 -- poisoned first: each head dimension, causal, a sliding window, grouped-query
--- heads, Sq ~= Sk (rows that see no key: O = 0, LSE = -inf), varlen, f16; and
--- the persistent grid (config.persistent) on a few CTAs with the same cases.
+-- heads, Sq ~= Sk (rows that see no key: O = 0, LSE = -inf), varlen, f16; the
+-- persistent grid (config.persistent) on a few CTAs with the same cases; and the
+-- kernel's variants (two Qs, tiles overlapped, O by TMA or stored directly, the
+-- unmasked blocks' loop, lazy rescaling, ...).
 local cute = require "cute"
 local H = require "tests.spec.trace.helper"
 
@@ -22,7 +24,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     local K = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 1)
     local V = cute.tensor(dt, ks, "row"):uniform(-1, 1, seed + 2)
     local O = cute.tensor(dt, qs, "row"):fill(0 / 0)
-    -- (a case that says how O's direct stores go stores it directly: not by TMA)
+    -- (a case that sets config.o_vec tests O's direct stores: O not by TMA there)
     local o_tma = c.o_tma
     if o_tma == nil and c.o_vec ~= nil then o_tma = false end
     local opts = { causal = c.causal, window = c.window, cu_seqlens_q = c.cu_q, cu_seqlens_k = c.cu_k, scale = c.scale,
