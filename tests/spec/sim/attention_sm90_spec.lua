@@ -48,6 +48,31 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     return r
   end
 
+  -- a packed batch of three causal sequences (the last of one row) on a persistent grid
+  -- of 3 CTAs, with the case's fields added
+  local function packed(fields)
+    local c = { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
+      causal = true, ctas = 3, lpt = true }
+    for k, v in pairs(fields) do c[k] = v end
+    return c
+  end
+  -- the persistent grid's cases that each of its variants runs with its fields: Sq > Sk
+  -- under a causal mask (tiles no key reaches, between tiles that have keys), d 64 with
+  -- two Qs (each buffer filled and released more than once), a packed batch (a
+  -- sequence's tiles past its end are not live)
+  local function persistent_cases(fields, name)
+    local function with(c)
+      for k, v in pairs(fields) do c[k] = v end
+      return c
+    end
+    local r = run(with { b = 2, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, ctas = 3, lpt = true,
+      what = name .. " causal, Sq > Sk" })
+    assert.is_true(r.masked_rows > 0)
+    run(with { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2,
+      what = name .. " d64, two Qs" })
+    run(packed(with { what = name .. " varlen" }))
+  end
+
   it("head dimensions 64 (ping-pong, or three consumer warpgroups), 128 (ping-pong), 256, ragged lengths", function()
     run { b = 2, sq = 200, sk = 200, hq = 2, hkv = 2, d = 64, what = "d64" }
     -- (up to 512 keys d 64 takes two ping-ponging 128-row warpgroups; beyond, three of 64 rows)
@@ -87,8 +112,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     assert.is_true(r.masked_rows > 0) -- the first 120 rows see no key: the first query block's tiles none
     run { b = 1, sq = 260, sk = 260, hq = 2, hkv = 2, d = 64, window = { 50, 10 }, ctas = 2,
       what = "persistent window" }
-    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
-      causal = true, ctas = 3, lpt = true, what = "persistent varlen" }
+    run(packed { what = "persistent varlen" })
     -- one 64-row consumer warpgroup a CTA, three CTAs an SM
     run { b = 1, sq = 260, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 3, lpt = true, bm = 64, bn = 64,
       pingpong = false, cps = 3, what = "persistent causal, 64 x 64 tiles, 3 CTAs an SM" }
@@ -111,15 +135,9 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     -- several tiles a CTA; Sq > Sk under a causal mask (tiles no key reaches, between
     -- tiles that have keys: no S goes ahead of them), two Qs, three consumer warpgroups,
     -- varlen (a sequence's tiles past its end are not live)
-    local r = run { b = 2, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, ctas = 3, lpt = true,
-      tov = true, what = "tile_overlap causal, Sq > Sk" }
-    assert.is_true(r.masked_rows > 0)
-    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, tov = true,
-      what = "tile_overlap d64, two Qs" }
+    persistent_cases({ tov = true }, "tile_overlap")
     run { b = 1, sq = 400, sk = 260, hq = 2, hkv = 2, d = 64, ctas = 2, bm = 192, pingpong = false, tov = true,
       what = "tile_overlap d64, 192-row tiles" }
-    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
-      causal = true, ctas = 3, lpt = true, tov = true, what = "tile_overlap varlen" }
   end)
 
   it("config.o_tma: O through shared memory (stmatrix, 128B swizzle) and TMA stores", function()
@@ -133,20 +151,16 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       o_tma = true }, what = "o_tma d64, 192-row tiles" }
     run { b = 1, sq = 70, sk = 150, hq = 1, hkv = 1, d = 256, cfg = { o_tma = true, bm = 64, bn = 64,
       pingpong = false }, what = "o_tma d256, one consumer warpgroup" }
-    local r = run { b = 2, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, ctas = 3, lpt = true,
-      o_tma = true, what = "o_tma persistent causal d128, Sq > Sk" }
-    assert.is_true(r.masked_rows > 0)
+    persistent_cases({ o_tma = true }, "o_tma")
     run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, tov = true, o_tma = true,
       what = "o_tma d64, two Qs, tiles overlapped" }
-    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
-      causal = true, ctas = 3, lpt = true, o_tma = true, what = "o_tma varlen" }
   end)
 
   it("config.unmasked_loop: the blocks that cross no edge in a loop of their own, the rest masked as before", function()
     -- Sk not a multiple of the block (the last block masked), a causal mask with Sq < Sk
     -- and Sq > Sk (rows no key reaches; tiles whose every block crosses the diagonal),
-    -- each head dimension, the persistent grid with two Qs and tiles overlapped, varlen
-    -- (the split differs by sequence)
+    -- each head dimension, the persistent grid's cases (varlen: the split differs by
+    -- sequence), with two Qs and tiles overlapped under a causal mask
     run { b = 2, sq = 200, sk = 333, hq = 2, hkv = 1, d = 64, cfg = { unmasked_loop = true }, what = "uloop d64" }
     local r = run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 2, d = 128, causal = true,
       cfg = { unmasked_loop = true }, what = "uloop causal, Sq > Sk" }
@@ -155,12 +169,9 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       what = "uloop causal, Sq < Sk" }
     run { b = 1, sq = 70, sk = 300, hq = 1, hkv = 1, d = 256, causal = true, cfg = { unmasked_loop = true },
       what = "uloop d256 causal" }
+    persistent_cases({ uloop = true }, "uloop")
     run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
-      uloop = true, what = "uloop persistent causal, two Qs" }
-    run { b = 2, sq = 300, sk = 270, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, tov = true, uloop = true,
-      what = "uloop persistent, tiles overlapped" }
-    run { varlen = true, cu_q = { 0, 100, 340, 341 }, cu_k = { 0, 150, 410, 487 }, hq = 2, hkv = 1, d = 128,
-      causal = true, ctas = 3, lpt = true, uloop = true, what = "uloop varlen" }
+      tov = true, uloop = true, what = "uloop persistent causal, two Qs, tiles overlapped" }
   end)
 
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
