@@ -521,10 +521,7 @@ local function build(cfg, trace_key)
           local recv = cute.shuffle_xor(cute.where(upper, x[j], x[k]), mask)
           x[j], x[k] = cute.where(upper, recv, x[j]), cute.where(upper, x[k], recv)
         end
-        local function pair(i) -- (values i, i + 1 of out as one u32)
-          local lo = out[i]:bitcast(cute.u16):to(cute.u32)
-          return out[i + 1]:bitcast(cute.u16):to(cute.u32):shl(16):bor(lo)
-        end
+        local function pair(i) return common.pack2(out[i], out[i + 1]) end -- (values i, i + 1 of out)
         for r = 0, 1 do
           local row = row_of[r + 1]
           for g = 0, D / 32 - 1 do
@@ -570,8 +567,7 @@ local function build(cfg, trace_key)
             local regs = {}
             for m = 0, 3 do
               local i = (4 * j + q) * 8 + 2 * m
-              local lo = out[i]:bitcast(cute.u16):to(cute.u32)
-              regs[m + 1] = out[i + 1]:bitcast(cute.u16):to(cute.u32):shl(16):bor(lo):bitcast(cute.i32)
+              regs[m + 1] = common.pack2(out[i], out[i + 1]):bitcast(cute.i32)
             end
             local chunk = (col8 + 2 * q):bxor(key)
             cute.arch.stmatrix(sO_raw:ptr_at(base + j * 64 * 64 + row * 64 + chunk * 8), regs)

@@ -6,6 +6,17 @@ local cute = require "cute"
 
 local M = {}
 
+--- Two 16-bit values (bf16, f16) as one 32-bit register, lo in the low half: the
+-- pairs that mma.sync's and stmatrix's registers and 4-byte stores take.
+-- @param lo the value of the low half
+-- @param hi the value of the high half
+-- @return a u32 value
+-- @usage local r = common.pack2(acc[0], acc[1]):bitcast(cute.i32)
+function M.pack2(lo, hi)
+  local l = lo:bitcast(cute.u16):to(cute.u32)
+  return hi:bitcast(cute.u16):to(cute.u32):shl(16):bor(l)
+end
+
 -- (plain Lua through the preprocessor: cute.preprocess)
 local block_reduce = cute.preprocess(function(v, op, identity, threads)
   local warps = threads / 32

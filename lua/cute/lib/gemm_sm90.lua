@@ -57,6 +57,7 @@
 -- Facts: docs/notes/hopper-facts.md section 7; docs/hopper.md section 8.
 local cute = require "cute"
 local err = require "cute._err"
+local common = require "cute.lib.common"
 local wg = require "cute.nvgpu.warpgroup"
 local P = cute.pipeline
 local A = cute.arch
@@ -618,9 +619,7 @@ local function build(cfg, trace_key)
               local regs = {}
               for m = 0, 3 do
                 local i = (j * (EPI_N / 16) + q) * 8 + 2 * m
-                local lo = value(i):bitcast(cute.u16):to(cute.u32)
-                local hi = value(i + 1):bitcast(cute.u16):to(cute.u32)
-                regs[m + 1] = hi:shl(16):bor(lo):bitcast(cute.i32)
+                regs[m + 1] = common.pack2(value(i), value(i + 1)):bitcast(cute.i32)
               end
               local chunk = (col8 + 2 * q):bxor(key)
               cute.arch.stmatrix(sE_raw:ptr_at(ebase + buf * BM * EPI_N + row * EPI_N + chunk * 8), regs)
