@@ -193,7 +193,7 @@ local function kernel_name(cfg)
     .. (cfg.lazy_rescale and "_lazy" or "") .. ((cfg.ctas_per_sm or 1) > 1 and ("_" .. cfg.ctas_per_sm .. "ctas") or "")
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
-    .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "")
+    .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "") .. (cfg.late_k and "_latek" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -776,10 +776,24 @@ local function build(cfg, trace_key)
             their_turn()
             A.warpgroup_wait_group(1) -- S is done; P V may be in flight
             A.warpgroup_fence_operand(accS)
-            pipeK:consumer_release(ck)
-            ck:advance()
+            if not cfg.late_k then
+              pipeK:consumer_release(ck)
+              ck:advance()
+            end
             if masked then mask(n) end
             local scale_o, rescale = softmax()
+            if cfg.late_k then
+              -- cfg.late_k (opt-in): K's stage released after the softmax, its arrive
+              -- predicated on the row sums (true for any sum of exponentials, NaN
+              -- included). ptxas moves P V's wait up to the synchronising instruction
+              -- before it (the mask's branch join, K's release): with the arrive here
+              -- every exponential lies between the two waits, yet on the H200 this
+              -- measured 0.93-1.03x (docs/attention.md, "K released after the softmax")
+              local after = cute.not_((sum[1].value + sum[2].value) < -1.0)
+              cute.sync_warp()
+              cute.if_(cute.and_(A.elect_one(), after), function() A.mbarrier_arrive(pipeK:empty_barrier(ck.index)) end)
+              ck:advance()
+            end
             A.warpgroup_wait_group(0) -- P V is done: P and O are free
             A.warpgroup_fence_operand(accO)
             pipeV:consumer_release(cv)
@@ -985,7 +999,7 @@ M.sm_count = sm_count
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
   "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
-  "unmasked_loop" }
+  "unmasked_loop", "late_k" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1202,6 +1216,20 @@ function M.o_tma_by_default(pr, cfg)
   return kib * (cfg.ctas_per_sm or 1) <= M.SMEM_KIB_CTA
 end
 
+--- Whether the key blocks that cross no edge run in a loop of their own
+-- (config.unmasked_loop) when opts.config does not say: at head dim 128 without a
+-- window's left edge. Measured on the H200 (2026-11-29, tenth session, the attention
+-- suite's rows against a copy taking it wherever there is no window, two rounds
+-- each): d 128 1.006-1.035x at S 512 and 2048 and 1.034-1.062x at S 8192 and 16384,
+-- with a causal mask or without; d 64 0.993-1.020x and d 256 0.995-1.032x, within
+-- 2% but for two rows in one round each, so not taken there.
+-- @param pr the problem (as M.plan's)
+-- @return true for the unmasked blocks' loop
+-- @usage if M.unmasked_loop_by_default(pr) then cfg.unmasked_loop = true end
+function M.unmasked_loop_by_default(pr)
+  return pr.d == 128 and pr.left == math.huge
+end
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -1230,7 +1258,7 @@ function M.plan(pr, opts)
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
   for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
-    "unmasked_loop" } do
+    "unmasked_loop", "late_k" } do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
@@ -1273,6 +1301,7 @@ function M.plan(pr, opts)
   end
   if given.o_tma == nil then cfg.o_tma = M.o_tma_by_default(pr, cfg) end
   if given.tile_overlap == nil and M.tile_overlap_by_default(pr, cfg) then cfg.tile_overlap = true end
+  if given.unmasked_loop == nil and M.unmasked_loop_by_default(pr) then cfg.unmasked_loop = true end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it
   cfg.window = pr.left < math.huge or nil
@@ -1291,6 +1320,7 @@ function M.plan(pr, opts)
     ((cfg.q_stages or 1) > 1 and ", Q in two buffers" or "") .. (cfg.tile_overlap and ", tiles overlapped" or ""))
   if cfg.o_tma then why = why .. ", O by TMA" end
   if cfg.unmasked_loop then why = why .. ", the unmasked key blocks in a loop of their own" end
+  if cfg.late_k then why = why .. ", K released after the softmax" end
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas

@@ -46,7 +46,8 @@ end
 -- The end of a plan's kernel name that its two Qs, overlapped tiles and O by TMA give.
 local function tail(p)
   local c = p.config
-  return (c.q_stages == 2 and "_q2" or "") .. (c.tile_overlap and "_tov" or "") .. (c.o_tma and "_otma" or "") .. "$"
+  return (c.q_stages == 2 and "_q2" or "") .. (c.tile_overlap and "_tov" or "") .. (c.o_tma and "_otma" or "")
+    .. (c.unmasked_loop and "_uloop" or "") .. "$"
 end
 
 describe("cute.lib.attention_sm90 (CPU)", function()
@@ -73,7 +74,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
     -- opts.config overrides; a varlen problem gets its own kernel
     local p = assert(a90.plan(problem { varlen = true }, { config = { bn = 128, pingpong = false } }))
-    assert.equal("attention_sm90_bf16_d128_128x128_varlen_ovec_otma", p.kernel.name) -- (O by TMA where it fits)
+    -- (O by TMA where it fits; at d 128 the unmasked blocks' loop)
+    assert.equal("attention_sm90_bf16_d128_128x128_varlen_ovec_otma_uloop", p.kernel.name)
   end)
 
   it("plans a persistent grid on request: min(tiles, SMs) CTAs, longest tiles first under a causal mask", function()
@@ -109,7 +111,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
       lpt = false } }))
     assert.same({ 3, 1, 1 }, p.grid)
-    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy_otma", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy_otma_uloop", p.kernel.name)
     -- several CTAs an SM: SMs x ctas_per_sm of them (1000 rows: 16 query blocks of 64 x 16 = 256 tiles)
     p = assert(a90.plan(problem { d = 64, right = 0 }, { config = { persistent = true, bm = 64, bn = 64,
       pingpong = false, ctas_per_sm = 3 } }))
@@ -350,7 +352,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       for _, o in ipairs { { d = 64, sq = 512, sk = 512 }, { d = 64, right = 0, sq = 2048, sk = 2048 }, { d = 128 },
         { d = 128, right = 0, persistent = true }, { d = 64, varlen = true, persistent = true } } do
         local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent, o_tma = true } }))
-        assert.matches("_otma$", p.kernel.name)
+        assert.matches("_otma" .. (p.config.unmasked_loop and "_uloop" or "") .. "$", p.kernel.name)
         assert.matches("O by TMA", p.why)
         local ptx = compiled(p, o.d)
         -- a strip of 64 columns is four stmatrix.x4 a warp and one TMA store a warpgroup
@@ -416,11 +418,17 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.matches("the unmasked key blocks in a loop of their own", p.why)
       local ptx = compiled(p, o.d)
       local on = sections(ptx)
-      local off = sections(compiled(assert(a90.plan(problem(o), {})), o.d))
+      local off = sections(compiled(assert(a90.plan(problem(o), { config = { unmasked_loop = false } })), o.d))
       assert.equal(#off + 1, #on, p.kernel.name) -- (two loops where there was one)
       assert.is_true(on[1].inf <= 2 and on[1].bra == 1, p.kernel.name .. ": " .. on[1].inf .. " -inf, " .. on[1].bra)
       assert.is_true(off[1].inf > 32 and off[1].bra == 2, p.kernel.name)
     end
+    -- the default at head dim 128 without a window's left edge, not at 64 or 256 nor with one
+    assert.is_true(assert(a90.plan(problem { d = 128 }, {})).config.unmasked_loop)
+    assert.is_true(assert(a90.plan(problem { d = 128, right = 0 }, {})).config.unmasked_loop)
+    assert.is_nil(assert(a90.plan(problem { d = 128, left = 100, right = 10 }, {})).config.unmasked_loop)
+    assert.is_nil(assert(a90.plan(problem { d = 64 }, {})).config.unmasked_loop)
+    assert.is_nil(assert(a90.plan(problem { d = 256, right = 0 }, {})).config.unmasked_loop)
     assert.matches("config.unmasked_loop does not take a window's left edge", H.error_of(function()
       return a90.plan(problem { left = 100, right = 10 }, { config = { unmasked_loop = true } })
     end))
@@ -500,9 +508,10 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       local p = assert(a90.plan(problem(o), { config = { sum_mma = true, persistent = o.persistent } }))
       assert.matches("_summma" .. tail(p), p.kernel.name)
       local ptx = compiled(p, o.d)
-      -- BN / 16 of them beside each P V (the first block's and the loop's, and the last's)
+      -- BN / 16 of them beside each P V (the loop's, or the two loops' with the unmasked
+      -- blocks' loop, and the last's)
       local _, n8 = ptx:gsub("wgmma%.mma_async%.sync%.aligned%.m64n8k16%.f32", "")
-      assert.equal(2 * p.config.bn / 16, n8, p.kernel.name)
+      assert.equal((p.config.unmasked_loop and 3 or 2) * p.config.bn / 16, n8, p.kernel.name)
       assert.matches("fence%.proxy%.async", ptx)
     end
     assert.is_nil(compiled(assert(a90.plan(problem { d = 64 }, {})), 64):find("m64n8k16", 1, true))
@@ -604,6 +613,11 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       uloop = true },
     { name = "head dim 128, S 2048, causal, the unmasked blocks' loop", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128,
       causal = true, uloop = true },
+    { name = "head dim 128, S 2048, causal, K released late, the unmasked blocks' loop", b = 2, sq = 2048, sk = 2048,
+      hq = 16, d = 128, causal = true, uloop = true, late_k = true },
+    { name = "head dim 64, S 512, K released late", b = 8, sq = 512, sk = 512, hq = 16, d = 64, late_k = true },
+    { name = "head dim 64, 1000 x 1000, causal, two Qs, tiles overlapped, K released late", b = 3, sq = 1000,
+      sk = 1000, hq = 16, d = 64, causal = true, q_stages = 2, tov = true, late_k = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -620,7 +634,8 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
   for _, c in ipairs(cases) do
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
-        tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop }
+        tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop,
+        late_k = c.late_k }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")
