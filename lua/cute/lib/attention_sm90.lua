@@ -1217,17 +1217,21 @@ function M.o_tma_by_default(pr, cfg)
 end
 
 --- Whether the key blocks that cross no edge run in a loop of their own
--- (config.unmasked_loop) when opts.config does not say: at head dim 128 without a
--- window's left edge. Measured on the H200 (2026-11-29, tenth session, the attention
--- suite's rows against a copy taking it wherever there is no window, two rounds
--- each): d 128 1.006-1.035x at S 512 and 2048 and 1.034-1.062x at S 8192 and 16384,
--- with a causal mask or without; d 64 0.993-1.020x and d 256 0.995-1.032x, within
--- 2% but for two rows in one round each, so not taken there.
+-- (config.unmasked_loop) when opts.config does not say: at head dims 128 and 64
+-- without a window's left edge, at 64 under a causal mask (or a right bound) only
+-- from 1025 keys. Measured on the H200 (2026-11-29, tenth session, the attention
+-- suite's rows against a copy taking it, in alternating processes): d 128
+-- 1.006-1.035x at S 512 and 2048 and 1.034-1.062x at S 8192 and 16384, with a
+-- causal mask or without (two rounds); d 64 1.002-1.020x without a mask and
+-- 1.007-1.010x causal at S 2048 (four rounds), 0.996-1.007x causal from S 8192, and
+-- 0.993 / 0.994x causal at S 512 (its short tiles: not taken there); d 256 0.995-1.032x
+-- (two rounds, not taken).
 -- @param pr the problem (as M.plan's)
 -- @return true for the unmasked blocks' loop
 -- @usage if M.unmasked_loop_by_default(pr) then cfg.unmasked_loop = true end
 function M.unmasked_loop_by_default(pr)
-  return pr.d == 128 and pr.left == math.huge
+  if pr.left < math.huge then return false end
+  return pr.d == 128 or (pr.d == 64 and (pr.right == math.huge or pr.sk > 1024))
 end
 
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or

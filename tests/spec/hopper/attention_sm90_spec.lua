@@ -423,12 +423,18 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.is_true(on[1].inf <= 2 and on[1].bra == 1, p.kernel.name .. ": " .. on[1].inf .. " -inf, " .. on[1].bra)
       assert.is_true(off[1].inf > 32 and off[1].bra == 2, p.kernel.name)
     end
-    -- the default at head dim 128 without a window's left edge, not at 64 or 256 nor with one
-    assert.is_true(assert(a90.plan(problem { d = 128 }, {})).config.unmasked_loop)
-    assert.is_true(assert(a90.plan(problem { d = 128, right = 0 }, {})).config.unmasked_loop)
-    assert.is_nil(assert(a90.plan(problem { d = 128, left = 100, right = 10 }, {})).config.unmasked_loop)
-    assert.is_nil(assert(a90.plan(problem { d = 64 }, {})).config.unmasked_loop)
-    assert.is_nil(assert(a90.plan(problem { d = 256, right = 0 }, {})).config.unmasked_loop)
+    -- the default at head dims 128 and 64 without a window's left edge (at 64 under a
+    -- causal mask from 1025 keys), not at 256
+    local function by_default(o) return assert(a90.plan(problem(o), {})).config.unmasked_loop end
+    assert.is_true(by_default { d = 128 })
+    assert.is_true(by_default { d = 128, right = 0 })
+    assert.is_nil(by_default { d = 128, left = 100, right = 10 })
+    assert.is_true(by_default { d = 64 })
+    assert.is_true(by_default { d = 64, right = 0, sq = 2048, sk = 2048 })
+    assert.is_nil(by_default { d = 64, right = 0, sq = 1024, sk = 1024 })
+    assert.is_nil(by_default { d = 64, left = 100, right = 10, sq = 2048, sk = 2048 })
+    assert.is_nil(by_default { d = 256 })
+    assert.is_nil(by_default { d = 256, right = 0 })
     assert.matches("config.unmasked_loop does not take a window's left edge", H.error_of(function()
       return a90.plan(problem { left = 100, right = 10 }, { config = { unmasked_loop = true } })
     end))
@@ -492,9 +498,9 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       local p = assert(a90.plan(problem { d = 64 }, { config = { poly_exp2 = share } }))
       assert.matches("_poly" .. share * 8 .. tail(p), p.kernel.name)
       local ptx = compiled(p, 64)
-      -- S's 64 values a thread (128 x 128 tiles): share * 64 of them off ex2, in both
-      -- the first block and the loop
-      assert.equal(base - 2 * share * 64, ex2s(ptx), share)
+      -- S's 64 values a thread (128 x 128 tiles): share * 64 of them off ex2, in the
+      -- first block and the loop (and the unmasked blocks' loop, the default at d 64)
+      assert.equal(base - (p.config.unmasked_loop and 3 or 2) * share * 64, ex2s(ptx), share)
     end
     for _, bad in ipairs { 0.3, -0.125, 1.5, "half" } do
       assert.matches("config.poly_exp2 is .*, expected a share of the exponentials in eighths", H.error_of(function()
