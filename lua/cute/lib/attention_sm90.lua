@@ -788,7 +788,7 @@ local function build(cfg, trace_key)
               -- included). ptxas moves P V's wait up to the synchronising instruction
               -- before it (the mask's branch join, K's release): with the arrive here
               -- every exponential lies between the two waits, yet on the H200 this
-              -- measured 0.93-1.03x (docs/attention.md, "K released after the softmax")
+              -- measured 0.95-1.03x (docs/attention.md, "K released after the softmax")
               local after = cute.not_((sum[1].value + sum[2].value) < -1.0)
               cute.sync_warp()
               cute.if_(cute.and_(A.elect_one(), after), function() A.mbarrier_arrive(pipeK:empty_barrier(ck.index)) end)
@@ -809,11 +809,10 @@ local function build(cfg, trace_key)
             to_p()
           end
           if UNMASKED_LOOP then
-            -- cfg.unmasked_loop: the blocks before the first that crosses the sequence's
-            -- end or the right bound (causal: the diagonal) in a loop of their own, with
-            -- no branch between S's wait and P V's (on the H200, ptxas put P V's wait
-            -- where the mask's branch joins, before the softmax, leaving nothing of the
-            -- warpgroup's own to overlap P V); the rest as before
+            -- cfg.unmasked_loop (the default at d 64 and 128): the blocks before the
+            -- first that crosses the sequence's end or the right bound (causal: the
+            -- diagonal) in a loop of their own, without the mask's compares and selects
+            -- and its branch; the rest as before
             local split = cute.min(cute.max(cute.min(Sk.value / BN, (q0 + off + right + 1) / BN), n_lo + 1), n_hi)
             for n in cute.range(n_lo + 1, split) do block(n, false) end
             for n in cute.range(split, n_hi) do block(n, true) end
