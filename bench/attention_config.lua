@@ -6,7 +6,7 @@ local M = {}
 
 local BOOLEAN = { pingpong = true, persistent = true, o_vec = true, uniform_desc = true,
   lazy_rescale = true, sum_mma = true, tile_overlap = true, o_tma = true, unmasked_loop = true,
-  late_k = true }
+  late_k = true, early_p = true }
 
 --- The config table of a string of key=value pairs.
 -- @param text the string ("" or nil: an empty table)

@@ -194,6 +194,7 @@ local function kernel_name(cfg)
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
     .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "") .. (cfg.late_k and "_latek" or "")
+    .. (cfg.early_p and "_earlyp" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -805,8 +806,13 @@ local function build(cfg, trace_key)
                 for i = 0, 3 do accL[i] = accL[i] * scale_o[row_index(i)] end
               end
             end
+            -- cfg.early_p (the default under lazy rescaling at d 64 and 128): P
+            -- converted before O's rescale (a branch under lazy rescaling), so that
+            -- ptxas interleaves the conversions with the last exponentials rather
+            -- than issue them after the branch (M.early_p_by_default)
+            if cfg.early_p then to_p() end
             if not LAZY or rescale then rescale_o() end
-            to_p()
+            if not cfg.early_p then to_p() end
           end
           if UNMASKED_LOOP then
             -- cfg.unmasked_loop (the default at d 64 and 128): the blocks before the
@@ -998,7 +1004,7 @@ M.sm_count = sm_count
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
   "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k" }
+  "unmasked_loop", "late_k", "early_p" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1215,6 +1221,25 @@ function M.o_tma_by_default(pr, cfg)
   return kib * (cfg.ctas_per_sm or 1) <= M.SMEM_KIB_CTA
 end
 
+--- Whether P is converted to the wgmma's type before O's rescale rather than
+-- after it (config.early_p) when opts.config does not say: under lazy rescaling
+-- (the rescale then a branch, which ptxas does not move the conversions above)
+-- at head dims 64 and 128. With it ptxas interleaves the conversions with the
+-- softmax's last exponentials, where Nsight Compute's stall samples at d 64 S 512
+-- (H200, 2026-11-30) found 12% of the kernel's samples waiting between
+-- back-to-back MUFU.EX2s. Measured on the H200 (2026-11-30, the attention suite's
+-- rows against a copy taking it, in alternating processes): d 64 1.002-1.027x in
+-- every row but one of eight (causal S 512: 0.989, 1.002, 1.004, 1.009 in four
+-- rounds), d 128 causal S 2048 1.012-1.018x (four rounds); without lazy rescaling
+-- (d 128 without a mask) 0.992-1.004x and at d 256 0.991-1.002x: not taken there.
+-- @param pr the problem (as M.plan's)
+-- @param cfg the config so far (its lazy_rescale)
+-- @return true to convert P before O's rescale
+-- @usage if M.early_p_by_default(pr, cfg) then cfg.early_p = true end
+function M.early_p_by_default(pr, cfg)
+  return cfg.lazy_rescale == true and pr.d <= 128
+end
+
 --- Whether the key blocks that cross no edge run in a loop of their own
 -- (config.unmasked_loop) when opts.config does not say: at head dims 128 and 64
 -- without a window's left edge, at 64 under a causal mask (or a right bound) only
@@ -1261,7 +1286,7 @@ function M.plan(pr, opts)
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
   for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
-    "unmasked_loop", "late_k" } do
+    "unmasked_loop", "late_k", "early_p" } do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
@@ -1305,6 +1330,7 @@ function M.plan(pr, opts)
   if given.o_tma == nil then cfg.o_tma = M.o_tma_by_default(pr, cfg) end
   if given.tile_overlap == nil and M.tile_overlap_by_default(pr, cfg) then cfg.tile_overlap = true end
   if given.unmasked_loop == nil and M.unmasked_loop_by_default(pr) then cfg.unmasked_loop = true end
+  if given.early_p == nil and M.early_p_by_default(pr, cfg) then cfg.early_p = true end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it
   cfg.window = pr.left < math.huge or nil
@@ -1324,6 +1350,7 @@ function M.plan(pr, opts)
   if cfg.o_tma then why = why .. ", O by TMA" end
   if cfg.unmasked_loop then why = why .. ", the unmasked key blocks in a loop of their own" end
   if cfg.late_k then why = why .. ", K released after the softmax" end
+  if cfg.early_p then why = why .. ", P converted before O's rescale" end
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas

@@ -43,11 +43,12 @@ local function compiled(p, d)
   return ptx
 end
 
--- The end of a plan's kernel name that its two Qs, overlapped tiles and O by TMA give.
+-- The end of a plan's kernel name that its two Qs, overlapped tiles, O by TMA, the
+-- unmasked blocks' loop and P converted early give.
 local function tail(p)
   local c = p.config
   return (c.q_stages == 2 and "_q2" or "") .. (c.tile_overlap and "_tov" or "") .. (c.o_tma and "_otma" or "")
-    .. (c.unmasked_loop and "_uloop" or "") .. "$"
+    .. (c.unmasked_loop and "_uloop" or "") .. (c.early_p and "_earlyp" or "") .. "$"
 end
 
 describe("cute.lib.attention_sm90 (CPU)", function()
@@ -111,13 +112,13 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     local p = assert(a90.plan(problem { d = 128, right = 0 }, { config = { persistent = true, max_ctas = 3,
       lpt = false } }))
     assert.same({ 3, 1, 1 }, p.grid)
-    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy_otma_uloop", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d128_128x128_pingpong_persistent_ovec_lazy_otma_uloop_earlyp", p.kernel.name)
     -- several CTAs an SM: SMs x ctas_per_sm of them (1000 rows: 16 query blocks of 64 x 16 = 256 tiles)
     p = assert(a90.plan(problem { d = 64, right = 0 }, { config = { persistent = true, bm = 64, bn = 64,
       pingpong = false, ctas_per_sm = 3 } }))
     assert.same({ math.min(256, 3 * sms), 1, 1 }, p.grid)
     assert.matches("three an SM of " .. sms, p.why)
-    assert.equal("attention_sm90_bf16_d64_64x64_persistent_lpt_ovec_lazy_3ctas_otma", p.kernel.name)
+    assert.equal("attention_sm90_bf16_d64_64x64_persistent_lpt_ovec_lazy_3ctas_otma_earlyp", p.kernel.name)
     -- the default stays one CTA a query block of a head of a batch
     assert.same({ 8, 8, 2 }, assert(a90.plan(problem(), {})).grid)
     assert.matches("config.max_ctas applies to a persistent grid",
@@ -352,7 +353,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       for _, o in ipairs { { d = 64, sq = 512, sk = 512 }, { d = 64, right = 0, sq = 2048, sk = 2048 }, { d = 128 },
         { d = 128, right = 0, persistent = true }, { d = 64, varlen = true, persistent = true } } do
         local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent, o_tma = true } }))
-        assert.matches("_otma" .. (p.config.unmasked_loop and "_uloop" or "") .. "$", p.kernel.name)
+        assert.matches("_otma" .. (p.config.unmasked_loop and "_uloop" or "") .. (p.config.early_p and "_earlyp" or "")
+          .. "$", p.kernel.name)
         assert.matches("O by TMA", p.why)
         local ptx = compiled(p, o.d)
         -- a strip of 64 columns is four stmatrix.x4 a warp and one TMA store a warpgroup
@@ -394,6 +396,43 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         cute.make_layout({ 2, 1000, 8, 128 }, { 1000 * 8 * 132, 8 * 132, 132, 1 }))
       assert.matches("config.o_tma needs O's rows on 16 bytes %(TMA's rule%), and O's strides are not multiples",
         H.error_of(function() return a90.plan(pr, { config = { o_tma = true } }) end))
+    end)
+
+  it("config.early_p: P converted before O's rescale in each loop, the default under lazy rescaling at d 64 and 128",
+    function()
+      -- after P V's wait (wait_group 0) to the next S's (wait_group 1): whether the
+      -- first conversion of P to bf16 comes before the first multiply (O's rescale,
+      -- behind its branch under lazy rescaling), a section a loop
+      local function early_sections(ptx)
+        local n, at = 0, 1
+        while true do
+          local a = ptx:find("wgmma.wait_group.sync.aligned 0;", at, true)
+          if not a then return n end
+          local text = ptx:sub(a, ptx:find("wgmma.wait_group.sync.aligned 1;", a, true) or #ptx)
+          local c, m = text:find("cvt.rn.bf16.f32", 1, true), text:find("%smul%.")
+          if c and m and c < m then n = n + 1 end
+          at = a + 1
+        end
+      end
+      local o = { d = 64, b = 8, hq = 16, sq = 512, sk = 512 }
+      local on = assert(a90.plan(problem(o), {}))
+      assert.is_true(on.config.early_p)
+      assert.matches("_earlyp$", on.kernel.name)
+      assert.matches("P converted before O's rescale", on.why)
+      assert.equal(2, early_sections(compiled(on, 64))) -- (the unmasked blocks' loop and the masked one)
+      local off = assert(a90.plan(problem(o), { config = { early_p = false } }))
+      assert.is_nil(off.kernel.name:find("_earlyp", 1, true))
+      assert.equal(0, early_sections(compiled(off, 64)))
+      local function by_default(x, config) return assert(a90.plan(problem(x), { config = config })).config.early_p end
+      assert.is_true(by_default { d = 64, right = 0 })
+      assert.is_true(by_default { d = 128, right = 0 })
+      assert.is_nil(by_default { d = 128 }) -- (no lazy rescaling: no branch)
+      assert.is_nil(by_default { d = 256 })
+      assert.is_nil(by_default({ d = 64 }, { lazy_rescale = false }))
+      assert.is_true(by_default({ d = 256 }, { early_p = true }))
+      assert.matches("config.early_p is 1, expected a boolean", H.error_of(function()
+        return a90.plan(problem(), { config = { early_p = 1 } })
+      end))
     end)
 
   it("config.unmasked_loop: the blocks that cross no edge without the mask's branch, without spills", function()
@@ -558,9 +597,11 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       pending("no nvdisasm or cuobjdump: SASS not checked")
       return
     end
-    -- S = Q K^T: 8 k-blocks of 64x176x16 (the first block and the loop); O += P V: 11 of 64x128x16 (the loop, the last)
-    assert.equal(16, H.count(sass, "HGMMA.64x176x16.F32.BF16 "))
-    assert.equal(22, H.count(sass, "HGMMA.64x128x16.F32.BF16 "))
+    -- S = Q K^T: 8 k-blocks of 64x176x16 (the first block, the masked loop and the
+    -- unmasked blocks' loop); O += P V: 11 of 64x128x16 (the two loops and the last)
+    assert.is_true(p.config.unmasked_loop)
+    assert.equal(24, H.count(sass, "HGMMA.64x176x16.F32.BF16 "))
+    assert.equal(33, H.count(sass, "HGMMA.64x128x16.F32.BF16 "))
     assert.matches("UTMALDG%.4D", sass)
     assert.matches("USETMAXREG%.DEALLOC%.CTAPOOL 0x18", sass)
     assert.matches("USETMAXREG%.TRY_ALLOC%.CTAPOOL UP%d, 0xf0", sass)
@@ -570,7 +611,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.is_true(H.count(sass, "R2UR") <= 8, H.count(sass, "R2UR") .. " R2UR")
     -- config.uniform_desc = false slices them per thread, as before (for A/B timing)
     local pv = assert(a90.plan(problem { d = 128 }, { config = { uniform_desc = false } }))
-    assert.matches("_vdesc$", pv.kernel.name)
+    assert.truthy(pv.kernel.name:find("_vdesc", 1, true), pv.kernel.name)
     local sv = pv.kernel:compile(unpack(pv.args)):sass()
     assert.is_true(H.count(sv, "R2UR") > 50, H.count(sv, "R2UR") .. " R2UR")
     assert.matches("config.uniform_desc is 1, expected a boolean", H.error_of(function()
@@ -624,6 +665,10 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     { name = "head dim 64, S 512, K released late", b = 8, sq = 512, sk = 512, hq = 16, d = 64, late_k = true },
     { name = "head dim 64, 1000 x 1000, causal, two Qs, tiles overlapped, K released late", b = 3, sq = 1000,
       sk = 1000, hq = 16, d = 64, causal = true, q_stages = 2, tov = true, late_k = true },
+    { name = "head dim 64, S 512, P converted before O's rescale", b = 8, sq = 512, sk = 512, hq = 16, d = 64,
+      early_p = true },
+    { name = "head dim 128, 1000 x 1100, causal, P converted before O's rescale", b = 3, sq = 1000, sk = 1100,
+      hq = 16, d = 128, causal = true, early_p = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -641,7 +686,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
         tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop,
-        late_k = c.late_k }
+        late_k = c.late_k, early_p = c.early_p }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")

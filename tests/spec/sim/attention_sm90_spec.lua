@@ -31,7 +31,7 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
         pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov, o_tma = o_tma,
-        unmasked_loop = c.uloop, late_k = c.late_k }
+        unmasked_loop = c.uloop, late_k = c.late_k, early_p = c.early_p }
         or (c.o_vec ~= nil and { o_vec = c.o_vec, o_tma = false }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -175,6 +175,13 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     run { b = 2, sq = 200, sk = 333, hq = 2, hkv = 1, d = 64, cfg = { late_k = true }, what = "K late d64" }
     run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
       tov = true, late_k = true, what = "K late persistent causal, two Qs, tiles overlapped" }
+    -- config.early_p (P converted before O's rescale): lazy (d 64, a branch) and not (d 128)
+    run { b = 2, sq = 200, sk = 333, hq = 2, hkv = 1, d = 64, cfg = { unmasked_loop = true, early_p = true },
+      what = "uloop, P early, d64" }
+    run { b = 1, sq = 140, sk = 420, hq = 1, hkv = 1, d = 128, causal = true,
+      cfg = { unmasked_loop = true, early_p = true, lazy_rescale = false }, what = "uloop, P early, causal d128" }
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, uloop = true, early_p = true,
+      what = "uloop, P early, persistent d64, two Qs" }
     persistent_cases({ uloop = true }, "uloop")
     run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
       tov = true, uloop = true, what = "uloop persistent causal, two Qs, tiles overlapped" }
