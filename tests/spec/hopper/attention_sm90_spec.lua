@@ -592,14 +592,19 @@ describe("cute.lib.attention_sm90 (CPU)", function()
   it("SASS: HGMMA for both products, UTMALDG.4D, setmaxnreg, uniform descriptors (with a disassembler)", function()
     local p = assert(a90.plan(problem { d = 128 }, {}))
     local h = p.kernel:compile(unpack(p.args))
+    -- S = Q K^T: 8 k-blocks of 64x176x16 (the first block, the masked loop and the
+    -- unmasked blocks' loop); O += P V: 11 of 64x128x16 (the two loops and the last).
+    -- Counted in the PTX first, so that a change of the kernel's structure fails here on
+    -- a machine without a disassembler too (the SASS counts below must equal these)
+    assert.is_true(p.config.unmasked_loop)
+    local ptx = h:ptx()
+    assert.equal(24, H.count(ptx, "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16"))
+    assert.equal(33, H.count(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"))
     local ok, sass = pcall(h.sass, h)
     if not ok then
-      pending("no nvdisasm or cuobjdump: SASS not checked")
+      pending("no nvdisasm or cuobjdump: SASS not checked (the PTX's wgmma counts were)")
       return
     end
-    -- S = Q K^T: 8 k-blocks of 64x176x16 (the first block, the masked loop and the
-    -- unmasked blocks' loop); O += P V: 11 of 64x128x16 (the two loops and the last)
-    assert.is_true(p.config.unmasked_loop)
     assert.equal(24, H.count(sass, "HGMMA.64x176x16.F32.BF16 "))
     assert.equal(33, H.count(sass, "HGMMA.64x128x16.F32.BF16 "))
     assert.matches("UTMALDG%.4D", sass)
