@@ -73,11 +73,15 @@ print(string.format("  kernel %s, grid %d x %d x %d, %d threads", plan.kernel.na
 -- 128), O through shared memory and TMA stores where its buffer fits (else in
 -- 16-byte stores), lazy rescaling at head dims 64 and 256 (O rescaled only when a
 -- row's max grew by 2^8), and at head dim 64 under a causal mask at 1025-2048
--- keys three 64-row CTAs an SM.
+-- keys three 64-row CTAs an SM; at head dims 64 and 128 the key blocks that
+-- cross no edge in a loop without the mask (unmasked_loop), and under lazy
+-- rescaling P converted to bf16 before O's rescale (early_p), which lets ptxas
+-- spread the conversions among the exponentials.
 local c = plan.config
 print(string.format("  config: %dx%d, %d stages, pingpong %s, persistent %s, q_stages %d, o_tma %s, o_vec %s, "
-  .. "lazy_rescale %s, %d CTA(s) an SM", c.bm, c.bn, c.stages, tostring(c.pingpong), tostring(c.persistent or false),
-  c.q_stages or 1, tostring(c.o_tma or false), tostring(c.o_vec), tostring(c.lazy_rescale), c.ctas_per_sm or 1))
+  .. "lazy_rescale %s, %d CTA(s) an SM, unmasked_loop %s, early_p %s", c.bm, c.bn, c.stages, tostring(c.pingpong),
+  tostring(c.persistent or false), c.q_stages or 1, tostring(c.o_tma or false), tostring(c.o_vec),
+  tostring(c.lazy_rescale), c.ctas_per_sm or 1, tostring(c.unmasked_loop or false), tostring(c.early_p or false)))
 local compiled = plan.kernel:compile(unpack(plan.args))
 print(compiled:report())
 local ok, sass = pcall(compiled.sass, compiled)
