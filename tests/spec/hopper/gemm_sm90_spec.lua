@@ -734,12 +734,18 @@ io.write(p.kernel:compile(unpack(p.args)):ptx())]]):gsub("FACTOR", factor)
 
   it("SASS: HGMMA 64x256x16 (64x16x16 swapped), UTMALDG, USETMAXREG (when a disassembler is present)", function()
     -- (ptxas writes f16 inputs as the default: HGMMA.64x256x16.F32 with no type after it)
-    for _, c in ipairs { { cute.bf16, "HGMMA.64x256x16.F32.BF16 " }, { cute.f16, "HGMMA.64x256x16.F32 " } } do
+    -- (the PTX's wgmma counts first, so that a change of the kernel's structure fails on a
+    -- machine without a disassembler too; the SASS counts must equal them)
+    local _, hs = compile(cute.bf16, 16, 8192, 8192, { c_dtype = cute.bf16 })
+    assert.equal(8, H.count(hs:ptx(), "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16"))
+    for _, c in ipairs { { cute.bf16, "HGMMA.64x256x16.F32.BF16 ", "bf16.bf16" },
+      { cute.f16, "HGMMA.64x256x16.F32 ", "f16.f16" } } do
       local dt = c[1]
       local _, h = compile(dt, 2048, 2048, 2048)
+      assert.equal(8, H.count(h:ptx(), "wgmma.mma_async.sync.aligned.m64n256k16.f32." .. c[3]))
       local ok, sass = pcall(h.sass, h)
       if not ok then
-        pending("no nvdisasm or cuobjdump: SASS not checked")
+        pending("no nvdisasm or cuobjdump: SASS not checked (the PTX's wgmma counts were)")
         return
       end
       assert.equal(8, H.count(sass, c[2]))
