@@ -4,9 +4,9 @@
 -- boolean fields as 1 or 0.
 local M = {}
 
-local BOOLEAN = { pingpong = true, persistent = true, o_vec = true, uniform_desc = true,
-  lazy_rescale = true, sum_mma = true, tile_overlap = true, o_tma = true, unmasked_loop = true,
-  late_k = true, early_p = true }
+-- (the kernel's boolean fields, and pingpong and persistent)
+local BOOLEAN = { pingpong = true, persistent = true }
+for _, key in ipairs(require("cute.lib.attention_sm90").BOOLEAN_CONFIG_KEYS) do BOOLEAN[key] = true end
 
 --- The config table of a string of key=value pairs.
 -- @param text the string ("" or nil: an empty table)

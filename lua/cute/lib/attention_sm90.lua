@@ -1005,6 +1005,9 @@ M.sm_count = sm_count
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
   "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
   "unmasked_loop", "late_k", "early_p" }
+-- Those of them that plan checks to be booleans (bench/attention_config.lua reads them too).
+M.BOOLEAN_CONFIG_KEYS = { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
+  "unmasked_loop", "late_k", "early_p" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1285,8 +1288,7 @@ function M.plan(pr, opts)
   local given = (opts or {}).config or {}
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
-  for _, key in ipairs { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
-    "unmasked_loop", "late_k", "early_p" } do
+  for _, key in ipairs(M.BOOLEAN_CONFIG_KEYS) do
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end
