@@ -167,7 +167,9 @@ function Pipeline:empty_barrier(s) return bar_at(self, ops.to(s, dtype.i32) + se
 -- value). Once a wait of this thread gave up, its later ones return false at
 -- once: a broken pipeline costs one time-out a thread, not one a k-block.
 function Pipeline:_wait(bar, phase)
-  if not self.max_tries then return arch.mbarrier_wait(bar, phase) end
+  if not self.max_tries then
+    return arch.mbarrier_wait(bar, phase, self.suspend_ns and { suspend_ns = self.suspend_ns } or nil)
+  end
   local ok = control.var(dtype.bool, false)
   control.if_(ops.not_(self.failed.value), function()
     ok.value = arch.mbarrier_wait(bar, phase, { max_tries = self.max_tries, suspend_ns = self.suspend_ns })
@@ -202,6 +204,11 @@ local function make(kind, name, o)
   end
   local p = setmetatable({ kind = kind, name = name, num_stages = stages, producer_group = o.producer_group,
     consumer_group = o.consumer_group, cm = cm, cn = cn, max_tries = o.max_tries }, Pipeline)
+  if o.suspend_ns ~= nil and not whole(o.suspend_ns, 0, 2 ^ 31 - 1) then
+    err.raise("cute.pipeline.%s.create: suspend_ns %s: a whole number of nanoseconds from 0", name,
+      tostring(o.suspend_ns))
+  end
+  p.suspend_ns = o.suspend_ns
   if o.max_tries ~= nil then
     if not whole(o.max_tries, 1, 2 ^ 31 - 1) then
       err.raise("cute.pipeline.%s.create: max_tries %s: a whole number of try_waits from 1", name,
@@ -356,8 +363,9 @@ Pipeline.__tostring = function(p) return string.format("cute.pipeline.%s(%d stag
 -- completing the full barriers) and thread consumers (wgmma warpgroups).
 -- create{num_stages, producer_group, consumer_group, tx_count,
 -- barrier_storage (optional), cluster_shape = {cm, cn} (optional),
--- max_tries (optional: bounded waits that return a bool; suspend_ns, the
--- try_wait hint they use, default 1000), init_sync}.
+-- max_tries (optional: bounded waits that return a bool), suspend_ns
+-- (optional: each try_wait's suspend-time hint in ns; with max_tries 1000 by
+-- default, else the hardware's limit), init_sync}.
 -- @function PipelineTmaAsync.create
 -- @param o the fields (above)
 -- @return a pipeline (producer_acquire, producer_commit, consumer_wait, consumer_release, ...)

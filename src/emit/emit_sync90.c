@@ -98,13 +98,19 @@ static void emit_mbar(Em *e, IrRef v) {
       pred_result(e, v, &as);
       return;
     }
-    case IR_OP_MBWAIT: /* the label is local to the braces; ${:uid} keeps copies apart anyway */
-      em_asm_text(&as, "{ .reg .pred p; MBWAIT${:uid}: mbarrier.try_wait.parity%s.shared::cta.b64 p, [$0], $1; "
-                       "@!p bra MBWAIT${:uid}; }", cluster ? ".acquire.cluster" : "");
+    case IR_OP_MBWAIT: { /* the label is local to the braces; ${:uid} keeps copies apart anyway */
+      char hint[40] = "";
       em_asm_addr(e, &as, a[0]);
       em_asm_in(e, &as, 'r', "i32", VAL(e, a[1]));
+      if (n > 2) { /* each try may suspend the thread up to the hint (ns) before it tries again */
+        int_arg(e, &as, a[2], k, sizeof k);
+        snprintf(hint, sizeof hint, ", %s", k);
+      }
+      em_asm_text(&as, "{ .reg .pred p; MBWAIT${:uid}: mbarrier.try_wait.parity%s.shared::cta.b64 p, [$0], $1%s; "
+                       "@!p bra MBWAIT${:uid}; }", cluster ? ".acquire.cluster" : "", hint);
       em_asm_call(e, &as, NULL, "void", 1 | 4);
       return;
+    }
     default: em_ll_fail(e, v, "no mbarrier lowering for %s", ir_op_info[op].name); return;
   }
 }

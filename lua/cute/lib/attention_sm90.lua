@@ -194,7 +194,7 @@ local function kernel_name(cfg)
     .. (poly8 > 0 and ("_poly" .. poly8) or "") .. (cfg.sum_mma and "_summma" or "")
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
     .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "") .. (cfg.late_k and "_latek" or "")
-    .. (cfg.early_p and "_earlyp" or "")
+    .. (cfg.early_p and "_earlyp" or "") .. (cfg.wait_ns and ("_wait" .. cfg.wait_ns) or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -365,6 +365,7 @@ local function build(cfg, trace_key)
         num_stages = stages, tx_count = bytes,
         producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
         consumer_group = P.CooperativeGroup(P.Agent.Warp, consumers / 32),
+        suspend_ns = cfg.wait_ns, -- (cfg.wait_ns, opt-in: each try_wait's suspend-time hint)
       }
     end
     local pipeQ = pipe(QST, q_elems * dt.bytes)
@@ -1004,7 +1005,7 @@ M.sm_count = sm_count
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
   "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k", "early_p" }
+  "unmasked_loop", "late_k", "early_p", "wait_ns" }
 -- Those of them that plan checks to be booleans (bench/attention_config.lua reads them too).
 M.BOOLEAN_CONFIG_KEYS = { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
   "unmasked_loop", "late_k", "early_p" }
@@ -1302,6 +1303,12 @@ function M.plan(pr, opts)
     err.raise("attention_sm90: config.poly_exp2 is %s, expected a share of the exponentials in eighths (0, 0.125, "
       .. "..., 1)", tostring(poly))
   end
+  local wns = cfg.wait_ns
+  if wns ~= nil and wns ~= false and (type(wns) ~= "number" or wns < 0 or wns % 1 ~= 0 or wns > 2 ^ 31 - 1) then
+    err.raise("attention_sm90: config.wait_ns is %s, expected a whole number of nanoseconds from 0 (or false: none)",
+      tostring(wns))
+  end
+  cfg.wait_ns = cfg.wait_ns or nil -- (false: none, as nil)
   local o_misaligned = M.o_vec_unsupported(pr.o4)
   if given.o_vec and o_misaligned then
     err.raise("attention_sm90: config.o_vec needs O's rows on 16 bytes, and %s", o_misaligned)

@@ -376,6 +376,7 @@ local function build(cfg, trace_key)
   -- weights) loads its first stages before griddepcontrol.wait
   local PRE = PDL and cfg.pdl_pre or nil
   if PDL then fused = fused .. "_pdl" .. (PRE and ("_pre" .. PRE) or "") end
+  if cfg.wait_ns then fused = fused .. "_wait" .. cfg.wait_ns end
   return cute.kernel("gemm_sm90_" .. cfg.a_dtype .. "_" .. BM .. "x" .. BN .. "x" .. BK .. fused,
     function(descA, descB, C, K, alpha, beta, ...)
       -- the optional arguments: grouped, the problems' row offsets (GROUPS + 1)
@@ -413,6 +414,8 @@ local function build(cfg, trace_key)
         producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
         consumer_group = P.CooperativeGroup(P.Agent.Thread, tile_threads),
         cluster_shape = CL, -- across a cluster: a release arrives on both CTAs' empty barriers
+        -- (cfg.wait_ns, opt-in: each try_wait's suspend-time hint; no faster on the H200, docs/hopper.md)
+        suspend_ns = cfg.wait_ns,
       }
       -- (cfg.pdl) what the previous kernel wrote is visible from here on (cfg.pdl_pre:
       -- the producer waits in its loop, after its first loads of the weights)
@@ -847,7 +850,7 @@ local fn_ids, next_fn_id = setmetatable({}, { __mode = "k" }), 0
 function M.kernel(cfg)
   local key = {}
   for _, k in ipairs { "a_dtype", "bm", "bn", "bk", "stages", "group", "beta", "bias", "bias_dtype", "act", "a_major",
-    "b_major", "groups", "tma_store", "schedule", "split", "swapped", "pdl", "pdl_pre" } do
+    "b_major", "groups", "tma_store", "schedule", "split", "swapped", "pdl", "pdl_pre", "wait_ns" } do
     key[#key + 1] = tostring(cfg[k])
   end
   if cfg.cluster then key[#key + 1] = "cluster" .. cfg.cluster[1] .. "x" .. cfg.cluster[2] end
@@ -1269,7 +1272,8 @@ function M.fused_config(cfg, opts, m, n, integer)
 end
 
 -- The fields of gemm_sm90's opts.config.
-M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "group", "schedule", "cluster", "split_k", "split_reduce", "swap_ab" }
+M.CONFIG_KEYS = { "bm", "bn", "bk", "stages", "group", "schedule", "cluster", "split_k", "split_reduce", "swap_ab",
+  "wait_ns" }
 
 -- Problems of up to this many rows are planned swapped (M.swap_ab) when
 -- opts.config names no tile. Measured on the H200 (2026-11-28,
@@ -1569,6 +1573,12 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
       cfg.bn, cfg.bk, max_stages, stage_bytes, tostring(cfg.stages))
   end
   cfg.a_dtype = name
+  local wns = cfg.wait_ns
+  if wns ~= nil and wns ~= false and (type(wns) ~= "number" or wns < 0 or wns % 1 ~= 0 or wns > 2 ^ 31 - 1) then
+    err.raise("cute.gemm: gemm_sm90's wait_ns is %s, expected a whole number of nanoseconds from 0 (or false: none)",
+      tostring(wns))
+  end
+  cfg.wait_ns = cfg.wait_ns or nil -- (false: none, as nil)
   cfg.a_major, cfg.b_major = M.major_of(strides.a), M.major_of(strides.b)
   cfg.beta = beta ~= 0
   if INPUTS[name].acc == "i32" and (alpha % 1 ~= 0 or beta % 1 ~= 0) then

@@ -179,6 +179,8 @@ end
 --- Waits until the phase of parity `phase` completed (a loop on try_wait).
 -- opts.max_tries (a number): give up after that many try_waits and return
 -- a bool value, true when the phase completed (for tests that must not hang).
+-- opts.suspend_ns: each try_wait's suspend-time hint (without it the
+-- hardware's own time limit), so that a waiting thread tries less often.
 -- @param bar the mbarrier
 -- @param phase the parity, 0 or 1
 -- @param opts optional: {max_tries =, suspend_ns =, scope =}
@@ -190,7 +192,8 @@ function arch.mbarrier_wait(bar, phase, opts)
   bar = bar_ptr(bar, "mbarrier_wait")
   phase = i32(phase, "mbarrier_wait phase")
   if opts.max_tries == nil then
-    emit("mbarrier.wait", nil, bar, phase, nil, scope_imm(opts.scope, "mbarrier_wait"))
+    local hint = opts.suspend_ns ~= nil and i32(opts.suspend_ns, "mbarrier_wait suspend_ns") or nil
+    emit("mbarrier.wait", nil, bar, phase, hint, scope_imm(opts.scope, "mbarrier_wait"))
     return
   end
   local done = control.var(dtype.bool, false)

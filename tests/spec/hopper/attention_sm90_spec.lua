@@ -435,6 +435,29 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       end))
     end)
 
+  it("config.wait_ns: the K, V and Q pipelines' waits with a suspend-time hint (none by default); refusals", function()
+    local WAIT = "try_wait%.parity%.shared::cta%.b64 p, %[%%r%d+%], %%r%d+"
+    local function hinted(ptx) return select(2, ptx:gsub(WAIT .. ", 20000;", "")) end
+    local function plain(ptx) return select(2, ptx:gsub(WAIT .. ";", "")) end
+    local o = { d = 64, b = 8, hq = 16, sq = 512, sk = 512 }
+    local def = assert(a90.plan(problem(o), {}))
+    assert.is_nil(def.config.wait_ns)
+    local ptx = compiled(def, 64)
+    assert.equal(0, hinted(ptx))
+    local waits = plain(ptx)
+    assert.is_true(waits >= 6, waits) -- (the producer's and the consumers' waits on Q, K and V)
+    local on = assert(a90.plan(problem(o), { config = { wait_ns = 20000 } }))
+    assert.matches("_wait20000$", on.kernel.name)
+    ptx = compiled(on, 64)
+    assert.equal(waits, hinted(ptx)) -- every wait hinted
+    assert.equal(0, plain(ptx))
+    assert.is_nil(assert(a90.plan(problem(o), { config = { wait_ns = false } })).config.wait_ns)
+    for _, bad in ipairs { -5, 0.5, "1" } do
+      assert.matches("config.wait_ns is " .. tostring(bad) .. ", expected a whole number of nanoseconds",
+        H.error_of(function() return a90.plan(problem(), { config = { wait_ns = bad } }) end), 1, true)
+    end
+  end)
+
   it("config.unmasked_loop: the blocks that cross no edge without the mask's branch, without spills", function()
     -- the sections between S's wait (wait_group 1) and P V's (wait_group 0): a value's
     -- mask is a select of -inf (64 a thread at 128-key blocks), beside the softmax's two

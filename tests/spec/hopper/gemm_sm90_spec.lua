@@ -277,6 +277,39 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", scale_a = "2" }) end))
   end)
 
+  it("config.wait_ns (opt-in): the pipeline's waits with a suspend-time hint; refusals", function()
+    local W = "mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[%%r%d+%], %%r%d+"
+    local function waits(dt, config)
+      local p, h = compile(dt, 1024, 1024, 1024, { kernel = config and "sm90" or nil, config = config,
+        c_dtype = cute.bf16 })
+      local ptx = h:ptx()
+      return p, select(2, ptx:gsub(W .. ", 20000;", "")), select(2, ptx:gsub(W .. ";", ""))
+    end
+    for _, dt in ipairs { cute.bf16, cute.e4m3 } do
+      -- none by default (nor with false): every wait the hardware's own
+      local p, hinted, plain = waits(dt)
+      assert.is_nil(p.config.wait_ns)
+      assert.equal(0, hinted)
+      assert.is_true(plain >= 2, dt.name .. ": " .. plain) -- (the producer's and the consumers')
+      assert.is_nil(p.kernel.name:find("_wait", 1, true))
+      local q, h1, p1 = waits(dt, { wait_ns = false })
+      assert.is_nil(q.config.wait_ns)
+      assert.is_nil(q.kernel.name:find("_wait", 1, true))
+      assert.equal(0, h1)
+      -- asked for: every one of them hinted, the kernel named for it
+      local r, h2, p2 = waits(dt, { wait_ns = 20000 })
+      assert.equal(p1, h2, dt.name)
+      assert.equal(0, p2)
+      assert.matches("_wait20000$", r.kernel.name)
+    end
+    local A, B = fakes(cute.bf16, 256, 256, 256)
+    for _, bad in ipairs { -1, 1.5, "10", true } do
+      assert.matches("gemm_sm90's wait_ns is " .. tostring(bad) .. ", expected a whole number of nanoseconds",
+        H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", kernel = "sm90", config = { wait_ns = bad } }) end),
+        1, true)
+    end
+  end)
+
   it("16-bit operands in all four majors: MN-major tiles as 64-row TMA boxes, wgmma's transpose bits", function()
     local S = require "cute.lib.gemm_sm90"
     for _, c in ipairs { { "row", "col", "k", "k", 0, 0 }, { "row", "row", "k", "mn", 0, 1 },

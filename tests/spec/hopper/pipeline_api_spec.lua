@@ -84,6 +84,27 @@ describe("cute.pipeline", function()
     assert.matches("bar%.sync%s+0;", ptx) -- the init barrier (__syncthreads)
   end)
 
+  it("suspend_ns: its waits' suspend-time hint, bounded or not", function()
+    local function ptx_of(o)
+      return cute.kernel("hinted", function(out)
+        local p = P.PipelineTmaAsync.create { num_stages = 2, tx_count = 8192, suspend_ns = o.suspend_ns,
+          max_tries = o.max_tries, producer_group = P.CooperativeGroup(P.Agent.Thread, 1),
+          consumer_group = P.CooperativeGroup(P.Agent.Warp, 4) }
+        local s = P.make_pipeline_state(P.PipelineUserType.Consumer, 2)
+        p:consumer_wait(s)
+        p:consumer_release(s)
+        out[0] = 1
+      end):with { arch = "sm_90a", cache = false }:compile(fake(1)):ptx()
+    end
+    local W = "mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[%%r%d+%], %%r%d+"
+    -- unbounded: the one asm loop, with the hint or without
+    assert.matches("MBWAIT%d+: " .. W .. ", 5000; @!p bra", ptx_of { suspend_ns = 5000 })
+    assert.matches("MBWAIT%d+: " .. W .. "; @!p bra", ptx_of {})
+    -- bounded (max_tries): the hint given, else 1000
+    assert.matches(W .. ", 7000;", ptx_of { suspend_ns = 7000, max_tries = 4 })
+    assert.matches(W .. ", 1000;", ptx_of { max_tries = 4 })
+  end)
+
   it("takes its barriers from given storage (a tensor or a pointer)", function()
     local k = cute.kernel("given", function(out)
       local st = cute.make_smem_tensor(cute.i64, cute.make_layout(P.barrier_storage_size(4)), 8)
@@ -135,6 +156,9 @@ describe("cute.pipeline", function()
       create_error { num_stages = 2, producer_group = T1, consumer_group = T1, tx_count = 64,
         cluster_shape = { 8, 4 } },
       1, true)
+    assert.matches("suspend_ns -1: a whole number of nanoseconds from 0",
+      create_error { num_stages = 2, producer_group = T1, consumer_group = T1, tx_count = 64, suspend_ns = -1 }, 1,
+      true)
     assert.matches("max_tries 0: a whole number of try_waits from 1",
       create_error { num_stages = 2, producer_group = T1, consumer_group = T1, tx_count = 64, max_tries = 0 }, 1, true)
     local ok, msg = pcall(P.CooperativeGroup, "block", 2)

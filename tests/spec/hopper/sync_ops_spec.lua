@@ -31,6 +31,8 @@ local function all_ops(out)
   local ok = A.mbarrier_try_wait(b0, 0, { suspend_ns = 1000 })
   local ok2 = A.mbarrier_test_wait(b0, 1, { scope = "cluster" })
   A.mbarrier_wait(b1, tid:band(1))
+  A.mbarrier_wait(b1, 1, { suspend_ns = 10000000 }) -- a constant hint
+  A.mbarrier_wait(b0, 0, { suspend_ns = tid }) -- a hint in a register
   local r = A.mbarrier_wait(b0, 1, { max_tries = 100 })
   A.fence_proxy("async")
   A.fence_view_async_shared()
@@ -101,6 +103,11 @@ describe("Hopper sync primitives in the PTX (sm_90a)", function()
     -- the unbounded wait: one asm looping on try_wait; the bounded one: a loop of try_waits in the IR
     has("{ %.reg %.pred p; MBWAIT%d+: mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R
       .. "; @!p bra MBWAIT%d+; }", 1)
+    -- the unbounded waits with a suspend-time hint (opts.suspend_ns): a constant, a register
+    has("{ %.reg %.pred p; MBWAIT%d+: mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R
+      .. ", 10000000; @!p bra MBWAIT%d+; }", 1)
+    has("{ %.reg %.pred p; MBWAIT%d+: mbarrier%.try_wait%.parity%.shared::cta%.b64 p, %[" .. R .. "%], " .. R
+      .. ", " .. R .. "; @!p bra MBWAIT%d+; }", 1)
     has("mbarrier%.inval%.shared::cta%.b64 %[" .. R .. "%];", 1)
   end)
 
@@ -200,6 +207,8 @@ describe("the verifier refuses", function()
       function(k, v) k:op("mbarrier.wait", nil, v.cbar, v.i32, { "cluster" }) end },
     { "an i64 suspend hint", "the suspend-time hint is i64, expected i32",
       function(k, v) k:op("mbarrier.try_wait", nil, v.bar, v.i32, v.i64, { "cta" }) end },
+    { "a wait's i64 suspend hint", "the suspend-time hint is i64, expected i32",
+      function(k, v) k:op("mbarrier.wait", nil, v.bar, v.i32, v.i64, { "cta" }) end },
     { "elect.sync with an f32 result", "the result is f32: i1 (the leader) or {i32, i1}",
       function(k, v) k:op("elect.sync", "f32", v.i32) end },
     { "elect.sync with an i64 mask", "the mask is i64, expected i32",
