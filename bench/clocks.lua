@@ -1,0 +1,157 @@
+-- The SM clock and the board's power while one of our kernels and its peer
+-- each run back to back for a few seconds, sampled by nvidia-smi every 100 ms
+-- (the first second of each left out): whether a kernel that takes the same time
+-- as the peer at one clock runs at a lower clock under the power limit
+-- (docs/benchmarks.md, twelfth session). The peers: torch's cuDNN SDPA for the
+-- attention forward (B, S, H, D bf16), cuBLAS for the bf16 GEMM (B stored N x K).
+--   cutelua bench/clocks.lua attention [D:CAUSAL:B:H:S (64:0:32:32:512)] [seconds (4)]
+--   cutelua bench/clocks.lua gemm [MxNxK (128x8192x8192)] [seconds (4)] [CONFIG ...]
+-- (gemm: each CONFIG, e.g. "cluster=2x1" or "bn=128,stages=6", is also timed, as
+-- gemm_sm90's opts.config fields: numbers, or MxN for a cluster)
+local cute = require "cute"
+local A = require "cute.lib.attention"
+local G = require "cute.lib.gemm"
+local now = require("cute._c").host.now_ns
+
+local what, spec, secs = arg[1] or "attention", arg[2], tonumber(arg[3] or 4)
+assert(what == "attention" or what == "gemm", "the first argument is attention or gemm")
+
+-- samples of "clock, power" while fn runs, less the first second's; with
+-- `own`, fn(file) starts and stops the sampler itself, into that file
+local function sampled(fn, own)
+  local f = os.tmpname()
+  local calls, ns
+  if own then
+    calls, ns = fn(f)
+  else
+    os.execute("nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 > " .. f
+      .. " 2>/dev/null & echo $! > " .. f .. ".pid")
+    calls, ns = fn()
+    os.execute("kill $(cat " .. f .. ".pid) 2>/dev/null; sleep 0.2")
+  end
+  local clk, pw = {}, {}
+  local i = 0
+  for line in io.lines(f) do
+    i = i + 1
+    local c, p = line:match("^%s*([%d%.]+),%s*([%d%.]+)")
+    if c and i > 10 then clk[#clk + 1], pw[#pw + 1] = tonumber(c), tonumber(p) end
+  end
+  os.remove(f)
+  os.remove(f .. ".pid")
+  local function median(t)
+    if #t == 0 then return 0 / 0 end
+    table.sort(t)
+    return t[math.ceil(#t / 2)]
+  end
+  return median(clk), median(pw), #clk, calls, ns
+end
+
+local flops -- (of one call)
+local function report(name, clk, pw, n, calls, ns)
+  local line = string.format("%-12s SM clock %6.0f MHz  power %5.0f W  (%d samples)", name, clk, pw, n)
+  if calls then
+    line = line .. string.format("  %d calls, %.1f TFLOP/s", calls, flops * calls / (ns * 1e-9) / 1e12)
+  end
+  print(line)
+end
+
+local function attention()
+  local d, causal, b, h, s = (spec or "64:0:32:32:512"):match("^(%d+):([01]):(%d+):(%d+):(%d+)$")
+  assert(d, "the shape is D:CAUSAL:B:H:S, e.g. 64:0:32:32:512")
+  d, causal, b, h, s = tonumber(d), causal == "1", tonumber(b), tonumber(h), tonumber(s)
+  flops = 4 * b * h * s * s * d * (causal and 0.5 or 1)
+  print(string.format("%s, attention d %d %s b %d h %d s %d, %d s each", cute.device_info().name, d,
+    causal and "causal" or "no mask", b, h, s, secs))
+  local Q = cute.tensor(cute.bf16, { b, s, h, d }, "row"):uniform(-1, 1, 1)
+  local K = cute.tensor(cute.bf16, { b, s, h, d }, "row"):uniform(-1, 1, 2)
+  local V = cute.tensor(cute.bf16, { b, s, h, d }, "row"):uniform(-1, 1, 3)
+  local O = cute.tensor(cute.bf16, { b, s, h, d }, "row")
+  local LSE = cute.tensor(cute.f32, { b, h, s }, "row")
+  local opts = { causal = causal, lse = LSE }
+  A.forward(Q, K, V, O, opts)
+  cute.synchronize()
+  report("cutelua", sampled(function()
+    local t0, calls = now(), 0
+    repeat
+      for _ = 1, 20 do A.forward(Q, K, V, O, opts) end
+      cute.synchronize()
+      calls = calls + 20
+    until tonumber(now() - t0) > secs * 1e9
+    return calls, tonumber(now() - t0)
+  end))
+  for _, t in ipairs { Q, K, V, O, LSE } do t:free() end
+  -- (torch's process starts the sampler itself, once it is set up: its import takes seconds)
+  local py = string.format([[
+  import subprocess, sys, time, torch
+  from torch.nn.attention import SDPBackend, sdpa_kernel
+  q, k, v = (torch.randn(%d, %d, %d, %d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+  with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+      torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=%s)
+      torch.cuda.synchronize()
+      smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                              "-lms", "100"], stdout=open(sys.argv[1], "w"), stderr=subprocess.DEVNULL)
+      t0, calls = time.time(), 0
+      while time.time() - t0 < %d:
+          for _ in range(20):
+              torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=%s)
+          torch.cuda.synchronize()
+          calls += 20
+      smi.terminate()
+      print(calls, int((time.time() - t0) * 1e9))
+  ]], b, h, s, d, causal and "True" or "False", secs, causal and "True" or "False")
+  local f = os.tmpname()
+  local fh = assert(io.open(f, "w"))
+  fh:write(py)
+  fh:close()
+  report("torch cuDNN", sampled(function(samples)
+    local p = io.popen("python3 " .. f .. " " .. samples .. " 2>/dev/null")
+    local out = p:read("*a")
+    p:close()
+    local calls, ns = out:match("(%d+) (%d+)")
+    return tonumber(calls), tonumber(ns)
+  end, true))
+  os.remove(f)
+end
+
+local function gemm()
+  local m, n, k = (spec or "128x8192x8192"):match("^(%d+)x(%d+)x(%d+)$")
+  assert(m, "the shape is MxNxK, e.g. 128x8192x8192")
+  m, n, k = tonumber(m), tonumber(n), tonumber(k)
+  flops = 2 * m * n * k
+  print(string.format("%s, gemm bf16 %dx%dx%d (B stored N x K), %d s each", cute.device_info().name, m, n, k, secs))
+  local Am = cute.tensor(cute.bf16, { m, k }, "row"):uniform(-1, 1, 1)
+  local Bm = cute.tensor(cute.bf16, { k, n }, "col"):uniform(-1, 1, 2)
+  local Cm = cute.tensor(cute.bf16, { m, n }, "row")
+  local function loop(fn)
+    return function()
+      fn()
+      cute.synchronize()
+      local t0, calls = now(), 0
+      repeat
+        for _ = 1, 20 do fn() end
+        cute.synchronize()
+        calls = calls + 20
+      until tonumber(now() - t0) > secs * 1e9
+      return calls, tonumber(now() - t0)
+    end
+  end
+  print("  " .. G.plan(Am, Bm, Cm).why)
+  report("cute.gemm", sampled(loop(function() cute.gemm(Am, Bm, Cm) end)))
+  for i = 4, #arg do
+    local config = {}
+    for key, v in arg[i]:gmatch("([%w_]+)=([^,]+)") do
+      local cm, cn = v:match("^(%d+)x(%d+)$")
+      if v == "true" or v == "false" then config[key] = v == "true"
+      else config[key] = cm and { tonumber(cm), tonumber(cn) } or tonumber(v) or v end
+    end
+    local o = { kernel = "sm90", config = config }
+    print("  " .. G.plan(Am, Bm, Cm, o).why)
+    report(arg[i], sampled(loop(function() cute.gemm(Am, Bm, Cm, o) end)))
+  end
+  local spec_b = { a = Am, b = Bm, c = Cm, m = m, n = n, k = k, dtype = cute.bf16,
+    c_dtype = cute.bf16, b_trans = true }
+  report("cuBLAS", sampled(loop(function() cute.cublas.gemm_rowmajor(spec_b) end)))
+  for _, t in ipairs { Am, Bm, Cm } do t:free() end
+end
+
+if what == "gemm" then gemm() else attention() end
