@@ -1303,12 +1303,7 @@ function M.plan(pr, opts)
     err.raise("attention_sm90: config.poly_exp2 is %s, expected a share of the exponentials in eighths (0, 0.125, "
       .. "..., 1)", tostring(poly))
   end
-  local wns = cfg.wait_ns
-  if wns ~= nil and wns ~= false and (type(wns) ~= "number" or wns < 0 or wns % 1 ~= 0 or wns > 2 ^ 31 - 1) then
-    err.raise("attention_sm90: config.wait_ns is %s, expected a whole number of nanoseconds from 0 (or false: none)",
-      tostring(wns))
-  end
-  cfg.wait_ns = cfg.wait_ns or nil -- (false: none, as nil)
+  cfg.wait_ns = common.wait_ns(cfg.wait_ns, "attention_sm90: config.wait_ns")
   local o_misaligned = M.o_vec_unsupported(pr.o4)
   if given.o_vec and o_misaligned then
     err.raise("attention_sm90: config.o_vec needs O's rows on 16 bytes, and %s", o_misaligned)

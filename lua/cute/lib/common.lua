@@ -109,6 +109,22 @@ function M.check_config_keys(api, config, keys, whose)
   end
 end
 
+--- A config's wait_ns (the pipelines' suspend-time hint, cute.pipeline's
+-- suspend_ns): nil or false for none (returned as nil), else a whole number of
+-- nanoseconds, checked.
+-- @param v the value given
+-- @param what the field's name for the message ("attention_sm90: config.wait_ns")
+-- @return the hint, or nil
+-- @usage cfg.wait_ns = common.wait_ns(cfg.wait_ns, "cute.gemm: gemm_sm90's wait_ns")
+function M.wait_ns(v, what)
+  if v == nil or v == false then return nil end
+  if type(v) ~= "number" or v < 0 or v % 1 ~= 0 or v > 2 ^ 31 - 1 then
+    require("cute._err").raise("%s is %s, expected a whole number of nanoseconds from 0 (or false: none)", what,
+      tostring(v))
+  end
+  return v
+end
+
 --- The contents of opts.config as a string (keys sorted), or nil when it
 -- holds something else than numbers, strings, booleans and flat lists of
 -- them: the part of a plan cache's key that keys a config by value (the

@@ -1573,12 +1573,7 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
       cfg.bn, cfg.bk, max_stages, stage_bytes, tostring(cfg.stages))
   end
   cfg.a_dtype = name
-  local wns = cfg.wait_ns
-  if wns ~= nil and wns ~= false and (type(wns) ~= "number" or wns < 0 or wns % 1 ~= 0 or wns > 2 ^ 31 - 1) then
-    err.raise("cute.gemm: gemm_sm90's wait_ns is %s, expected a whole number of nanoseconds from 0 (or false: none)",
-      tostring(wns))
-  end
-  cfg.wait_ns = cfg.wait_ns or nil -- (false: none, as nil)
+  cfg.wait_ns = common.wait_ns(cfg.wait_ns, "cute.gemm: gemm_sm90's wait_ns")
   cfg.a_major, cfg.b_major = M.major_of(strides.a), M.major_of(strides.b)
   cfg.beta = beta ~= 0
   if INPUTS[name].acc == "i32" and (alpha % 1 ~= 0 or beta % 1 ~= 0) then

@@ -16,19 +16,25 @@ end
 
 -- An async pipeline: warp 0 (32 producer threads) writes stage s of k-block
 -- k as k * 1000 + i (i = 0..63) with plain shared stores; warps 1 and 2 (64
--- consumers) sum their element over all k-blocks. out[c] for consumer c.
-local function async_kernel(stages, kb)
-  return cute.kernel("pipe_async", function(out, fails)
+-- consumers) sum their element over all k-blocks. out[c] for consumer c. With
+-- `hint`, the waits are unbounded, each try_wait with that suspend-time hint
+-- (fails stays 0).
+local function async_kernel(stages, kb, hint)
+  local function failed(ok, fails, i)
+    if not hint then cute.if_(cute.not_(ok), function() cute.atomic_add(fails:ptr_at(i), 1) end) end
+  end
+  return cute.kernel(hint and "pipe_async_hinted" or "pipe_async", function(out, fails)
     local tid = cute.thread_idx().x
     local buf = cute.make_smem_tensor(cute.i32, cute.make_layout(stages * 64), 16)
     local pipe = P.PipelineAsync.create {
       num_stages = stages, producer_group = P.CooperativeGroup(P.Agent.Thread, 32),
-      consumer_group = P.CooperativeGroup(P.Agent.Thread, 64), max_tries = 2 ^ 22,
+      consumer_group = P.CooperativeGroup(P.Agent.Thread, 64), max_tries = not hint and 2 ^ 22 or nil,
+      suspend_ns = hint,
     }
     cute.if_(tid:lt(32), function()
       local ps = P.make_pipeline_state(P.PipelineUserType.Producer, stages)
       cute.range(0, kb, function(k)
-        cute.if_(cute.not_(pipe:producer_acquire(ps)), function() cute.atomic_add(fails:ptr_at(0), 1) end)
+        failed(pipe:producer_acquire(ps), fails, 0)
         buf[ps.index * 64 + tid] = k * 1000 + tid
         buf[ps.index * 64 + tid + 32] = k * 1000 + tid + 32
         pipe:producer_commit(ps)
@@ -39,7 +45,7 @@ local function async_kernel(stages, kb)
       local cs = P.make_pipeline_state(P.PipelineUserType.Consumer, stages)
       local acc = cute.var(cute.i32, 0)
       cute.range(0, kb, function()
-        cute.if_(cute.not_(pipe:consumer_wait(cs)), function() cute.atomic_add(fails:ptr_at(1), 1) end)
+        failed(pipe:consumer_wait(cs), fails, 1)
         acc.value = acc.value * 3 + buf[cs.index * 64 + c]
         pipe:consumer_release(cs)
         cs:advance()
@@ -188,10 +194,11 @@ describe("cute.pipeline", function()
   it("passes data from a producer warp to consumer warps through an async pipeline #gpu", function()
     local info = cute.device_info()
     if info.compute_capability[1] < 9 then pending("mbarrier try_wait needs sm_90") return end
-    for _, c in ipairs { { 1, 9 }, { 2, 40 }, { 5, 333 } } do
+    -- (the last: unbounded waits with a suspend-time hint, suspend_ns)
+    for _, c in ipairs { { 1, 9 }, { 2, 40 }, { 5, 333 }, { 3, 50, 20000 } } do
       local stages, kb = c[1], c[2]
       local out, fails = cute.tensor(cute.i32, 64):fill(-5), cute.tensor(cute.i32, 2):fill(0)
-      async_kernel(stages, kb) { grid = 1, block = 96 }(out, fails)
+      async_kernel(stages, kb, c[3]) { grid = 1, block = 96 }(out, fails)
       assert.same({ 0, 0 }, fails:to_table())
       local got = out:to_table()
       for cns = 0, 63 do
