@@ -46,6 +46,23 @@ local function sampled(fn, own)
   return median(clk), median(pw), #clk, calls, ns
 end
 
+-- fn called back to back (batches of 20 and a wait) for `secs` seconds:
+-- returns the calls and the nanoseconds. The first call (which may compile) is
+-- made at once, before the sampler starts.
+local function loop(fn)
+  fn()
+  cute.synchronize()
+  return function()
+    local t0, calls = now(), 0
+    repeat
+      for _ = 1, 20 do fn() end
+      cute.synchronize()
+      calls = calls + 20
+    until tonumber(now() - t0) > secs * 1e9
+    return calls, tonumber(now() - t0)
+  end
+end
+
 local flops -- (of one call)
 local function report(name, clk, pw, n, calls, ns)
   local line = string.format("%-12s SM clock %6.0f MHz  power %5.0f W  (%d samples)", name, clk, pw, n)
@@ -68,17 +85,7 @@ local function attention()
   local O = cute.tensor(cute.bf16, { b, s, h, d }, "row")
   local LSE = cute.tensor(cute.f32, { b, h, s }, "row")
   local opts = { causal = causal, lse = LSE }
-  A.forward(Q, K, V, O, opts)
-  cute.synchronize()
-  report("cutelua", sampled(function()
-    local t0, calls = now(), 0
-    repeat
-      for _ = 1, 20 do A.forward(Q, K, V, O, opts) end
-      cute.synchronize()
-      calls = calls + 20
-    until tonumber(now() - t0) > secs * 1e9
-    return calls, tonumber(now() - t0)
-  end))
+  report("cutelua", sampled(loop(function() A.forward(Q, K, V, O, opts) end)))
   for _, t in ipairs { Q, K, V, O, LSE } do t:free() end
   -- (torch's process starts the sampler itself, once it is set up: its import takes seconds)
   local py = string.format([[
@@ -122,19 +129,6 @@ local function gemm()
   local Am = cute.tensor(cute.bf16, { m, k }, "row"):uniform(-1, 1, 1)
   local Bm = cute.tensor(cute.bf16, { k, n }, "col"):uniform(-1, 1, 2)
   local Cm = cute.tensor(cute.bf16, { m, n }, "row")
-  local function loop(fn)
-    return function()
-      fn()
-      cute.synchronize()
-      local t0, calls = now(), 0
-      repeat
-        for _ = 1, 20 do fn() end
-        cute.synchronize()
-        calls = calls + 20
-      until tonumber(now() - t0) > secs * 1e9
-      return calls, tonumber(now() - t0)
-    end
-  end
   print("  " .. G.plan(Am, Bm, Cm).why)
   report("cute.gemm", sampled(loop(function() cute.gemm(Am, Bm, Cm) end)))
   for i = 4, #arg do
