@@ -195,6 +195,7 @@ local function kernel_name(cfg)
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
     .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "") .. (cfg.late_k and "_latek" or "")
     .. (cfg.early_p and "_earlyp" or "") .. (cfg.wait_ns and ("_wait" .. cfg.wait_ns) or "")
+    .. (cfg.s_early and cfg.pingpong and "_searly" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -771,9 +772,17 @@ local function build(cfg, trace_key)
           -- cross an edge, its mask then tested at run time)
           local function block(n, masked)
             pipeK:consumer_wait(ck)
-            pipeV:consumer_wait(cv)
-            my_turn()
-            issue_s(ck.index)
+            if cfg.s_early then
+              -- cfg.s_early (opt-in, ping-pong): S issued as soon as K is in, before
+              -- the turn, which then holds only the previous block's P V
+              issue_s(ck.index)
+              pipeV:consumer_wait(cv)
+              my_turn()
+            else
+              pipeV:consumer_wait(cv)
+              my_turn()
+              issue_s(ck.index)
+            end
             issue_o(cv.index)
             their_turn()
             A.warpgroup_wait_group(1) -- S is done; P V may be in flight
@@ -1005,10 +1014,10 @@ M.sm_count = sm_count
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
   "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k", "early_p", "wait_ns" }
+  "unmasked_loop", "late_k", "early_p", "wait_ns", "s_early" }
 -- Those of them that plan checks to be booleans (bench/attention_config.lua reads them too).
 M.BOOLEAN_CONFIG_KEYS = { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k", "early_p" }
+  "unmasked_loop", "late_k", "early_p", "s_early" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1355,6 +1364,7 @@ function M.plan(pr, opts)
   if cfg.unmasked_loop then why = why .. ", the unmasked key blocks in a loop of their own" end
   if cfg.late_k then why = why .. ", K released after the softmax" end
   if cfg.early_p then why = why .. ", P converted before O's rescale" end
+  if cfg.s_early and cfg.pingpong then why = why .. ", S issued before the ping-pong turn" end
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas

@@ -458,6 +458,44 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
+  it("config.s_early: S issued before the ping-pong turn, which holds only the previous block's P V", function()
+    -- the PTX's order of S's wgmmas (m64nBN), P V's (m64nD) and the named barriers'
+    -- syncs (the turn): in each loop's block, S then the turn then P V with it, the
+    -- turn then S and P V without
+    local function orders(ptx, bn, d)
+      local seq = {}
+      for line in ptx:gmatch("[^\n]+") do
+        local shape = line:match("wgmma%.mma_async%.sync%.aligned%.m64n(%d+)k16")
+        local tok = shape == tostring(bn) and "S" or shape == tostring(d) and "O"
+          or (line:find("bar.sync", 1, true) and not line:find("bar.sync 0;", 1, true)) and "T" or nil
+        if tok and seq[#seq] ~= tok then seq[#seq + 1] = tok end
+      end
+      local text = table.concat(seq)
+      return select(2, text:gsub("STO", "")), select(2, text:gsub("TSO", ""))
+    end
+    -- (d 64: the unmasked blocks' loop and the masked one; d 256 causal: one loop)
+    for _, c in ipairs { { d = 64, sq = 512, sk = 512, loops = 2 },
+      { d = 256, sq = 512, sk = 512, right = 0, loops = 1 } } do
+      local off = assert(a90.plan(problem(c), {}))
+      local on = assert(a90.plan(problem(c), { config = { s_early = true } }))
+      assert.matches("_searly$", on.kernel.name)
+      assert.matches("S issued before the ping%-pong turn", on.why)
+      assert.is_nil(off.kernel.name:find("_searly", 1, true))
+      local bn = on.config.bn
+      local early, late = orders(compiled(on, c.d), bn, c.d)
+      assert.same({ c.loops, 0 }, { early, late }, c.d)
+      early, late = orders(compiled(off, c.d), bn, c.d)
+      assert.same({ 0, c.loops }, { early, late }, c.d)
+    end
+    -- without ping-pong there is no turn: the kernel is the default's
+    local o = { d = 64, sq = 2048, sk = 2048 }
+    assert.equal(assert(a90.plan(problem(o), {})).kernel.name,
+      assert(a90.plan(problem(o), { config = { s_early = true } })).kernel.name)
+    assert.matches("config.s_early is 1, expected a boolean", H.error_of(function()
+      return a90.plan(problem(), { config = { s_early = 1 } })
+    end))
+  end)
+
   it("config.unmasked_loop: the blocks that cross no edge without the mask's branch, without spills", function()
     -- the sections between S's wait (wait_group 1) and P V's (wait_group 0): a value's
     -- mask is a select of -inf (64 a thread at 128-key blocks), beside the softmax's two
@@ -697,6 +735,10 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       early_p = true },
     { name = "head dim 128, 1000 x 1100, causal, P converted before O's rescale", b = 3, sq = 1000, sk = 1100,
       hq = 16, d = 128, causal = true, early_p = true },
+    { name = "head dim 64, S 512, S issued before the turn", b = 8, sq = 512, sk = 512, hq = 16, d = 64,
+      s_early = true },
+    { name = "head dim 256, 777 x 2048, causal, S issued before the turn", b = 1, sq = 777, sk = 2048, hq = 4,
+      d = 256, causal = true, s_early = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -714,7 +756,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
         tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop,
-        late_k = c.late_k, early_p = c.early_p }
+        late_k = c.late_k, early_p = c.early_p, s_early = c.s_early }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")
@@ -722,6 +764,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       local p = cute.lib.attention.plan(Q, K, K, nil, { causal = c.causal, window = c.window, config = cfg })
       assert.equal("sm90", p.kernel_name, p.why)
       assert.matches("persistent", p.why)
+      if c.s_early then assert.matches("_searly", p.kernel.name) end
       local r = C.run(c)
       assert.is_true(r.rows > 0)
       if c.sq == 3000 then assert.is_true(r.masked_rows > 0) end

@@ -31,10 +31,12 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
         pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov, o_tma = o_tma,
-        unmasked_loop = c.uloop, late_k = c.late_k, early_p = c.early_p }
+        unmasked_loop = c.uloop, late_k = c.late_k, early_p = c.early_p, s_early = c.s_early }
         or (c.o_vec ~= nil and { o_vec = c.o_vec, o_tma = false }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
+    -- (a case of config.s_early runs the ping-pong tiles it changes)
+    if (opts.config or {}).s_early then assert.matches("_searly", p.kernel.name) end
     if c.ctas then -- a persistent grid of c.ctas CTAs, each walking several tiles
       assert.same({ c.ctas, 1, 1 }, p.grid)
       assert.matches("persistent: " .. c.ctas .. " CTAs", p.why)
@@ -185,6 +187,21 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     persistent_cases({ uloop = true }, "uloop")
     run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
       tov = true, uloop = true, what = "uloop persistent causal, two Qs, tiles overlapped" }
+  end)
+
+  it("config.s_early: S issued before the ping-pong turn, which holds only P V", function()
+    -- the ping-pong tiles (128 rows, two warpgroups taking turns): the unmasked loop and
+    -- the masked one, a causal mask with rows no key reaches, the persistent grid with
+    -- two Qs (turns carried from tile to tile) and with tiles overlapped
+    run { b = 2, sq = 200, sk = 333, hq = 2, hkv = 1, d = 64, cfg = { pingpong = true, bm = 128,
+      unmasked_loop = true, s_early = true }, what = "S early d64" }
+    local r = run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 2, d = 128, causal = true,
+      cfg = { s_early = true }, what = "S early causal d128, Sq > Sk" }
+    assert.is_true(r.masked_rows > 0)
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, ctas = 2, q_stages = 2, pingpong = true, bm = 128,
+      uloop = true, early_p = true, s_early = true, what = "S early persistent d64, two Qs" }
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
+      pingpong = true, bm = 128, tov = true, s_early = true, what = "S early persistent causal, tiles overlapped" }
   end)
 
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
