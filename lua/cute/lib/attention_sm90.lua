@@ -772,9 +772,10 @@ local function build(cfg, trace_key)
           -- cross an edge, its mask then tested at run time)
           local function block(n, masked)
             pipeK:consumer_wait(ck)
-            if cfg.s_early then
+            if cfg.s_early and PINGPONG then
               -- cfg.s_early (opt-in, ping-pong): S issued as soon as K is in, before
-              -- the turn, which then holds only the previous block's P V
+              -- the turn, which then holds only the previous block's P V (without
+              -- ping-pong there is no turn: the default's code, as its name says)
               issue_s(ck.index)
               pipeV:consumer_wait(cv)
               my_turn()
