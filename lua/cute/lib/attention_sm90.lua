@@ -1272,6 +1272,24 @@ function M.unmasked_loop_by_default(pr)
   return pr.d == 128 or (pr.d == 64 and (pr.right == math.huge or pr.sk > 1024))
 end
 
+--- Whether the ping-pong tiles issue each block's S before the warpgroups'
+-- turn (config.s_early), which then holds only the previous block's P V, when
+-- opts.config does not say. Measured on the H200 (2026-11-30, thirteenth session,
+-- the attention suite's rows against a copy without it, alternating processes,
+-- each variant first in one round of each pair, four rounds at S 512 and 2048):
+-- d 256 without a mask 1.008-1.024x at S 512 and 1.001-1.015x at 2048, causal
+-- 1.002-1.007x at 512 and 1.000-1.016x at 2048; but d 256 0.985-0.992x at S 8192
+-- and 16384 without a mask (two rounds), d 64 without a mask at S 512 0.992-1.008x
+-- (four rounds), d 64 causal S 512 0.93x and d 128 0.96-1.02x (two rounds): not
+-- taken there.
+-- @param pr the problem (as M.plan's)
+-- @param cfg the configuration planned so far (pingpong)
+-- @return true to issue S before the turn
+-- @usage if M.s_early_by_default(pr, cfg) then cfg.s_early = true end
+function M.s_early_by_default(pr, cfg)
+  return cfg.pingpong and pr.d == 256 and pr.left == math.huge and pr.sk <= 2048 or false
+end
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -1345,6 +1363,7 @@ function M.plan(pr, opts)
   if given.tile_overlap == nil and M.tile_overlap_by_default(pr, cfg) then cfg.tile_overlap = true end
   if given.unmasked_loop == nil and M.unmasked_loop_by_default(pr) then cfg.unmasked_loop = true end
   if given.early_p == nil and M.early_p_by_default(pr, cfg) then cfg.early_p = true end
+  if given.s_early == nil and M.s_early_by_default(pr, cfg) then cfg.s_early = true end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it
   cfg.window = pr.left < math.huge or nil

@@ -48,7 +48,9 @@ end
 local function tail(p)
   local c = p.config
   return (c.q_stages == 2 and "_q2" or "") .. (c.tile_overlap and "_tov" or "") .. (c.o_tma and "_otma" or "")
-    .. (c.unmasked_loop and "_uloop" or "") .. (c.early_p and "_earlyp" or "") .. "$"
+    .. (c.unmasked_loop and "_uloop" or "") .. (c.early_p and "_earlyp" or "")
+    .. (c.wait_ns and "_wait" .. c.wait_ns or "")
+    .. (c.s_early and c.pingpong and "_searly" or "") .. "$"
 end
 
 describe("cute.lib.attention_sm90 (CPU)", function()
@@ -354,7 +356,7 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         { d = 128, right = 0, persistent = true }, { d = 64, varlen = true, persistent = true } } do
         local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent, o_tma = true } }))
         assert.matches("_otma" .. (p.config.unmasked_loop and "_uloop" or "") .. (p.config.early_p and "_earlyp" or "")
-          .. "$", p.kernel.name)
+          .. (p.config.s_early and p.config.pingpong and "_searly" or "") .. "$", p.kernel.name)
         assert.matches("O by TMA", p.why)
         local ptx = compiled(p, o.d)
         -- a strip of 64 columns is four stmatrix.x4 a warp and one TMA store a warpgroup
@@ -417,7 +419,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       local o = { d = 64, b = 8, hq = 16, sq = 512, sk = 512 }
       local on = assert(a90.plan(problem(o), {}))
       assert.is_true(on.config.early_p)
-      assert.matches("_earlyp$", on.kernel.name)
+      assert.matches("_earlyp", on.kernel.name, 1, true)
+      assert.matches(tail(on), on.kernel.name)
       assert.matches("P converted before O's rescale", on.why)
       assert.equal(2, early_sections(compiled(on, 64))) -- (the unmasked blocks' loop and the masked one)
       local off = assert(a90.plan(problem(o), { config = { early_p = false } }))
@@ -447,7 +450,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     local waits = plain(ptx)
     assert.is_true(waits >= 6, waits) -- (the producer's and the consumers' waits on Q, K and V)
     local on = assert(a90.plan(problem(o), { config = { wait_ns = 20000 } }))
-    assert.matches("_wait20000$", on.kernel.name)
+    assert.equal(20000, on.config.wait_ns)
+    assert.matches("_earlyp_wait20000" .. (on.config.s_early and "_searly" or "") .. "$", on.kernel.name)
     ptx = compiled(on, 64)
     assert.equal(waits, hinted(ptx)) -- every wait hinted
     assert.equal(0, plain(ptx))
@@ -476,8 +480,10 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     -- (d 64: the unmasked blocks' loop and the masked one; d 256 causal: one loop)
     for _, c in ipairs { { d = 64, sq = 512, sk = 512, loops = 2 },
       { d = 256, sq = 512, sk = 512, right = 0, loops = 1 } } do
-      local off = assert(a90.plan(problem(c), {}))
+      local off = assert(a90.plan(problem(c), { config = { s_early = false } }))
       local on = assert(a90.plan(problem(c), { config = { s_early = true } }))
+      -- (the default at d 256 up to 2048 keys, not at d 64: M.s_early_by_default)
+      assert.equal((c.d == 256 and on or off).kernel.name, assert(a90.plan(problem(c), {})).kernel.name)
       assert.matches("_searly$", on.kernel.name)
       assert.matches("S issued before the ping%-pong turn", on.why)
       assert.is_nil(off.kernel.name:find("_searly", 1, true))
@@ -486,6 +492,13 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.same({ c.loops, 0 }, { early, late }, c.d)
       early, late = orders(compiled(off, c.d), bn, c.d)
       assert.same({ 0, c.loops }, { early, late }, c.d)
+    end
+    -- not the default at d 64 and 128, nor at d 256 beyond 2048 keys (measured slower there)
+    for _, c in ipairs { { d = 64, sq = 512, sk = 512, right = 0 }, { d = 128, sq = 512, sk = 512 },
+      { d = 256, sq = 512, sk = 8192 } } do
+      local p = assert(a90.plan(problem(c), {}))
+      assert.is_true(p.config.pingpong)
+      assert.is_nil(p.kernel.name:find("_searly", 1, true), c.d)
     end
     -- without ping-pong there is no turn: the kernel is the default's
     local o = { d = 64, sq = 2048, sk = 2048 }
