@@ -3,9 +3,10 @@
 -- (the first second of each left out): whether a kernel that takes the same time
 -- as the peer at one clock runs at a lower clock under the power limit
 -- (docs/benchmarks.md, twelfth session). The peers: torch's cuDNN SDPA for the
--- attention forward (B, S, H, D bf16), cuBLAS for the bf16 GEMM (B stored N x K).
+-- attention forward (B, S, H, D bf16), cuBLAS for the bf16 GEMM (B stored N x K), cuBLASLt for fp8.
 --   cutelua bench/clocks.lua attention [D:CAUSAL:B:H:S (64:0:32:32:512)] [seconds (4)]
---   cutelua bench/clocks.lua gemm [MxNxK (128x8192x8192)] [seconds (4)] [CONFIG ...]
+--   cutelua bench/clocks.lua gemm [MxNxK[:e4m3] (128x8192x8192)] [seconds (4)] [CONFIG ...]
+-- (:e4m3: fp8 operands, bf16 out, against cuBLASLt's matmul)
 -- (gemm: each CONFIG, e.g. "cluster=2x1" or "bn=128,stages=6", is also timed, as
 -- gemm_sm90's opts.config fields: numbers, or MxN for a cluster)
 local cute = require "cute"
@@ -105,7 +106,7 @@ local function attention()
           calls += 20
       smi.terminate()
       print(calls, int((time.time() - t0) * 1e9))
-  ]], b, h, s, d, causal and "True" or "False", secs, causal and "True" or "False")
+  ]], b, h, s, d, causal and "True" or "False", secs, causal and "True" or "False"):gsub("\n  ", "\n"):gsub("^  ", "")
   local f = os.tmpname()
   local fh = assert(io.open(f, "w"))
   fh:write(py)
@@ -121,13 +122,16 @@ local function attention()
 end
 
 local function gemm()
-  local m, n, k = (spec or "128x8192x8192"):match("^(%d+)x(%d+)x(%d+)$")
-  assert(m, "the shape is MxNxK, e.g. 128x8192x8192")
+  local m, n, k, dname = (spec or "128x8192x8192"):match("^(%d+)x(%d+)x(%d+):?(%w*)$")
+  assert(m and (dname == "" or dname == "bf16" or dname == "e4m3"),
+    "the shape is MxNxK[:bf16|:e4m3], e.g. 128x8192x8192 or 8192x8192x8192:e4m3")
   m, n, k = tonumber(m), tonumber(n), tonumber(k)
+  local dt = dname == "e4m3" and cute.e4m3 or cute.bf16
   flops = 2 * m * n * k
-  print(string.format("%s, gemm bf16 %dx%dx%d (B stored N x K), %d s each", cute.device_info().name, m, n, k, secs))
-  local Am = cute.tensor(cute.bf16, { m, k }, "row"):uniform(-1, 1, 1)
-  local Bm = cute.tensor(cute.bf16, { k, n }, "col"):uniform(-1, 1, 2)
+  print(string.format("%s, gemm %s %dx%dx%d (B stored N x K, C bf16), %d s each", cute.device_info().name, dt.name,
+    m, n, k, secs))
+  local Am = cute.tensor(dt, { m, k }, "row"):uniform(-1, 1, 1)
+  local Bm = cute.tensor(dt, { k, n }, "col"):uniform(-1, 1, 2)
   local Cm = cute.tensor(cute.bf16, { m, n }, "row")
   print("  " .. G.plan(Am, Bm, Cm).why)
   report("cute.gemm", sampled(loop(function() cute.gemm(Am, Bm, Cm) end)))
@@ -142,9 +146,16 @@ local function gemm()
     print("  " .. G.plan(Am, Bm, Cm, o).why)
     report(arg[i], sampled(loop(function() cute.gemm(Am, Bm, Cm, o) end)))
   end
-  local spec_b = { a = Am, b = Bm, c = Cm, m = m, n = n, k = k, dtype = cute.bf16,
-    c_dtype = cute.bf16, b_trans = true }
-  report("cuBLAS", sampled(loop(function() cute.cublas.gemm_rowmajor(spec_b) end)))
+  if dt == cute.e4m3 then
+    -- cuBLASLt, column-major: C^T (N x M) = B'^T A' with B' (B's K x N column-major storage) transposed
+    local lt = { a = Bm, b = Am, d = Cm, m = n, n = m, k = k, a_dtype = dt, b_dtype = dt, d_dtype = cute.bf16,
+      trans_a = true }
+    report("cuBLASLt", sampled(loop(function() cute.cublas.lt_matmul(lt) end)))
+  else
+    local spec_b = { a = Am, b = Bm, c = Cm, m = m, n = n, k = k, dtype = cute.bf16,
+      c_dtype = cute.bf16, b_trans = true }
+    report("cuBLAS", sampled(loop(function() cute.cublas.gemm_rowmajor(spec_b) end)))
+  end
   for _, t in ipairs { Am, Bm, Cm } do t:free() end
 end
 
