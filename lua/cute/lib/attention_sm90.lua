@@ -195,7 +195,7 @@ local function kernel_name(cfg)
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
     .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "") .. (cfg.late_k and "_latek" or "")
     .. (cfg.early_p and "_earlyp" or "") .. (cfg.wait_ns and ("_wait" .. cfg.wait_ns) or "")
-    .. (cfg.s_early and cfg.pingpong and "_searly" or "")
+    .. (cfg.s_early and cfg.pingpong and "_searly" or "") .. (cfg.half_masked and cfg.lazy_rescale and "_half" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -618,6 +618,9 @@ local function build(cfg, trace_key)
       local function consume(w, st, ahead, nxt)
         local q0, n_lo, n_hi, off, q_last = w.q0, w.n_lo, w.n_hi, w.off, w.q_last
         local Sq, Sk = w.Sq, w.Sk
+        -- cfg.half_masked (with lazy rescaling, which every masked default has;
+        -- declared here: the consumers' function is at Lua's limit of 60 upvalues)
+        local HALF = cfg.half_masked and cfg.lazy_rescale or false
         -- the previous tile's O (TOV: later, once no wgmma is in flight; defining an
         -- accumulator's registers while one is makes ptxas serialize every wgmma)
         local function clear_o()
@@ -676,6 +679,8 @@ local function build(cfg, trace_key)
         -- bound a row (keys below hi, and from lo where the block crosses the
         -- window's left edge), against which each value compares its column offset,
         -- a constant (one compare a value on a causal diagonal block)
+        -- (cfg.half_masked) returns 1 in `narrow` where every row of the warp keeps
+        -- no key of the block's second half (a causal diagonal block's first rows)
         local function mask(n)
           local n0 = n * BN
           local edge = (n0 + BN > Sk.value) or (n0 + (BN - 1) > q0 + off + right)
@@ -684,6 +689,7 @@ local function build(cfg, trace_key)
             left_edge = n0 < q_last + off - left
             edge = edge or left_edge
           end
+          local narrow = HALF and cute.var(cute.i32, 0)
           if edge then
             local key0 = n0 + col0
             local hi, lo = {}, {}
@@ -691,6 +697,11 @@ local function build(cfg, trace_key)
               local qi = q0 + row_of[r]
               hi[r] = cute.min(Sk.value, qi + off + right + 1) - key0
               lo[r] = qi + off - left - key0
+            end
+            if HALF then
+              -- (a key's column in the block is col0 + its delta: none from BN / 2 is kept)
+              local ends = cute.and_(hi[1] + col0 <= BN / 2, hi[2] + col0 <= BN / 2)
+              if cute.vote_all(ends) then narrow.value = 1 end
             end
             local function apply(with_lo)
               for i = 0, ns - 1 do
@@ -702,15 +713,20 @@ local function build(cfg, trace_key)
             end
             if left_edge then apply(true) else apply(false) end -- (false, a Lua value, without a window)
           end
+          return narrow
         end
         -- the online softmax of S (in accS): P = exp2(S scale - max) in place, the
         -- running max and sum updated; returns the factors for O's two rows
-        local function softmax()
+        -- (half: the values of the block's second half are all masked, their P 0
+        -- without exponentials)
+        local function softmax(half)
           local scale_o, moved = {}, {}
           for r = 0, 1 do
             local mine = {}
             for i = 0, ns - 1 do
-              if row_index(i) == r + 1 then mine[#mine + 1] = i end
+              if row_index(i) == r + 1 then
+                if half and DELTA[i + 1] >= BN / 2 then accS[i] = 0.0 else mine[#mine + 1] = i end
+              end
             end
             local m = tree(mine, function(i) return accS[i] end, cute.max)
             m = cute.max(m, cute.shuffle_xor(m, 1))
@@ -748,6 +764,23 @@ local function build(cfg, trace_key)
         local function to_p()
           for i = 0, ns - 1 do tOrP[i] = accS[i]:to(dt) end
         end
+        -- block n's mask (where masked) and softmax; returns softmax's. cfg.half_masked
+        -- (lazy rescaling; M.half_masked_by_default): a warp whose rows keep no key of
+        -- the block's second half skips that half's exponentials (its P there is 0)
+        local function mask_softmax(n, masked)
+          if not masked then return softmax() end
+          local narrow = mask(n)
+          if not HALF then return softmax() end
+          local s1, s2, moved
+          if narrow.value ~= 0 then
+            local so, mv = softmax(true)
+            s1, s2, moved = so[1], so[2], mv
+          else
+            local so, mv = softmax()
+            s1, s2, moved = so[1], so[2], mv
+          end
+          return { s1, s2 }, moved
+        end
 
         if n_hi > n_lo then
           if PINGPONG and me == 1 and not PERSIST then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
@@ -764,8 +797,7 @@ local function build(cfg, trace_key)
           if TOV then clear_o() end
           pipeK:consumer_release(ck)
           ck:advance()
-          mask(n_lo)
-          softmax()
+          mask_softmax(n_lo, true)
           to_p()
           -- then each block's S is issued before the previous block's P V, and its
           -- softmax runs while that P V is in flight (masked: whether block n may
@@ -792,8 +824,7 @@ local function build(cfg, trace_key)
               pipeK:consumer_release(ck)
               ck:advance()
             end
-            if masked then mask(n) end
-            local scale_o, rescale = softmax()
+            local scale_o, rescale = mask_softmax(n, masked)
             if cfg.late_k then
               -- cfg.late_k (opt-in): K's stage released after the softmax, its arrive
               -- predicated on the row sums (true for any sum of exponentials, NaN
@@ -1015,10 +1046,10 @@ M.sm_count = sm_count
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
   "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k", "early_p", "wait_ns", "s_early" }
+  "unmasked_loop", "late_k", "early_p", "wait_ns", "s_early", "half_masked" }
 -- Those of them that plan checks to be booleans (bench/attention_config.lua reads them too).
 M.BOOLEAN_CONFIG_KEYS = { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k", "early_p", "s_early" }
+  "unmasked_loop", "late_k", "early_p", "s_early", "half_masked" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1290,6 +1321,23 @@ function M.s_early_by_default(pr, cfg)
   return cfg.pingpong and pr.d == 256 and pr.left == math.huge and pr.sk <= 2048 or false
 end
 
+--- Whether a warp whose rows keep no key of a masked block's second half skips
+-- that half's exponentials (config.half_masked) when opts.config does not say.
+-- Measured on the H200 (2026-11-30, thirteenth session, the suite's causal rows
+-- against a copy taking it, alternating processes, each variant first in one
+-- round of each pair): d 256 causal S 512 1.010 / 1.013 / 1.013 / 1.014x and d 64
+-- causal S 2048 (64-row tiles, three CTAs an SM) 1.003 / 1.007 / 1.011 / 1.007x in
+-- four rounds; d 64 causal S 512 1.001-1.004x, d 256 causal S 2048 0.994-1.005x
+-- (four rounds), d 128 causal S 512 0.98x, S 16384 1.007 / 1.010x and the other
+-- causal rows 0.986-1.004x (two rounds): not taken there.
+-- @param pr the problem (as M.plan's)
+-- @return true to skip the half-masked warps' exponentials
+-- @usage if M.half_masked_by_default(pr) then cfg.half_masked = true end
+function M.half_masked_by_default(pr)
+  if pr.right ~= 0 or pr.left < math.huge or pr.cu_q ~= nil then return false end
+  return (pr.d == 256 and pr.sk <= 512) or (pr.d == 64 and pr.sk > 1024 and pr.sk <= 2048)
+end
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -1364,6 +1412,7 @@ function M.plan(pr, opts)
   if given.unmasked_loop == nil and M.unmasked_loop_by_default(pr) then cfg.unmasked_loop = true end
   if given.early_p == nil and M.early_p_by_default(pr, cfg) then cfg.early_p = true end
   if given.s_early == nil and M.s_early_by_default(pr, cfg) then cfg.s_early = true end
+  if given.half_masked == nil and M.half_masked_by_default(pr) then cfg.half_masked = true end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it
   cfg.window = pr.left < math.huge or nil
@@ -1385,6 +1434,9 @@ function M.plan(pr, opts)
   if cfg.late_k then why = why .. ", K released after the softmax" end
   if cfg.early_p then why = why .. ", P converted before O's rescale" end
   if cfg.s_early and cfg.pingpong then why = why .. ", S issued before the ping-pong turn" end
+  if cfg.half_masked and cfg.lazy_rescale then
+    why = why .. ", half of a block's exponentials skipped where a warp's rows keep none of its keys"
+  end
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end
     local mc = cfg.max_ctas

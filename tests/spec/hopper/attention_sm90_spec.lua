@@ -50,7 +50,7 @@ local function tail(p)
   return (c.q_stages == 2 and "_q2" or "") .. (c.tile_overlap and "_tov" or "") .. (c.o_tma and "_otma" or "")
     .. (c.unmasked_loop and "_uloop" or "") .. (c.early_p and "_earlyp" or "")
     .. (c.wait_ns and "_wait" .. c.wait_ns or "")
-    .. (c.s_early and c.pingpong and "_searly" or "") .. "$"
+    .. (c.s_early and c.pingpong and "_searly" or "") .. (c.half_masked and c.lazy_rescale and "_half" or "") .. "$"
 end
 
 describe("cute.lib.attention_sm90 (CPU)", function()
@@ -356,7 +356,8 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         { d = 128, right = 0, persistent = true }, { d = 64, varlen = true, persistent = true } } do
         local p = assert(a90.plan(problem(o), { config = { persistent = o.persistent, o_tma = true } }))
         assert.matches("_otma" .. (p.config.unmasked_loop and "_uloop" or "") .. (p.config.early_p and "_earlyp" or "")
-          .. (p.config.s_early and p.config.pingpong and "_searly" or "") .. "$", p.kernel.name)
+          .. (p.config.s_early and p.config.pingpong and "_searly" or "") .. (p.config.half_masked and "_half" or "")
+          .. "$", p.kernel.name)
         assert.matches("O by TMA", p.why)
         local ptx = compiled(p, o.d)
         -- a strip of 64 columns is four stmatrix.x4 a warp and one TMA store a warpgroup
@@ -480,10 +481,11 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     -- (d 64: the unmasked blocks' loop and the masked one; d 256 causal: one loop)
     for _, c in ipairs { { d = 64, sq = 512, sk = 512, loops = 2 },
       { d = 256, sq = 512, sk = 512, right = 0, loops = 1 } } do
-      local off = assert(a90.plan(problem(c), { config = { s_early = false } }))
-      local on = assert(a90.plan(problem(c), { config = { s_early = true } }))
+      -- (half_masked, the default at d 256 causal S 512, kept off: one change at a time)
+      local off = assert(a90.plan(problem(c), { config = { s_early = false, half_masked = false } }))
+      local on = assert(a90.plan(problem(c), { config = { s_early = true, half_masked = false } }))
       -- (the default at d 256 up to 2048 keys, not at d 64: M.s_early_by_default)
-      assert.equal((c.d == 256 and on or off).kernel.name, assert(a90.plan(problem(c), {})).kernel.name)
+      assert.equal(c.d == 256, assert(a90.plan(problem(c), {})).config.s_early or false)
       assert.matches("_searly$", on.kernel.name)
       assert.matches("S issued before the ping%-pong turn", on.why)
       assert.is_nil(off.kernel.name:find("_searly", 1, true))
@@ -509,6 +511,40 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end))
   end)
 
+  it("config.half_masked: the masked blocks' softmax twice, the narrow one with half the exponentials", function()
+    -- (a warp-wide vote picks the narrow softmax: in the first block's and the loop's
+    -- masked blocks, beside the full ones)
+    local function count(ptx, pat) return select(2, ptx:gsub(pat, "")) end
+    local c = { d = 64, sq = 512, sk = 512, right = 0 }
+    local off = assert(a90.plan(problem(c), {}))
+    local on = assert(a90.plan(problem(c), { config = { half_masked = true } }))
+    assert.is_nil(off.kernel.name:find("_half", 1, true))
+    assert.matches("_half$", on.kernel.name)
+    assert.matches("half of a block's exponentials skipped where a warp's rows keep none of its keys", on.why, 1, true)
+    local p_off, p_on = compiled(off, 64), compiled(on, 64)
+    assert.equal(0, count(p_off, "vote%.sync%.all%.pred"))
+    assert.equal(2, count(p_on, "vote%.sync%.all%.pred"))
+    -- each narrow softmax: half of the block's 64 values a thread, and the two rows' rescale
+    local ex_off, ex_on = count(p_off, "ex2%.approx"), count(p_on, "ex2%.approx")
+    assert.equal(ex_off + 2 * (64 / 2 + 2), ex_on)
+    assert.equal(count(p_off, "wgmma%.mma_async"), count(p_on, "wgmma%.mma_async"))
+    -- the default under a causal mask at d 256 up to 512 keys and at d 64 from 1025 to
+    -- 2048 (M.half_masked_by_default), not elsewhere
+    for _, o in ipairs { { d = 256, sq = 512, sk = 512, right = 0, on = true },
+      { d = 64, sq = 2048, sk = 2048, right = 0, on = true }, { d = 256, sq = 2048, sk = 2048, right = 0 },
+      { d = 128, sq = 512, sk = 512, right = 0 }, { d = 256, sq = 512, sk = 512 } } do
+      local p = assert(a90.plan(problem(o), {}))
+      assert.equal(o.on or false, p.config.half_masked or false, o.d .. " " .. o.sk)
+      assert.equal(o.on or false, p.kernel.name:find("_half$") ~= nil, p.kernel.name)
+    end
+    -- only with lazy rescaling (the default wherever a mask is)
+    local eager = assert(a90.plan(problem(c), { config = { half_masked = true, lazy_rescale = false } }))
+    assert.is_nil(eager.kernel.name:find("_half", 1, true))
+    assert.matches("config.half_masked is 1, expected a boolean", H.error_of(function()
+      return a90.plan(problem(), { config = { half_masked = 1 } })
+    end))
+  end)
+
   it("config.unmasked_loop: the blocks that cross no edge without the mask's branch, without spills", function()
     -- the sections between S's wait (wait_group 1) and P V's (wait_group 0): a value's
     -- mask is a select of -inf (64 a thread at 128-key blocks), beside the softmax's two
@@ -526,12 +562,14 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
     for _, o in ipairs { { d = 64, b = 8, hq = 16, sq = 512, sk = 512 }, { d = 128, right = 0 },
       { d = 256, right = 0 }, { d = 64, right = 0, sq = 2048, sk = 2048 } } do
-      local p = assert(a90.plan(problem(o), { config = { unmasked_loop = true } }))
+      -- (half_masked off: its narrow softmax adds a branch to the masked blocks)
+      local p = assert(a90.plan(problem(o), { config = { unmasked_loop = true, half_masked = false } }))
       assert.matches("_uloop", p.kernel.name)
       assert.matches("the unmasked key blocks in a loop of their own", p.why)
       local ptx = compiled(p, o.d)
       local on = sections(ptx)
-      local off = sections(compiled(assert(a90.plan(problem(o), { config = { unmasked_loop = false } })), o.d))
+      local off = sections(compiled(assert(a90.plan(problem(o), { config = { unmasked_loop = false,
+        half_masked = false } })), o.d))
       assert.equal(#off + 1, #on, p.kernel.name) -- (two loops where there was one)
       assert.is_true(on[1].inf <= 2 and on[1].bra == 1, p.kernel.name .. ": " .. on[1].inf .. " -inf, " .. on[1].bra)
       assert.is_true(off[1].inf > 32 and off[1].bra == 2, p.kernel.name)
@@ -752,6 +790,12 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       s_early = true },
     { name = "head dim 256, 777 x 2048, causal, S issued before the turn", b = 1, sq = 777, sk = 2048, hq = 4,
       d = 256, causal = true, s_early = true },
+    { name = "head dim 64, S 512, causal, half-masked warps", b = 8, sq = 512, sk = 512, hq = 16, d = 64,
+      causal = true, half = true },
+    { name = "head dim 128, causal, Sq 3000 > Sk 1000 (masked rows), 7 CTAs, half-masked warps", sq = 3000,
+      sk = 1000, hq = 4, d = 128, causal = true, ctas = 7, half = true },
+    { name = "head dim 256, 777 x 2048, causal, half-masked warps", b = 1, sq = 777, sk = 2048, hq = 4,
+      d = 256, causal = true, half = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -769,7 +813,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
         tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop,
-        late_k = c.late_k, early_p = c.early_p, s_early = c.s_early }
+        late_k = c.late_k, early_p = c.early_p, s_early = c.s_early, half_masked = c.half }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")
@@ -778,6 +822,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       assert.equal("sm90", p.kernel_name, p.why)
       assert.matches("persistent", p.why)
       if c.s_early then assert.matches("_searly", p.kernel.name) end
+      if c.half then assert.matches("_half$", p.kernel.name) end
       local r = C.run(c)
       assert.is_true(r.rows > 0)
       if c.sq == 3000 then assert.is_true(r.masked_rows > 0) end

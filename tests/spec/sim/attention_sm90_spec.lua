@@ -31,7 +31,8 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       config = c.ctas and { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, o_vec = c.o_vec,
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
         pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov, o_tma = o_tma,
-        unmasked_loop = c.uloop, late_k = c.late_k, early_p = c.early_p, s_early = c.s_early }
+        unmasked_loop = c.uloop, late_k = c.late_k, early_p = c.early_p, s_early = c.s_early,
+        half_masked = c.half }
         or (c.o_vec ~= nil and { o_vec = c.o_vec, o_tma = false }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
@@ -202,6 +203,27 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       uloop = true, early_p = true, s_early = true, what = "S early persistent d64, two Qs" }
     run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
       pingpong = true, bm = 128, tov = true, s_early = true, what = "S early persistent causal, tiles overlapped" }
+  end)
+
+  it("config.half_masked: a warp whose rows keep none of a block's second half skips its exponentials", function()
+    -- causal diagonals on 128-key blocks (the first warpgroup's warps narrow), a
+    -- diagonal off the blocks' grid (Sq < Sk) and rows no key reaches (Sq > Sk), a
+    -- window, the persistent grid with overlapped tiles and the unmasked loop, d 256's
+    -- 64-key blocks and a packed batch
+    local half = { half_masked = true }
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, cfg = half, what = "half d64 causal" }
+    run { b = 1, sq = 200, sk = 333, hq = 2, hkv = 2, d = 64, causal = true, cfg = half,
+      what = "half d64 causal, Sq < Sk" }
+    local r = run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, cfg = half,
+      what = "half d128 causal, Sq > Sk" }
+    assert.is_true(r.masked_rows > 0)
+    run { b = 1, sq = 260, sk = 260, hq = 2, hkv = 1, d = 64, window = { 100, 0 }, cfg = half,
+      what = "half d64 window" }
+    run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
+      pingpong = true, bm = 128, tov = true, uloop = true, half = true, what = "half persistent causal, tov, uloop" }
+    run { b = 1, sq = 200, sk = 200, hq = 2, hkv = 1, d = 256, causal = true, ctas = 2, lpt = true, half = true,
+      what = "half persistent causal d256" }
+    run(packed { half = true, what = "half varlen causal" })
   end)
 
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
