@@ -195,7 +195,7 @@ local function kernel_name(cfg)
     .. ((cfg.q_stages or 1) > 1 and ("_q" .. cfg.q_stages) or "") .. (cfg.tile_overlap and "_tov" or "")
     .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "") .. (cfg.late_k and "_latek" or "")
     .. (cfg.early_p and "_earlyp" or "") .. (cfg.wait_ns and ("_wait" .. cfg.wait_ns) or "")
-    .. (cfg.s_early and cfg.pingpong and "_searly" or "") .. (cfg.half_masked and cfg.lazy_rescale and "_half" or "")
+    .. (cfg.s_early and cfg.pingpong and "_searly" or "") .. (cfg.half_masked and "_half" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -618,9 +618,9 @@ local function build(cfg, trace_key)
       local function consume(w, st, ahead, nxt)
         local q0, n_lo, n_hi, off, q_last = w.q0, w.n_lo, w.n_hi, w.off, w.q_last
         local Sq, Sk = w.Sq, w.Sk
-        -- cfg.half_masked (with lazy rescaling, which every masked default has;
-        -- declared here: the consumers' function is at Lua's limit of 60 upvalues)
-        local HALF = cfg.half_masked and cfg.lazy_rescale or false
+        -- cfg.half_masked (declared here: the consumers' function is at Lua's limit
+        -- of 60 upvalues)
+        local HALF = cfg.half_masked or false
         -- the previous tile's O (TOV: later, once no wgmma is in flight; defining an
         -- accumulator's registers while one is makes ptxas serialize every wgmma)
         local function clear_o()
@@ -765,19 +765,27 @@ local function build(cfg, trace_key)
           for i = 0, ns - 1 do tOrP[i] = accS[i]:to(dt) end
         end
         -- block n's mask (where masked) and softmax; returns softmax's. cfg.half_masked
-        -- (lazy rescaling; M.half_masked_by_default): a warp whose rows keep no key of
-        -- the block's second half skips that half's exponentials (its P there is 0)
+        -- (M.half_masked_by_default): a warp whose rows keep no key of the block's
+        -- second half skips that half's exponentials (its P there is 0)
         local function mask_softmax(n, masked)
           if not masked then return softmax() end
           local narrow = mask(n)
           if not HALF then return softmax() end
-          local s1, s2, moved
-          if narrow.value ~= 0 then
-            local so, mv = softmax(true)
-            s1, s2, moved = so[1], so[2], mv
+          local s1, s2, moved -- (moved: lazy rescaling's vote)
+          if LAZY then
+            if narrow.value ~= 0 then
+              local so, mv = softmax(true)
+              s1, s2, moved = so[1], so[2], mv
+            else
+              local so, mv = softmax()
+              s1, s2, moved = so[1], so[2], mv
+            end
+          elseif narrow.value ~= 0 then
+            local so = softmax(true)
+            s1, s2 = so[1], so[2]
           else
-            local so, mv = softmax()
-            s1, s2, moved = so[1], so[2], mv
+            local so = softmax()
+            s1, s2 = so[1], so[2]
           end
           return { s1, s2 }, moved
         end
@@ -1434,7 +1442,7 @@ function M.plan(pr, opts)
   if cfg.late_k then why = why .. ", K released after the softmax" end
   if cfg.early_p then why = why .. ", P converted before O's rescale" end
   if cfg.s_early and cfg.pingpong then why = why .. ", S issued before the ping-pong turn" end
-  if cfg.half_masked and cfg.lazy_rescale then
+  if cfg.half_masked then
     why = why .. ", half of a block's exponentials skipped where a warp's rows keep none of its keys"
   end
   if cfg.persistent then

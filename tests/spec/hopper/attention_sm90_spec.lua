@@ -50,7 +50,7 @@ local function tail(p)
   return (c.q_stages == 2 and "_q2" or "") .. (c.tile_overlap and "_tov" or "") .. (c.o_tma and "_otma" or "")
     .. (c.unmasked_loop and "_uloop" or "") .. (c.early_p and "_earlyp" or "")
     .. (c.wait_ns and "_wait" .. c.wait_ns or "")
-    .. (c.s_early and c.pingpong and "_searly" or "") .. (c.half_masked and c.lazy_rescale and "_half" or "") .. "$"
+    .. (c.s_early and c.pingpong and "_searly" or "") .. (c.half_masked and "_half" or "") .. "$"
 end
 
 describe("cute.lib.attention_sm90 (CPU)", function()
@@ -537,9 +537,13 @@ describe("cute.lib.attention_sm90 (CPU)", function()
       assert.equal(o.on or false, p.config.half_masked or false, o.d .. " " .. o.sk)
       assert.equal(o.on or false, p.kernel.name:find("_half$") ~= nil, p.kernel.name)
     end
-    -- only with lazy rescaling (the default wherever a mask is)
-    local eager = assert(a90.plan(problem(c), { config = { half_masked = true, lazy_rescale = false } }))
-    assert.is_nil(eager.kernel.name:find("_half", 1, true))
+    -- without lazy rescaling too (d 128 causal; its vote of moved maxima absent)
+    local eager = assert(a90.plan(problem { d = 128, right = 0 }, { config = { half_masked = true,
+      lazy_rescale = false } }))
+    assert.matches("_half$", eager.kernel.name)
+    local p_eager = compiled(eager, 128)
+    assert.is_true(count(p_eager, "vote%.sync%.all%.pred") >= 2)
+    assert.equal(0, count(p_eager, "vote%.sync%.any%.pred"))
     assert.matches("config.half_masked is 1, expected a boolean", H.error_of(function()
       return a90.plan(problem(), { config = { half_masked = 1 } })
     end))

@@ -214,8 +214,8 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
     run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, cfg = half, what = "half d64 causal" }
     run { b = 1, sq = 200, sk = 333, hq = 2, hkv = 2, d = 64, causal = true, cfg = half,
       what = "half d64 causal, Sq < Sk" }
-    local r = run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true, cfg = half,
-      what = "half d128 causal, Sq > Sk" }
+    local r = run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 1, d = 128, causal = true,
+      cfg = { half_masked = true, lazy_rescale = false }, what = "half d128 causal, Sq > Sk, eager rescaling" }
     assert.is_true(r.masked_rows > 0)
     run { b = 1, sq = 260, sk = 260, hq = 2, hkv = 1, d = 64, window = { 100, 0 }, cfg = half,
       what = "half d64 window" }
