@@ -800,6 +800,8 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       sk = 1000, hq = 4, d = 128, causal = true, ctas = 7, half = true },
     { name = "head dim 256, 777 x 2048, causal, half-masked warps", b = 1, sq = 777, sk = 2048, hq = 4,
       d = 256, causal = true, half = true },
+    { name = "head dim 128, S 1000, causal, eager rescaling, half-masked warps", b = 2, sq = 1000, sk = 1000, hq = 8,
+      d = 128, causal = true, half = true, lazy = false },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -817,7 +819,7 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
         tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop,
-        late_k = c.late_k, early_p = c.early_p, s_early = c.s_early, half_masked = c.half }
+        late_k = c.late_k, early_p = c.early_p, s_early = c.s_early, half_masked = c.half, lazy_rescale = c.lazy }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")
