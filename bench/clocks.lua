@@ -89,24 +89,25 @@ local function attention()
   report("cutelua", sampled(loop(function() A.forward(Q, K, V, O, opts) end)))
   for _, t in ipairs { Q, K, V, O, LSE } do t:free() end
   -- (torch's process starts the sampler itself, once it is set up: its import takes seconds)
+  -- (the script starts at column 0: Python reads its indentation)
   local py = string.format([[
-  import subprocess, sys, time, torch
-  from torch.nn.attention import SDPBackend, sdpa_kernel
-  q, k, v = (torch.randn(%d, %d, %d, %d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-  with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-      torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=%s)
-      torch.cuda.synchronize()
-      smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                              "-lms", "100"], stdout=open(sys.argv[1], "w"), stderr=subprocess.DEVNULL)
-      t0, calls = time.time(), 0
-      while time.time() - t0 < %d:
-          for _ in range(20):
-              torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=%s)
-          torch.cuda.synchronize()
-          calls += 20
-      smi.terminate()
-      print(calls, int((time.time() - t0) * 1e9))
-  ]], b, h, s, d, causal and "True" or "False", secs, causal and "True" or "False"):gsub("\n  ", "\n"):gsub("^  ", "")
+import subprocess, sys, time, torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(%d, %d, %d, %d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=%s)
+    torch.cuda.synchronize()
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                            "-lms", "100"], stdout=open(sys.argv[1], "w"), stderr=subprocess.DEVNULL)
+    t0, calls = time.time(), 0
+    while time.time() - t0 < %d:
+        for _ in range(20):
+            torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=%s)
+        torch.cuda.synchronize()
+        calls += 20
+    smi.terminate()
+    print(calls, int((time.time() - t0) * 1e9))
+  ]], b, h, s, d, causal and "True" or "False", secs, causal and "True" or "False")
   local f = os.tmpname()
   local fh = assert(io.open(f, "w"))
   fh:write(py)

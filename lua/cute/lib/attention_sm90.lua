@@ -34,8 +34,9 @@
 -- views with D contiguous: a variable-length batch is B = 1 and S = the
 -- packed total, its sequences found by the offsets cu_q, cu_k.
 --
--- config.persistent (opt-in): a persistent grid, one CTA an SM walking the
--- (query block, head, batch) work tiles (longest first under a causal mask),
+-- config.persistent (the default at short lengths: M.persistent_by_default): a
+-- persistent grid, one CTA an SM walking the (query block, head, batch) work
+-- tiles (longest first under a causal mask),
 -- the rings' phases and the ping-pong turns carried from tile to tile, Q
 -- released by the consumers after a tile's last S so that the next tile's Q
 -- and first K/V load during its last P V and epilogue.
@@ -813,9 +814,9 @@ local function build(cfg, trace_key)
           local function block(n, masked)
             pipeK:consumer_wait(ck)
             if cfg.s_early and PINGPONG then
-              -- cfg.s_early (opt-in, ping-pong): S issued as soon as K is in, before
-              -- the turn, which then holds only the previous block's P V (without
-              -- ping-pong there is no turn: the default's code, as its name says)
+              -- cfg.s_early (ping-pong; M.s_early_by_default): S issued as soon as K
+              -- is in, before the turn, which then holds only the previous block's
+              -- P V (without ping-pong there is no turn: the same code, as the name says)
               issue_s(ck.index)
               pipeV:consumer_wait(cv)
               my_turn()
