@@ -197,6 +197,7 @@ local function kernel_name(cfg)
     .. (cfg.o_tma and "_otma" or "") .. (cfg.unmasked_loop and "_uloop" or "") .. (cfg.late_k and "_latek" or "")
     .. (cfg.early_p and "_earlyp" or "") .. (cfg.wait_ns and ("_wait" .. cfg.wait_ns) or "")
     .. (cfg.s_early and cfg.pingpong and "_searly" or "") .. (cfg.half_masked and "_half" or "")
+    .. (cfg.narrow_diag and "_narrow" or "")
 end
 
 -- A CTA's shared memory at most on sm_90, in KiB.
@@ -277,6 +278,14 @@ local function build(cfg, trace_key)
     err.raise("attention_sm90: %d CTAs an SM need %d x %.0f KiB of shared memory (an SM has 228 KiB): fewer CTAs, "
       .. "stages or keys a block", CTAS, CTAS, smem_kib)
   end
+  -- cfg.narrow_diag (d 64, ping-pong): where none of a warpgroup's 64 rows keeps a key
+  -- of a block's second half (a causal diagonal's first rows), its S and P V of that
+  -- block at half width (a whole wgmma group chosen at run time)
+  local NARROW = cfg.narrow_diag
+  if NARROW and (D ~= 64 or not PINGPONG or BN % 32 ~= 0 or TOV) then
+    err.raise("attention_sm90: config.narrow_diag takes head dim 64, ping-pong and key blocks of a multiple of 32, "
+      .. "without config.tile_overlap")
+  end
   check_p_layout(BN)
   local DELTA = column_deltas(BN)
   local opS, opO = ops(dt, BN, D)
@@ -296,6 +305,25 @@ local function build(cfg, trace_key)
   local layK = wg.make_smem_layout_b(K_, { BM, BN, D }, dt, STAGES)
   local layV = wg.make_smem_layout_b(MN_, { BM, D, BN }, dt, STAGES)
   local layOnes = SUM_MMA and wg.make_smem_layout_b(K_, { BM, 8, BN }, dt)
+  -- (the consumers' in one table: their function is at Lua's limit of 60 upvalues)
+  local lay = { q = layQ, k = layK, v = layV, ones = layOnes }
+  -- (cfg.narrow_diag) K's first BN / 2 rows of stage s as stage 2 s of BN / 2-row
+  -- stages: at d 64 (one 128-byte row of D) the rows lie in the same places
+  local narrow_ops
+  if NARROW then
+    local layKn = wg.make_smem_layout_b(K_, { BM, BN / 2, D }, dt, 2 * STAGES)
+    for s = 0, STAGES - 1 do
+      for r = 0, BN / 2 - 1 do
+        for c = 0, D - 1, 8 do
+          if layKn({ r, c, 2 * s }) ~= layK({ r, c, s }) then
+            err.raise("attention_sm90: K's half-width view differs at row %d, column %d, stage %d", r, c, s)
+          end
+        end
+      end
+    end
+    narrow_ops = { lay = layKn, mma = cute.make_tiled_mma(cute.make_mma_atom(wg.MmaF16BF16Op(dt, cute.f32,
+      { 64, BN / 2, 16 }, wg.OperandSource.SMEM, K_, K_)), { BM / 64, 1, 1 }) }
+  end
   -- the TMA boxes: 64 elements of D (one 128-byte swizzle row) x rows; box j
   -- (D from 64 j) lands at element j * rows * 64 of its tile in every layout
   local dboxes = D / 64
@@ -458,9 +486,9 @@ local function build(cfg, trace_key)
     else
       A.setmaxnreg_inc(CONSUMER_REGS)
       local ct = tid - 128
-      local sQ = cute.make_tensor(sQ_raw:ptr_at(0), layQ)
-      local sK = cute.make_tensor(sK_raw:ptr_at(0), layK)
-      local sV = cute.make_tensor(sV_raw:ptr_at(0), layV)
+      local sQ = cute.make_tensor(sQ_raw:ptr_at(0), lay.q)
+      local sK = cute.make_tensor(sK_raw:ptr_at(0), lay.k)
+      local sV = cute.make_tensor(sV_raw:ptr_at(0), lay.v)
       local thrS = mmaS:get_slice(ct)
       local thrO = mmaO:get_slice(ct)
       -- The wgmma descriptors in uniform registers. Sliced for thread ct, the
@@ -489,6 +517,21 @@ local function build(cfg, trace_key)
       local tOcO = thrO:partition_C(cO)
       local accO = thrO:make_fragment_C(tOcO)
       local ns, no = cute.size(accS), cute.size(accO)
+      -- (cfg.narrow_diag) the half-width S's operands (uniform descriptors, as above)
+      -- and its accumulator: the first BN / 4 values of accS, S's first BN / 2 columns
+      local NW
+      if narrow_ops then
+        for i = 0, ns - 1 do
+          if (i < ns / 2) ~= (DELTA[i + 1] < BN / 2) then
+            err.raise("attention_sm90: S's value %d is not in the half its index says", i)
+          end
+        end
+        local m = narrow_ops.mma
+        local qn, kn, tn = m:get_slice(cute.shuffle(ct / 128, 0) * 128), m:get_slice(0), m:get_slice(ct)
+        NW = { mma = m, q = qn:make_fragment_A(qn:partition_A(sQ)),
+          k = kn:make_fragment_B(kn:partition_B(cute.make_tensor(sK_raw:ptr_at(0), narrow_ops.lay))),
+          acc = tn:make_fragment_C(tn:partition_C(cute.make_identity_tensor({ BM, BN / 2 }))) }
+      end
       accO:fill(0.0)
       local accL, tLsOnes -- (cfg.sum_mma) the row sums' accumulator (4 a thread) and the ones
       if SUM_MMA then
@@ -499,7 +542,7 @@ local function build(cfg, trace_key)
         accL = thrL:make_fragment_C(thrL:partition_C(cute.make_identity_tensor({ BM, 8 })))
         accL:fill(0.0)
         local oneL = mmaL:get_slice(0)
-        tLsOnes = oneL:make_fragment_B(oneL:partition_B(cute.make_tensor(sOnes_raw:ptr_at(0), layOnes)))
+        tLsOnes = oneL:make_fragment_B(oneL:partition_B(cute.make_tensor(sOnes_raw:ptr_at(0), lay.ones)))
       end
       -- the thread's two rows (r = 0, 1: values with (i // 2) % 2 == r): running max
       -- (scaled to log2 units) and sum
@@ -647,33 +690,63 @@ local function build(cfg, trace_key)
         st.ck = st.ck or P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
         st.cv = st.cv or P.make_pipeline_state(P.PipelineUserType.Consumer, STAGES)
         local ck, cv = st.ck, st.cv
-        -- S = Q K^T for the K tile in stage st, issued (not waited for)
-        local function issue_s(s)
-          A.warpgroup_fence_operand(accS)
-          A.warpgroup_fence()
-          for kb = 0, D / 16 - 1 do
-            mmaS:set(wg.Field.ACCUMULATE, kb > 0)
-            cute.gemm(mmaS, accS, QST > 1 and tSsQ[{ _, _, kb, cq.index }] or tSsQ[{ _, _, kb }], tSsK[{ _, _, kb, s }],
-              accS)
-          end
-          A.warpgroup_commit_group()
-        end
-        -- O += P V for the V tile in stage st, issued
-        local function issue_o(s)
-          A.warpgroup_fence_operand(accO)
-          A.warpgroup_fence()
-          for kb = 0, BN / 16 - 1 do
-            mmaO:set(wg.Field.ACCUMULATE, true)
-            cute.gemm(mmaO, accO, tOrP[{ _, _, kb }], tOsV[{ _, _, kb, s }], accO)
-          end
-          if SUM_MMA then
-            A.warpgroup_fence_operand(accL)
-            for kb = 0, BN / 16 - 1 do
-              mmaL:set(wg.Field.ACCUMULATE, true)
-              cute.gemm(mmaL, accL, tOrP[{ _, _, kb }], tLsOnes[{ _, _, kb }], accL)
+        -- S = Q K^T for the K tile in stage st, issued (not waited for); (cfg.narrow_diag)
+        -- nar (a Lua value): S's first BN / 2 columns only
+        local function issue_s(s, nar)
+          local function go(mma, acc, q, k, ks)
+            A.warpgroup_fence_operand(acc)
+            A.warpgroup_fence()
+            for kb = 0, D / 16 - 1 do
+              mma:set(wg.Field.ACCUMULATE, kb > 0)
+              cute.gemm(mma, acc, QST > 1 and q[{ _, _, kb, cq.index }] or q[{ _, _, kb }], k[{ _, _, kb, ks }], acc)
             end
+            A.warpgroup_commit_group()
           end
-          A.warpgroup_commit_group()
+          if nar then go(NW.mma, NW.acc, NW.q, NW.k, 2 * s) else go(mmaS, accS, tSsQ, tSsK, s) end
+        end
+        -- (cfg.narrow_diag) once S is done: a half-width S's values into accS's first
+        -- BN / 4 (its first BN / 2 columns; the rest are masked)
+        local function s_done(nar)
+          if nar then
+            A.warpgroup_fence_operand(NW.acc)
+            for i = 0, ns / 2 - 1 do accS[i] = NW.acc[i] end
+          end
+        end
+        -- (cfg.narrow_diag) whether none of this warpgroup's rows keeps a key of block
+        -- n's second half (a run-time bool; nil without it or where unmasked): its last
+        -- row's last key (the diagonal's, or the sequence's) is in the first half. Such a
+        -- block is the warpgroup's last (the next block's keys are past its rows), and
+        -- the tile's (the other warpgroup's rows, 64 further, end within this block)
+        local function narrow_at(n, masked)
+          if NW and masked then return cute.min(q0 + me * 64 + 63 + off + right, Sk.value - 1) < n * BN + BN / 2 end
+          return nil
+        end
+        -- O += P V for the V tile in stage st, issued; (cfg.narrow_diag) nar: nil, or
+        -- a run-time bool: P's first BN / 2 columns only where it holds (the rest are 0)
+        local function issue_o(s, nar)
+          local function go(nk)
+            A.warpgroup_fence_operand(accO)
+            A.warpgroup_fence()
+            for kb = 0, nk - 1 do
+              mmaO:set(wg.Field.ACCUMULATE, true)
+              cute.gemm(mmaO, accO, tOrP[{ _, _, kb }], tOsV[{ _, _, kb, s }], accO)
+            end
+            if SUM_MMA then
+              A.warpgroup_fence_operand(accL)
+              for kb = 0, nk - 1 do
+                mmaL:set(wg.Field.ACCUMULATE, true)
+                cute.gemm(mmaL, accL, tOrP[{ _, _, kb }], tLsOnes[{ _, _, kb }], accL)
+              end
+            end
+            A.warpgroup_commit_group()
+          end
+          if nar == nil then
+            go(BN / 16)
+          elseif nar then
+            go(BN / 32)
+          else
+            go(BN / 16)
+          end
         end
         -- the mask of key block n (keys past the sequence's end, outside the window
         -- around the diagonal as -inf), only on the blocks that cross an edge: a
@@ -793,15 +866,36 @@ local function build(cfg, trace_key)
 
         if n_hi > n_lo then
           if PINGPONG and me == 1 and not PERSIST then cute.barrier(1, consumers, "arrive") end -- warpgroup 0 starts
+          -- (cfg.narrow_diag) whether the P V in flight or next is at half width
+          local pv_nar = NW and cute.var(cute.i32, 0)
+          local function set_pv_nar(nar)
+            if nar ~= nil then
+              if nar then pv_nar.value = 1 else pv_nar.value = 0 end
+            end
+          end
+          local function pv_narrow() if NW then return pv_nar.value ~= 0 end end
           -- the first block: S, its softmax, P (O is still zero: no rescale)
-          local function first_s()
+          local function first_s(nar)
             pipeK:consumer_wait(ck)
             my_turn()
-            issue_s(ck.index)
+            issue_s(ck.index, nar)
             their_turn()
           end
-          if not (TOV and ahead) then first_s() end -- (ahead: issued with the previous tile's last P V)
-          A.warpgroup_wait_group(0)
+          if NW then
+            -- (cfg.narrow_diag: each choice with its wait, so that no wgmma is in flight
+            -- where the branches join, which makes ptxas serialize them, C7515)
+            local function first_nw(nar)
+              first_s(nar)
+              A.warpgroup_wait_group(0)
+              s_done(nar)
+            end
+            local nar0 = narrow_at(n_lo, true)
+            if nar0 then first_nw(true) else first_nw(false) end
+            set_pv_nar(nar0)
+          else
+            if not (TOV and ahead) then first_s() end -- (ahead: issued with the previous tile's last P V)
+            A.warpgroup_wait_group(0)
+          end
           A.warpgroup_fence_operand(accS)
           if TOV then clear_o() end
           pipeK:consumer_release(ck)
@@ -811,23 +905,29 @@ local function build(cfg, trace_key)
           -- then each block's S is issued before the previous block's P V, and its
           -- softmax runs while that P V is in flight (masked: whether block n may
           -- cross an edge, its mask then tested at run time)
-          local function block(n, masked)
+          -- ((cfg.narrow_diag) nar, a Lua value: whether S and P V are at half width)
+          local function body(n, masked, nar)
             pipeK:consumer_wait(ck)
-            if cfg.s_early and PINGPONG then
-              -- cfg.s_early (ping-pong; M.s_early_by_default): S issued as soon as K
-              -- is in, before the turn, which then holds only the previous block's
-              -- P V (without ping-pong there is no turn: the same code, as the name says)
-              issue_s(ck.index)
-              pipeV:consumer_wait(cv)
-              my_turn()
-            else
-              pipeV:consumer_wait(cv)
-              my_turn()
-              issue_s(ck.index)
+            local function turn()
+              if cfg.s_early and PINGPONG then
+                -- cfg.s_early (ping-pong; M.s_early_by_default): S issued as soon as K
+                -- is in, before the turn, which then holds only the previous block's
+                -- P V (without ping-pong there is no turn: the same code, as the name says)
+                issue_s(ck.index, nar)
+                pipeV:consumer_wait(cv)
+                my_turn()
+              else
+                pipeV:consumer_wait(cv)
+                my_turn()
+                issue_s(ck.index, nar)
+              end
+              issue_o(cv.index)
+              their_turn()
+              A.warpgroup_wait_group(1) -- S is done; P V may be in flight
+              s_done(nar)
             end
-            issue_o(cv.index)
-            their_turn()
-            A.warpgroup_wait_group(1) -- S is done; P V may be in flight
+            turn()
+            set_pv_nar(nar)
             A.warpgroup_fence_operand(accS)
             if not cfg.late_k then
               pipeK:consumer_release(ck)
@@ -865,6 +965,22 @@ local function build(cfg, trace_key)
             if not LAZY or rescale then rescale_o() end
             if not cfg.early_p then to_p() end
           end
+          -- (cfg.narrow_diag) last: the tile's last block, where a warpgroup may narrow;
+          -- the whole block in each branch, so that no wait is hoisted to their join
+          local function block(n, masked, last)
+            local nar = narrow_at(n, masked and last)
+            if nar == nil then body(n, masked) elseif nar then body(n, masked, true) else body(n, masked, false) end
+          end
+          -- the masked blocks from n0 on; (cfg.narrow_diag) the last apart, the only one
+          -- where a warpgroup may narrow (narrow_at), so that the loop has no choice in it
+          local function masked_blocks(n0)
+            if NW then
+              for n in cute.range(n0, n_hi - 1) do block(n, true) end
+              if n_hi - 1 >= n0 then block(n_hi - 1, true, true) end
+            else
+              for n in cute.range(n0, n_hi) do block(n, true) end
+            end
+          end
           if UNMASKED_LOOP then
             -- cfg.unmasked_loop (the default at d 64 and 128): the blocks before the
             -- first that crosses the sequence's end or the right bound (causal: the
@@ -872,9 +988,9 @@ local function build(cfg, trace_key)
             -- and its branch; the rest as before
             local split = cute.min(cute.max(cute.min(Sk.value / BN, (q0 + off + right + 1) / BN), n_lo + 1), n_hi)
             for n in cute.range(n_lo + 1, split) do block(n, false) end
-            for n in cute.range(split, n_hi) do block(n, true) end
+            masked_blocks(split)
           else
-            for n in cute.range(n_lo + 1, n_hi) do block(n, true) end
+            masked_blocks(n_lo + 1)
           end
           if PERSIST then release_q() end
           -- the last block's P V (TOV: with the next tile's first S, its Q and K waited
@@ -888,7 +1004,7 @@ local function build(cfg, trace_key)
             pipeK:consumer_wait(ck)
           end
           my_turn()
-          issue_o(cv.index)
+          issue_o(cv.index, pv_narrow())
           if TOV then issue_s(ck.index) end
           their_turn()
           if TOV and nxt then A.warpgroup_wait_group(1) else A.warpgroup_wait_group(0) end
@@ -1055,10 +1171,10 @@ M.sm_count = sm_count
 -- The fields of the Hopper kernel's opts.config.
 M.CONFIG_KEYS = { "bm", "bn", "stages", "pingpong", "persistent", "lpt", "lpt_group", "max_ctas", "o_vec",
   "uniform_desc", "lazy_rescale", "poly_exp2", "sum_mma", "ctas_per_sm", "q_stages", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k", "early_p", "wait_ns", "s_early", "half_masked" }
+  "unmasked_loop", "late_k", "early_p", "wait_ns", "s_early", "half_masked", "narrow_diag" }
 -- Those of them that plan checks to be booleans (bench/attention_config.lua reads them too).
 M.BOOLEAN_CONFIG_KEYS = { "o_vec", "uniform_desc", "lazy_rescale", "sum_mma", "tile_overlap", "o_tma",
-  "unmasked_loop", "late_k", "early_p", "s_early", "half_masked" }
+  "unmasked_loop", "late_k", "early_p", "s_early", "half_masked", "narrow_diag" }
 
 --- The (batch, head) pairs of a group of the persistent grid's longest-first
 -- order (config.lpt): as many as the K and V of their KV heads fit in half the
@@ -1347,6 +1463,21 @@ function M.half_masked_by_default(pr)
   return (pr.d == 256 and pr.sk <= 512) or (pr.d == 64 and pr.sk > 1024 and pr.sk <= 2048)
 end
 
+--- Whether the Hopper kernel takes a warpgroup's S and P V at half width in a block
+-- where its rows keep none of the second half's keys (config.narrow_diag) when
+-- opts.config does not say: under a causal mask (fixed lengths, no window) at head
+-- dim 64 beyond 2048 keys, in ping-pong tiles on a grid of a CTA a tile (H200,
+-- 2026-11-30: 1.003-1.008x at 8192 and 16384 keys; on the persistent grid at 512 keys
+-- 0.88-0.92x: docs/attention.md, "Narrow diagonals").
+-- @param pr the problem
+-- @param cfg the configuration so far (pingpong, persistent, tile_overlap, bn)
+-- @return a boolean
+-- @usage if M.narrow_diag_by_default(pr, cfg) then cfg.narrow_diag = true end
+function M.narrow_diag_by_default(pr, cfg)
+  if pr.right ~= 0 or pr.left < math.huge or pr.cu_q ~= nil or pr.d ~= 64 or pr.sk <= 2048 then return false end
+  return (cfg.pingpong and not cfg.persistent and not cfg.tile_overlap and cfg.bn % 32 == 0) or false
+end
+
 --- The launch of a problem: {kernel, args, grid, block, config, why}, or
 -- nil and why not.
 -- problem fields: dtype ("bf16"/"f16"), d, batch, hq, hkv, sq, sk (the
@@ -1422,6 +1553,7 @@ function M.plan(pr, opts)
   if given.early_p == nil and M.early_p_by_default(pr, cfg) then cfg.early_p = true end
   if given.s_early == nil and M.s_early_by_default(pr, cfg) then cfg.s_early = true end
   if given.half_masked == nil and M.half_masked_by_default(pr) then cfg.half_masked = true end
+  if given.narrow_diag == nil and M.narrow_diag_by_default(pr, cfg) then cfg.narrow_diag = true end
   cfg.dtype, cfg.d, cfg.varlen = pr.dtype, pr.d, pr.cu_q ~= nil
   -- a window's left edge (keys before it masked): only then does the kernel test it
   cfg.window = pr.left < math.huge or nil
@@ -1445,6 +1577,9 @@ function M.plan(pr, opts)
   if cfg.s_early and cfg.pingpong then why = why .. ", S issued before the ping-pong turn" end
   if cfg.half_masked then
     why = why .. ", half of a block's exponentials skipped where a warp's rows keep none of its keys"
+  end
+  if cfg.narrow_diag then
+    why = why .. ", a warpgroup's S and P V at half width where its rows keep none of a block's second half"
   end
   if cfg.persistent then
     if cfg.lpt == nil then cfg.lpt = pr.right < math.huge and pr.left == math.huge end

@@ -549,6 +549,48 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end))
   end)
 
+  it("config.narrow_diag: a warpgroup's S and P V of a masked block at half width, chosen with their waits",
+    function()
+      -- (S at m64n64 in the first block and the loop's, each choice with its own wait;
+      -- P V at half the k-blocks in the tile's last; no wgmma serialised: compiled)
+      local function count(ptx, pat) return select(2, ptx:gsub(pat, "")) end
+      local c = { d = 64, sq = 512, sk = 512, right = 0 }
+      local off = assert(a90.plan(problem(c), {}))
+      local on = assert(a90.plan(problem(c), { config = { narrow_diag = true } }))
+      assert.is_nil(off.kernel.name:find("_narrow", 1, true))
+      assert.matches("_narrow$", on.kernel.name)
+      assert.matches("a warpgroup's S and P V at half width where its rows keep none of a block's second half", on.why,
+        1, true)
+      local p_off, p_on = compiled(off, 64), compiled(on, 64)
+      local n128, n64 = "wgmma%.mma_async%.sync%.aligned%.m64n128k16", "wgmma%.mma_async%.sync%.aligned%.m64n64k16"
+      -- S (m64n128): d / 16 = 4 a block, in the first block and the loop; P V (m64n64: N
+      -- = d): BN / 16 = 8, in the loop and the tile's last
+      assert.equal(2 * 4, count(p_off, n128))
+      assert.equal(2 * 8, count(p_off, n64))
+      -- narrow: the tile's last masked block out of the loop, its turn twice (S full or
+      -- narrow, m64n64, each with the previous P V); the first block's S either way; the
+      -- tile's last P V whole or of half the k-blocks
+      assert.equal(3 * 4, count(p_on, n128))
+      assert.equal(3 * 8 + 2 * 4 + 8 + 4, count(p_on, n64))
+      -- the default under a causal mask at head dim 64 beyond 2048 keys (a CTA a tile),
+      -- not up to 2048 (the persistent grid, or few tiles), without a mask or at d 128
+      for _, o in ipairs { { d = 64, sq = 8192, sk = 8192, right = 0, on = true },
+        { d = 64, sq = 4096, sk = 4096, right = 0, on = true }, { d = 64, sq = 512, sk = 512, right = 0 },
+        { d = 64, sq = 512, sk = 512, right = 0, b = 32, hq = 32 },
+        { d = 64, sq = 8192, sk = 8192 }, { d = 128, sq = 8192, sk = 8192, right = 0 } } do
+        local p = assert(a90.plan(problem(o), {}))
+        assert.equal(o.on or false, p.config.narrow_diag or false, o.d .. " " .. o.sk)
+        assert.equal(o.on or false, p.kernel.name:find("_narrow$") ~= nil, p.kernel.name)
+      end
+      -- only with head dim 64 and ping-pong tiles
+      assert.matches("config.narrow_diag takes head dim 64, ping%-pong", H.error_of(function()
+        return a90.plan(problem { d = 128, right = 0 }, { config = { narrow_diag = true } })
+      end))
+      assert.matches("config.narrow_diag is 1, expected a boolean", H.error_of(function()
+        return a90.plan(problem(), { config = { narrow_diag = 1 } })
+      end))
+    end)
+
   it("config.unmasked_loop: the blocks that cross no edge without the mask's branch, without spills", function()
     -- the sections between S's wait (wait_group 1) and P V's (wait_group 0): a value's
     -- mask is a select of -inf (64 a thread at 128-key blocks), beside the softmax's two
@@ -802,6 +844,12 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       d = 256, causal = true, half = true },
     { name = "head dim 128, S 1000, causal, eager rescaling, half-masked warps", b = 2, sq = 1000, sk = 1000, hq = 8,
       d = 128, causal = true, half = true, lazy = false },
+    { name = "head dim 64, S 512, causal, narrow diagonals", b = 8, sq = 512, sk = 512, hq = 16, d = 64,
+      causal = true, narrow = true },
+    { name = "head dim 64, 900 x 1000, causal, narrow diagonals, half-masked warps", b = 3, sq = 900, sk = 1000,
+      hq = 16, d = 64, causal = true, narrow = true, half = true },
+    { name = "head dim 64, causal, Sq 3000 > Sk 1000 (masked rows), 7 CTAs, narrow diagonals", sq = 3000, sk = 1000,
+      hq = 4, d = 64, causal = true, ctas = 7, narrow = true },
     { name = "head dim 64, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 64 },
     { name = "head dim 128, S 2048", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128 },
     { name = "head dim 128, S 2048, causal", b = 2, sq = 2048, sk = 2048, hq = 16, d = 128, causal = true },
@@ -819,7 +867,8 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
         tile_overlap = c.tov, o_tma = c.o_tma, unmasked_loop = c.uloop,
-        late_k = c.late_k, early_p = c.early_p, s_early = c.s_early, half_masked = c.half, lazy_rescale = c.lazy }
+        late_k = c.late_k, early_p = c.early_p, s_early = c.s_early, half_masked = c.half, lazy_rescale = c.lazy,
+        narrow_diag = c.narrow }
       c.opts = { causal = c.causal, window = c.window, config = cfg }
       c.samples = 300
       local Q = cute.fake_tensor(cute.bf16, { 1, 64, c.hq, c.d }, "row")
@@ -828,7 +877,8 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
       assert.equal("sm90", p.kernel_name, p.why)
       assert.matches("persistent", p.why)
       if c.s_early then assert.matches("_searly", p.kernel.name) end
-      if c.half then assert.matches("_half$", p.kernel.name) end
+      if c.half then assert.matches("_half", p.kernel.name) end
+      if c.narrow then assert.matches("_narrow$", p.kernel.name) end
       local r = C.run(c)
       assert.is_true(r.rows > 0)
       if c.sq == 3000 then assert.is_true(r.masked_rows > 0) end

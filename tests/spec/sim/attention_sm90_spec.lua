@@ -32,12 +32,13 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
         lazy_rescale = c.lazy, uniform_desc = c.udesc, sum_mma = c.sum_mma, bm = c.bm, bn = c.bn,
         pingpong = c.pingpong, ctas_per_sm = c.cps, q_stages = c.q_stages, tile_overlap = c.tov, o_tma = o_tma,
         unmasked_loop = c.uloop, late_k = c.late_k, early_p = c.early_p, s_early = c.s_early,
-        half_masked = c.half }
+        half_masked = c.half, narrow_diag = c.narrow }
         or (c.o_vec ~= nil and { o_vec = c.o_vec, o_tma = false }) or c.cfg }
     local p = cute.lib.attention.plan(Q, K, V, O, opts)
     assert.equal("sm90", p.kernel_name, p.why)
     -- (a case of config.s_early runs the ping-pong tiles it changes)
     if (opts.config or {}).s_early then assert.matches("_searly", p.kernel.name) end
+    if (opts.config or {}).narrow_diag then assert.matches("_narrow", p.kernel.name) end
     if c.ctas then -- a persistent grid of c.ctas CTAs, each walking several tiles
       assert.same({ c.ctas, 1, 1 }, p.grid)
       assert.matches("persistent: " .. c.ctas .. " CTAs", p.why)
@@ -225,6 +226,28 @@ describe("cute.lib.attention_sm90 (on the simulator as sm_90a)", function()
       what = "half persistent causal d256" }
     run(packed { half = true, what = "half varlen causal" })
   end)
+
+  it("config.narrow_diag: a warpgroup's S and P V at half width where its rows keep no key of the block's second half",
+    function()
+      -- causal diagonals on the blocks' grid and off it (Sq < Sk), rows no key reaches
+      -- (Sq > Sk) with eager rescaling, a window with half-masked warps, the sequence's
+      -- end in a block's first half (no mask: both warpgroups narrow), the persistent grid
+      -- with two Qs and the unmasked loop, a packed batch
+      local narrow = { narrow_diag = true }
+      run { b = 2, sq = 256, sk = 256, hq = 2, hkv = 1, d = 64, causal = true, cfg = narrow,
+        what = "narrow d64 causal" }
+      run { b = 1, sq = 200, sk = 333, hq = 2, hkv = 2, d = 64, causal = true, cfg = narrow,
+        what = "narrow d64 causal, Sq < Sk" }
+      local r = run { b = 1, sq = 300, sk = 180, hq = 2, hkv = 1, d = 64, causal = true,
+        cfg = { narrow_diag = true, lazy_rescale = false }, what = "narrow d64 causal, Sq > Sk, eager rescaling" }
+      assert.is_true(r.masked_rows > 0)
+      run { b = 1, sq = 260, sk = 260, hq = 2, hkv = 1, d = 64, window = { 100, 0 },
+        cfg = { narrow_diag = true, half_masked = true }, what = "narrow d64 window, half-masked warps" }
+      run { b = 1, sq = 200, sk = 190, hq = 2, hkv = 1, d = 64, cfg = narrow, what = "narrow d64, the keys' end" }
+      run { b = 2, sq = 300, sk = 300, hq = 2, hkv = 1, d = 64, causal = true, ctas = 2, lpt = true, q_stages = 2,
+        pingpong = true, bm = 128, uloop = true, narrow = true, what = "narrow persistent causal, two Qs, uloop" }
+      run(packed { d = 64, narrow = true, what = "narrow varlen causal" })
+    end)
 
   it("config.lazy_rescale: the running max moves only past 8 (log2), O rescaled when a warp's max moved", function()
     -- a large scale spreads the scores, so that later blocks both move the max (by more
