@@ -582,6 +582,11 @@ describe("cute.lib.attention_sm90 (CPU)", function()
         assert.equal(o.on or false, p.config.narrow_diag or false, o.d .. " " .. o.sk)
         assert.equal(o.on or false, p.kernel.name:find("_narrow$") ~= nil, p.kernel.name)
       end
+      -- the default's kernel (a CTA a tile, the unmasked loop) compiles without
+      -- serialised wgmmas (a form with the warpgroup's index from a shuffle did not: C7511)
+      local long = assert(a90.plan(problem { d = 64, sq = 8192, sk = 8192, right = 0 }, {}))
+      assert.is_true(long.config.unmasked_loop)
+      assert.is_true(count(compiled(long, 64), n64 .. "[^\n]*") > 3 * 8)
       -- only with head dim 64 and ping-pong tiles
       assert.matches("config.narrow_diag takes head dim 64, ping%-pong", H.error_of(function()
         return a90.plan(problem { d = 128, right = 0 }, { config = { narrow_diag = true } })
