@@ -518,7 +518,9 @@ local function build(cfg, trace_key)
       local accO = thrO:make_fragment_C(tOcO)
       local ns, no = cute.size(accS), cute.size(accO)
       -- (cfg.narrow_diag) the half-width S's operands (uniform descriptors, as above)
-      -- and its accumulator: the first BN / 4 values of accS, S's first BN / 2 columns
+      -- and its accumulator, copied once done into accS's first BN / 4 values (S's first
+      -- BN / 2 columns; the same registers would be defined in one branch and not the
+      -- other, which makes ptxas serialise)
       local NW
       if narrow_ops then
         for i = 0, ns - 1 do
@@ -1468,7 +1470,8 @@ end
 -- opts.config does not say: under a causal mask (fixed lengths, no window) at head
 -- dim 64 beyond 2048 keys, in ping-pong tiles on a grid of a CTA a tile (H200,
 -- 2026-11-30: 1.003-1.008x at 8192 and 16384 keys; on the persistent grid at 512 keys
--- 0.88-0.92x: docs/attention.md, "Narrow diagonals").
+-- 0.91-0.92x, where its branches on the thread's warpgroup index take the descriptors
+-- off the uniform datapath: docs/attention.md, "Narrow diagonals").
 -- @param pr the problem
 -- @param cfg the configuration so far (pingpong, persistent, tile_overlap, bn)
 -- @return a boolean
