@@ -782,6 +782,19 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     assert.truthy(pv.kernel.name:find("_vdesc", 1, true), pv.kernel.name)
     local sv = pv.kernel:compile(unpack(pv.args)):sass()
     assert.is_true(H.count(sv, "R2UR") > 50, H.count(sv, "R2UR") .. " R2UR")
+    -- the same in d 64 causal S 512's persistent ping-pong kernel; with config.narrow_diag
+    -- its branches on the thread's warpgroup index, divergent to ptxas, take the
+    -- descriptors through vector registers again (24 R2UR against 165 on the H200's
+    -- disassembler, 2026-11-30: 0.91x there, docs/attention.md "Narrow diagonals")
+    local c64 = { d = 64, b = 32, hq = 32, sq = 512, sk = 512, right = 0 }
+    local function r2ur(cfg)
+      local pp = assert(a90.plan(problem(c64), { config = cfg }))
+      assert.is_true(pp.config.persistent and pp.config.pingpong, pp.why)
+      return H.count(pp.kernel:compile(unpack(pp.args)):sass(), "R2UR")
+    end
+    local wide, narrow = r2ur(nil), r2ur { narrow_diag = true }
+    assert.is_true(wide <= 40, wide .. " R2UR")
+    assert.is_true(narrow > 100, narrow .. " R2UR with narrow_diag")
     assert.matches("config.uniform_desc is 1, expected a boolean", H.error_of(function()
       return a90.plan(problem(), { config = { uniform_desc = 1 } })
     end))
