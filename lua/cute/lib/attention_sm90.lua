@@ -742,13 +742,7 @@ local function build(cfg, trace_key)
             end
             A.warpgroup_commit_group()
           end
-          if nar == nil then
-            go(BN / 16)
-          elseif nar then
-            go(BN / 32)
-          else
-            go(BN / 16)
-          end
+          if nar then go(BN / 32) else go(BN / 16) end
         end
         -- the mask of key block n (keys past the sequence's end, outside the window
         -- around the diagonal as -inf), only on the blocks that cross an edge: a
@@ -847,22 +841,14 @@ local function build(cfg, trace_key)
           if not masked then return softmax() end
           local narrow = mask(n)
           if not HALF then return softmax() end
-          local s1, s2, moved -- (moved: lazy rescaling's vote)
-          if LAZY then
-            if narrow.value ~= 0 then
-              local so, mv = softmax(true)
-              s1, s2, moved = so[1], so[2], mv
-            else
-              local so, mv = softmax()
-              s1, s2, moved = so[1], so[2], mv
-            end
-          elseif narrow.value ~= 0 then
-            local so = softmax(true)
-            s1, s2 = so[1], so[2]
-          else
-            local so = softmax()
-            s1, s2 = so[1], so[2]
+          -- (the factors as values: a table may not be set in a run-time branch; moved,
+          -- lazy rescaling's vote, false without it)
+          local function factors(half)
+            local so, mv = softmax(half)
+            return so[1], so[2], mv or false
           end
+          local s1, s2, moved
+          if narrow.value ~= 0 then s1, s2, moved = factors(true) else s1, s2, moved = factors() end
           return { s1, s2 }, moved
         end
 
