@@ -282,9 +282,9 @@ local function build(cfg, trace_key)
   -- of a block's second half (a causal diagonal's first rows), its S and P V of that
   -- block at half width (a whole wgmma group chosen at run time)
   local NARROW = cfg.narrow_diag
-  if NARROW and (D ~= 64 or not PINGPONG or BN % 32 ~= 0 or TOV) then
+  if NARROW and (D ~= 64 or not PINGPONG or BN % 32 ~= 0 or TOV or cfg.sum_mma) then
     err.raise("attention_sm90: config.narrow_diag takes head dim 64, ping-pong and key blocks of a multiple of 32, "
-      .. "without config.tile_overlap")
+      .. "without config.tile_overlap or config.sum_mma (ptxas then serialises the wgmmas for want of registers)")
   end
   check_p_layout(BN)
   local DELTA = column_deltas(BN)
