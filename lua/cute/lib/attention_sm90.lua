@@ -96,7 +96,9 @@ end
 -- 1.019), so on.
 -- Head dim 64 under a causal mask (not a window) from 1025 to 2048 keys takes 64 x 96
 -- tiles of one consumer warpgroup, three CTAs an SM (config.ctas_per_sm; H200,
--- 2026-11-29, docs/attention.md "Three CTAs an SM").
+-- 2026-11-29, docs/attention.md "Three CTAs an SM"). Head dim 64 without a mask up
+-- to 512 keys on the persistent grid: M.plan takes the 192-row tiles there too
+-- (M.short_tiles_by_default).
 -- @param d the head dimension (64, 128 or 256)
 -- @param causal whether the mask is causal (or a window)
 -- @param sk the keys (the longest sequence's; default: many)
@@ -1352,13 +1354,45 @@ end
 -- default since); S 512 (128-row ping-pong tiles) 0.99x; under a causal mask and
 -- at d 128 and 256 0.88-0.97x in the suite, 0.90-1.03x in the probe. So: d 64
 -- without a mask in 192-row tiles (1025 to 2048 keys, where the grid is persistent).
+-- Not at 1024 keys and fewer (2026-11-30, fifteenth session, `bench/tail_probe.lua`
+-- from rest, three rounds each way at b16 h32 S 1024: 0.990-0.999x with it; at S 512
+-- in 192-row tiles, M.short_tiles_by_default, 0.96x).
 -- @param pr the problem (as M.plan's)
 -- @param cfg the configuration planned so far (persistent, bm)
 -- @return true to overlap tiles
 -- @usage if M.tile_overlap_by_default(pr, cfg) then cfg.tile_overlap = true end
 function M.tile_overlap_by_default(pr, cfg)
   return cfg.persistent and pr.d == 64 and cfg.bm == 192 and pr.right == math.huge and pr.left == math.huge
-    or false
+    and pr.sk > 1024 or false
+end
+
+--- Whether a problem takes 192-row tiles of three consumer warpgroups (not
+-- ping-pong) on the persistent grid where M.pick_config gave 128-row ping-pong
+-- ones, when opts.config names no tile, schedule or grid (nor a ping-pong
+-- variant): head dim 64 without a mask up to 512 keys, where the persistent grid
+-- is the default either way and the 192-row tiles pad the queries by at
+-- most 12.5% more than 128-row ones (at S 512 the last of three tiles has 128
+-- rows: its third warpgroup's work is thrown away). Measured on the H200
+-- (2026-11-30, fifteenth session, `bench/tail_probe.lua` from rest, two rounds):
+-- at b32 h32 S 512 367-370 TFLOP/s in the ping-pong tiles, 379-382 in the
+-- 192-row ones without tile overlap, 364-366 with it (cuDNN 377-378 in the same
+-- runs); a warpgroup with no row in the tile skipping its work (a config of the
+-- experiment's) did not gain (377-379): the three chains overlap, the third's
+-- products cost the others little. The suite's row against the module before,
+-- alternating processes, three rounds: 1.013-1.018x (372.7-373.5 TFLOP/s
+-- against 366.8-367.9). Under a causal mask the 192-row tiles lose (217-223
+-- against 249-251).
+-- @param pr the problem (as M.plan's)
+-- @param given opts.config
+-- @return true to take 192-row tiles
+-- @usage if M.short_tiles_by_default(pr, {}) then ... end
+function M.short_tiles_by_default(pr, given)
+  for _, k in ipairs { "bm", "bn", "pingpong", "persistent", "ctas_per_sm", "s_early", "narrow_diag" } do
+    if given[k] ~= nil then return false end
+  end
+  if pr.d ~= 64 or pr.right < math.huge or pr.left < math.huge or pr.sk > 512 then return false end
+  if math.ceil(pr.sq / 192) * 192 > 1.125 * math.ceil(pr.sq / 128) * 128 then return false end
+  return M.persistent_by_default(pr, 128) and M.persistent_by_default(pr, 192)
 end
 
 --- Whether O leaves through shared memory and TMA stores (config.o_tma) when
@@ -1518,7 +1552,9 @@ function M.plan(pr, opts)
     err.raise("attention_sm90: config.o_tma needs O's rows on 16 bytes (TMA's rule), and %s", o_misaligned)
   end
   local auto_persistent = false
-  if given.persistent == nil and M.persistent_by_default(pr, cfg.bm) then
+  if M.short_tiles_by_default(pr, given) then
+    cfg.bm, cfg.pingpong, cfg.persistent, auto_persistent = 192, false, true, true
+  elseif given.persistent == nil and M.persistent_by_default(pr, cfg.bm) then
     cfg.persistent, auto_persistent = true, true
   end
   -- persistent at head dim 256: 64-key blocks (80 spill: the tile loop's state does

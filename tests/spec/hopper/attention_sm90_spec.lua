@@ -326,6 +326,44 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end
   end)
 
+  it("d 64 without a mask up to 512 keys: 192-row tiles of three warpgroups on the persistent grid", function()
+    -- (M.short_tiles_by_default; the suite's b32 h32 S 512 and its neighbours)
+    local function plan(o, config) return assert(a90.plan(problem(o), { config = config })) end
+    local p = plan { d = 64, b = 32, hq = 32, hkv = 32, sq = 512, sk = 512 }
+    assert.equal(192, p.config.bm)
+    assert.is_false(p.config.pingpong)
+    assert.is_true(p.config.persistent)
+    assert.is_nil(p.config.tile_overlap)
+    assert.matches("192x128 tiles", p.why)
+    assert.matches("persistent %(the default for this length", p.why)
+    assert.matches("walk 3072 work tiles", p.why)
+    compiled(p, 64)
+    -- 384 rows: no padding either way; 256: the 192-row tiles would pad by half
+    assert.equal(192, plan({ d = 64, b = 64, hq = 32, hkv = 32, sq = 384, sk = 384 }).config.bm)
+    local p256 = plan { d = 64, b = 64, hq = 32, hkv = 32, sq = 256, sk = 256 }
+    assert.equal(128, p256.config.bm)
+    assert.is_true(p256.config.pingpong)
+    -- a tile or grid the caller names, a mask, head dim 128, few tiles: as before
+    for _, c in ipairs { { {}, { bm = 128 } }, { {}, { pingpong = true } }, { {}, { persistent = false } },
+      { { right = 0 }, nil }, { { d = 128, hq = 16, hkv = 16 }, nil }, { { b = 2, hq = 8, hkv = 8 }, nil },
+      { { varlen = true }, nil } } do
+      local o = { d = 64, b = 32, hq = 32, hkv = 32, sq = 512, sk = 512 }
+      for k, v in pairs(c[1]) do o[k] = v end
+      local q = plan(o, c[2])
+      assert.equal(128, q.config.bm, q.why)
+    end
+    assert.is_false(plan({ d = 64, b = 32, hq = 32, hkv = 32, sq = 512, sk = 512 }, { persistent = false })
+      .config.persistent)
+    -- a grid or a ping-pong variant named: the ping-pong tiles
+    local named = { { persistent = true }, { s_early = true }, { narrow_diag = false }, { ctas_per_sm = 1 } }
+    for _, config in ipairs(named) do
+      assert.equal(128, plan({ d = 64, b = 32, hq = 32, hkv = 32, sq = 512, sk = 512 }, config).config.bm)
+    end
+    -- tiles overlapped from 1025 keys only (at 1024 keys 0.99x with them on the H200)
+    assert.is_nil(plan({ d = 64, b = 16, hq = 32, hkv = 32, sq = 1024, sk = 1024 }).config.tile_overlap)
+    assert.is_true(plan({ d = 64, b = 8, hq = 32, hkv = 32, sq = 2048, sk = 2048 }).config.tile_overlap)
+  end)
+
   it("config.tile_overlap: compiles without spills or serialized wgmmas (ptxas C7515 is an error)", function()
     for _, o in ipairs { { d = 64 }, { d = 64, right = 0 }, { d = 128 }, { d = 128, right = 0 }, { d = 256 },
       { d = 128, varlen = true, right = 0 } } do
@@ -884,6 +922,15 @@ describe("cute.lib.attention_sm90's persistent grid on the GPU", function()
     { name = "varlen, 5 sequences, causal, head dim 128, 9 CTAs", varlen = { { 0, 1000, 1001, 1500, 3000, 3100 },
       { 0, 1000, 2100, 2600, 4100, 4300 } }, hq = 4, d = 128, causal = true, ctas = 9, device_offsets = true },
   }
+  it("head dim 64, S 512 without a mask: the default 192-row tiles on the persistent grid #gpu", function()
+    local c = { b = 4, sq = 512, sk = 512, hq = 32, d = 64, samples = 400, opts = {} }
+    local Q = cute.fake_tensor(cute.bf16, { c.b, c.sq, c.hq, c.d }, "row")
+    local p = cute.lib.attention.plan(Q, Q, Q, nil, {})
+    assert.equal(192, p.config.bm, p.why)
+    assert.is_true(p.config.persistent, p.why)
+    local r = C.run(c)
+    assert.is_true(r.rows > 0)
+  end)
   for _, c in ipairs(cases) do
     it(c.name .. " #gpu", function()
       local cfg = { persistent = true, max_ctas = c.ctas, lpt_group = c.lpt_group, q_stages = c.q_stages,
