@@ -9,7 +9,9 @@ cute.bench does: waiting after every call (as this did until 2026-11-29, elevent
 attention run) put torch's host time for a call (its dispatch: 7-27 us a call for SDPA at S 512)
 inside the call's events while the GPU idled, which cost cuDNN 4-10% at d 64 S 512 and
 18-20% at d 64 causal S 512 on the H200 (docs/benchmarks.md, "torch's calls back to
-back"). TORCH_TIMING_SYNC_EACH=1 times the old way, to compare. Under sustained
+back"). TORCH_TIMING_SYNC_EACH=1 times the old way, to compare; TORCH_TIMING_MIN_MS=N
+times N ms of calls instead of 300 (2000 averages the power limit's cycle:
+docs/benchmarks.md). Under sustained
 tensor-core load the board's power limit lowers the clock within some 50-100
 ms; a peer timed in a short burst (30 calls: 13 ms at 0.44 ms a call) ran at the boost
 clock while the kernel it was compared with ran settled, which flattered the peer by up
@@ -19,7 +21,7 @@ import os
 import torch
 
 SETTLE_MS = 200
-MIN_MS = 300
+MIN_MS = int(os.environ.get("TORCH_TIMING_MIN_MS", "300"))
 MIN_REPS = 10
 MAX_REPS = 100000
 

@@ -1,0 +1,80 @@
+-- Whether the suite's timing of an attention case depends on what ran just before
+-- it (the board's clock under its power limit): the same forward timed as the
+-- suite times it (cute.bench, 200 ms settled, the median) back to back, after a
+-- second of idle, and after half a second of copies; the SM clock and power
+-- sampled by nvidia-smi every 50 ms, each timing's window given in the same clock.
+--   cutelua bench/phase_probe.lua [D:CAUSAL:B:H:S (64:0:32:32:512)] [N (6)] [MS (300)] [back]
+-- (MS: each timing's window, as the harness's min_time_ms; "back": the back-to-back timings only)
+local cute = require "cute"
+local A = cute.lib.attention
+local d, c, b, h, s = (arg[1] or "64:0:32:32:512"):match("^(%d+):([01]):(%d+):(%d+):(%d+)$")
+d, b, h, s = tonumber(d), tonumber(b), tonumber(h), tonumber(s)
+local n = tonumber(arg[2] or 6)
+local ms = tonumber(arg[3] or 300)
+local only_back = arg[4] == "back"
+local causal = c == "1"
+local shape = { b, s, h, d }
+local Q = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 1)
+local K = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 2)
+local V = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 3)
+local O = cute.tensor(cute.bf16, shape, "row")
+local LSE = cute.tensor(cute.f32, { b, h, s }, "row")
+local opts = { causal = causal, lse = LSE }
+local flops = 4 * b * h * s * s * d * (causal and 0.5 or 1)
+local big = cute.alloc(2 ^ 30)
+local big2 = cute.alloc(2 ^ 30)
+local function wall()
+  local p = io.popen("date +%s.%N")
+  local t = tonumber(p:read("*l"))
+  p:close()
+  return t
+end
+local smi = os.tmpname()
+os.execute("nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader,nounits -lms 50 > " .. smi
+  .. " 2>/dev/null & echo $! > " .. smi .. ".pid")
+os.execute("sleep 1")
+local windows = {}
+local function timed(label)
+  local t0 = wall()
+  local r = cute.bench(function() A.forward(Q, K, V, O, opts) end, { flops = flops, warmup_ms = 200, min_time_ms = ms })
+  local t1 = wall()
+  windows[#windows + 1] = { label, t0, t1, r.median_ms }
+end
+for i = 1, n do timed("back to back " .. i) end
+for i = 1, only_back and 0 or n do
+  os.execute("sleep 1")
+  timed("after 1 s idle " .. i)
+end
+for i = 1, only_back and 0 or n do
+  cute.bench(function() big2:copy_from(big, 2 ^ 30) end, { warmup_ms = 400, min_time_ms = 100 })
+  timed("after copies " .. i)
+end
+os.execute("sleep 0.3; kill $(cat " .. smi .. ".pid) 2>/dev/null; sleep 0.2")
+-- samples: "2026/11/30 10:45:01.123, 1980, 650.1"
+local samples = {}
+for line in io.lines(smi) do
+  local Y, Mo, D, hh, mm, ss, clk, pw = line:match("(%d+)/(%d+)/(%d+) (%d+):(%d+):([%d.]+),%s*([%d.]+),%s*([%d.]+)")
+  if Y then
+    local t = os.time { year = tonumber(Y), month = tonumber(Mo), day = tonumber(D), hour = tonumber(hh),
+      min = tonumber(mm), sec = 0 } + tonumber(ss)
+    samples[#samples + 1] = { t, tonumber(clk), tonumber(pw) }
+  end
+end
+os.remove(smi)
+os.remove(smi .. ".pid")
+-- (nvidia-smi's timestamps are local time, os.time reads its table as local time: the same clock as date +%s)
+for _, w in ipairs(windows) do
+  local cs, ps = {}, {}
+  for _, x in ipairs(samples) do
+    if x[1] >= w[2] + 0.2 and x[1] <= w[3] then cs[#cs + 1], ps[#ps + 1] = x[2], x[3] end
+  end
+  local function mean(t)
+    local a = 0
+    for _, v in ipairs(t) do a = a + v end
+    return #t > 0 and a / #t or 0 / 0
+  end
+  local lo, hi = math.huge, 0
+  for _, v in ipairs(cs) do lo, hi = math.min(lo, v), math.max(hi, v) end
+  print(string.format("%-18s %.5f ms %6.1f TFLOP/s  clock %6.0f MHz (%4.0f-%4.0f, %d samples)  power %5.0f W",
+    w[1], w[4], flops / w[4] / 1e9, mean(cs), lo, hi, #cs, mean(ps)))
+end
