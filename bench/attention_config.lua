@@ -20,4 +20,24 @@ function M.parse(text)
   return c
 end
 
+--- A forward problem of the attention suite's kind from "D:CAUSAL:B:H:S": bf16 Q, K and V
+-- (B, S, H, D) uniform in [-1, 1], O (undefined) and the LSE (B, H, S) as f32.
+-- @param spec the string, e.g. "64:0:32:32:512"
+-- @return {d, causal, b, h, s, Q, K, V, O, LSE, flops (of one call)}
+-- @usage local p = require("attention_config").problem("64:1:32:32:512")
+function M.problem(spec)
+  local d, c, b, h, s = spec:match("^(%d+):([01]):(%d+):(%d+):(%d+)$")
+  assert(d, "a shape is D:CAUSAL:B:H:S, e.g. 64:0:32:32:512, got " .. tostring(spec))
+  local cute = require "cute"
+  local p = { d = tonumber(d), causal = c == "1", b = tonumber(b), h = tonumber(h), s = tonumber(s) }
+  local shape = { p.b, p.s, p.h, p.d }
+  p.Q = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 1)
+  p.K = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 2)
+  p.V = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 3)
+  p.O = cute.tensor(cute.bf16, shape, "row")
+  p.LSE = cute.tensor(cute.f32, { p.b, p.h, p.s }, "row")
+  p.flops = 4 * p.b * p.h * p.s * p.s * p.d * (p.causal and 0.5 or 1)
+  return p
+end
+
 return M

@@ -7,26 +7,19 @@
 -- (MS: each timing's window, as the harness's min_time_ms; "back": the back-to-back timings only)
 local cute = require "cute"
 local A = cute.lib.attention
-local d, c, b, h, s = (arg[1] or "64:0:32:32:512"):match("^(%d+):([01]):(%d+):(%d+):(%d+)$")
-d, b, h, s = tonumber(d), tonumber(b), tonumber(h), tonumber(s)
+package.path = "bench/?.lua;" .. package.path
+local p = require("attention_config").problem(arg[1] or "64:0:32:32:512")
 local n = tonumber(arg[2] or 6)
 local ms = tonumber(arg[3] or 300)
 local only_back = arg[4] == "back"
-local causal = c == "1"
-local shape = { b, s, h, d }
-local Q = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 1)
-local K = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 2)
-local V = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 3)
-local O = cute.tensor(cute.bf16, shape, "row")
-local LSE = cute.tensor(cute.f32, { b, h, s }, "row")
-local opts = { causal = causal, lse = LSE }
-local flops = 4 * b * h * s * s * d * (causal and 0.5 or 1)
+local Q, K, V, O, LSE, flops = p.Q, p.K, p.V, p.O, p.LSE, p.flops
+local opts = { causal = p.causal, lse = LSE }
 local big = cute.alloc(2 ^ 30)
 local big2 = cute.alloc(2 ^ 30)
 local function wall()
-  local p = io.popen("date +%s.%N")
-  local t = tonumber(p:read("*l"))
-  p:close()
+  local f = io.popen("date +%s.%N")
+  local t = tonumber(f:read("*l"))
+  f:close()
   return t
 end
 local smi = os.tmpname()

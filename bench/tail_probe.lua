@@ -7,22 +7,13 @@
 -- TAIL_CFG="bm=192,pingpong=0": opts.config fields (bench/attention_config.lua); torch then left out
 local cute = require "cute"
 local A = cute.lib.attention
+package.path = "bench/?.lua;" .. package.path
+local AC = require "attention_config"
 for _, spec in ipairs(arg) do
-  local d, c, b, h, s = spec:match("^(%d+):([01]):(%d+):(%d+):(%d+)$")
-  d, b, h, s = tonumber(d), tonumber(b), tonumber(h), tonumber(s)
-  local causal = c == "1"
-  local shape = { b, s, h, d }
-  local Q = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 1)
-  local K = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 2)
-  local V = cute.tensor(cute.bf16, shape, "row"):uniform(-1, 1, 3)
-  local O = cute.tensor(cute.bf16, shape, "row")
-  local LSE = cute.tensor(cute.f32, { b, h, s }, "row")
+  local p = AC.problem(spec)
+  local Q, K, V, O, LSE, causal, flops = p.Q, p.K, p.V, p.O, p.LSE, p.causal, p.flops
   local opts = { causal = causal, lse = LSE }
-  if os.getenv("TAIL_CFG") then
-    package.path = "bench/?.lua;" .. package.path
-    opts.config = require("attention_config").parse(os.getenv("TAIL_CFG"))
-  end
-  local flops = 4 * b * h * s * s * d * (causal and 0.5 or 1)
+  if os.getenv("TAIL_CFG") then opts.config = AC.parse(os.getenv("TAIL_CFG")) end
   cute.synchronize()
   os.execute("sleep 1") -- (from rest: back to back, timings alternate by 2-3% with the board's power limit)
   local r = cute.bench(function() A.forward(Q, K, V, O, opts) end, { flops = flops, warmup_ms = 200 })
