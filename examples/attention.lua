@@ -3,10 +3,10 @@
 --   cutelua examples/attention.lua [B S H D [causal]]
 --
 -- O = softmax(scale Q K^T) V, the S x S scores never stored: a CTA holds 128
--- query rows (192 at head dim 64 without a mask past 512 keys) of one head and
--- walks the keys a block at a time with a running row maximum and sum (the
--- online softmax). On Hopper the
--- two products run on wgmma, fed by TMA, with the warps specialised:
+-- query rows (192 at head dim 64 without a mask, bar small problems of up to 512
+-- keys) of one head and walks the keys a block at a time with a running row maximum
+-- and sum (the online softmax). On Hopper the two products run on wgmma, fed by TMA,
+-- with the warps specialised:
 --
 --   warpgroup 0  producer    1 thread: TMA Q once; then per key block K_{n+1}, V_n
 --                             into two rings (2 stages each), on mbarriers
