@@ -96,7 +96,9 @@ print(string.format("%s (sm_%d%d, %d SMs)", info.name, info.compute_capability[1
 -- those opts.config fields (schedule=pingpong implies bm=64; cluster=1x2 is
 -- {1, 2}) and cuBLAS in
 -- alternating rounds (each turn settles 100 ms untimed, then 100 ms timed; the
--- median of five rounds, ROUNDS=n for n), so that the clock's drift under tensor-core load
+-- median of five rounds, ROUNDS=n for n; REST_MS=1000: a second's idle before each turn,
+-- since timed back to back the board's power limit alternates the clock by 2-4% from one
+-- timing to the next: docs/benchmarks.md), so that the clock's drift under tensor-core load
 -- favours none of them (one after the other, the first measured runs at the
 -- highest clock). Each result is checked first. cute.gemm's own options go
 -- there too (AB=pdl_prefetch_b=1 AB_BASE=pdl=1: a launch's PDL with and without
@@ -151,8 +153,13 @@ if AB then
         c_dtype = cute.bf16 }
     end
     local ms, rounds = { {}, {}, {} }, tonumber(os.getenv("ROUNDS") or "") or 5
+    local rest = tonumber(os.getenv("REST_MS") or "")
     for _ = 1, rounds do
       for i, run in ipairs(runs) do
+        if rest then -- (each turn from rest: back to back the power limit's cycle alternates the clock)
+          cute.synchronize()
+          os.execute(string.format("sleep %.3f", rest / 1000))
+        end
         cute.bench(run, { min_time_ms = 100 })
         ms[i][#ms[i] + 1] = cute.bench(run, { min_time_ms = 100 }).median_ms
       end
