@@ -74,17 +74,13 @@ local function report(name, clk, pw, n, calls, ns)
 end
 
 local function attention()
-  local d, causal, b, h, s = (spec or "64:0:32:32:512"):match("^(%d+):([01]):(%d+):(%d+):(%d+)$")
-  assert(d, "the shape is D:CAUSAL:B:H:S, e.g. 64:0:32:32:512")
-  d, causal, b, h, s = tonumber(d), causal == "1", tonumber(b), tonumber(h), tonumber(s)
-  flops = 4 * b * h * s * s * d * (causal and 0.5 or 1)
+  package.path = "bench/?.lua;" .. package.path
+  local pr = require("attention_config").problem(spec or "64:0:32:32:512")
+  local d, causal, b, h, s = pr.d, pr.causal, pr.b, pr.h, pr.s
+  flops = pr.flops
   print(string.format("%s, attention d %d %s b %d h %d s %d, %d s each", cute.device_info().name, d,
     causal and "causal" or "no mask", b, h, s, secs))
-  local Q = cute.tensor(cute.bf16, { b, s, h, d }, "row"):uniform(-1, 1, 1)
-  local K = cute.tensor(cute.bf16, { b, s, h, d }, "row"):uniform(-1, 1, 2)
-  local V = cute.tensor(cute.bf16, { b, s, h, d }, "row"):uniform(-1, 1, 3)
-  local O = cute.tensor(cute.bf16, { b, s, h, d }, "row")
-  local LSE = cute.tensor(cute.f32, { b, h, s }, "row")
+  local Q, K, V, O, LSE = pr.Q, pr.K, pr.V, pr.O, pr.LSE
   local opts = { causal = causal, lse = LSE }
   report("cutelua", sampled(loop(function() A.forward(Q, K, V, O, opts) end)))
   for _, t in ipairs { Q, K, V, O, LSE } do t:free() end
