@@ -541,13 +541,58 @@ local function flat_view(t)
   return t
 end
 
---- Element i (coordinate order) = start + i * step.
+-- Integer fills whose values the dtype does not hold are refused before either
+-- path runs, so that the device's kernel (which would saturate) and the host's
+-- encoding (which refuses) agree. iota: the first index i < n whose value
+-- start + i step is not an integer of dt, or nil.
+local function iota_misfit(dt, n, start, step)
+  if n == 0 then return nil end
+  if not dtype.fits(dt, start) then return 0 end
+  if n == 1 then return nil end
+  if step ~= math.floor(step) then return 1 end -- (NaN too: start + step is no integer)
+  if dtype.fits(dt, start + (n - 1) * step) then return nil end
+  -- the values are monotonic: the first past the end they run towards
+  if step > 0 then return math.floor((dt.hi - 1 - start) / step) + 1 end
+  return math.floor((dt.lo - start) / step) + 1
+end
+
+-- uniform on an integer dtype: values floor(v), v in [lo, hi): from floor(lo) to
+-- ceil(hi) - 1 (lo when hi <= lo), every one a value of dt; normal: no integer dtype.
+local function check_random(dt, normal, lo, hi)
+  if type(lo) ~= "number" or type(hi) ~= "number" then
+    err.raise("%s: the bounds must be numbers, got %s and %s", normal and "normal" or "uniform", type(lo), type(hi))
+  end
+  if not dt.is_integer then return end
+  if normal then
+    err.raise("normal: %s is an integer dtype and normal values are not integers: fill a float tensor "
+      .. "(and convert it), or use uniform(lo, hi) for integers", dt.name)
+  end
+  local first, last = math.floor(lo), math.max(math.ceil(hi) - 1, math.floor(lo))
+  if not (dtype.fits(dt, first) and dtype.fits(dt, last)) then
+    err.raise("uniform: integers in [%s, %s) do not fit %s (integers %s)", tostring(lo), tostring(hi), dt.name,
+      dtype.range_text(dt))
+  end
+end
+
+--- Element i (coordinate order) = start + i * step. On an integer dtype every
+-- value must be one the dtype holds (an error names the first that is not).
 -- @param start optional: the first value (default 0)
 -- @param step optional: the difference (default 1)
 -- @return the tensor (for chaining)
 -- @usage t:iota()
 function methods:iota(start, step)
   start, step = start or 0, step or 1
+  if type(start) ~= "number" or type(step) ~= "number" then
+    err.raise("iota: start and step must be numbers, got %s and %s", type(start), type(step))
+  end
+  local dt = self.dtype
+  if dt.is_integer then
+    local bad = iota_misfit(dt, L.size(self.layout), start, step)
+    if bad then
+      err.raise("iota: the value %s at index %d does not fit %s (integers %s)", tostring(start + bad * step), bad,
+        dt.name, dtype.range_text(dt))
+    end
+  end
   if device_fill(self) then
     fill_launch(flat_view(self), "iota", start, step)
     return self
@@ -566,6 +611,7 @@ end
 local function random_fill(t, normal, a, b, seed)
   local n = L.size(t.layout)
   local dt = t.dtype
+  check_random(dt, normal, a, b)
   seed = next_seed(seed)
   if device_fill(t) then
     fill_launch(flat_view(t), normal and "normal" or "uniform", a, b, seed)
@@ -584,7 +630,8 @@ local function random_fill(t, normal, a, b, seed)
   return t
 end
 
---- Uniform random values in [lo, hi) (default [0, 1)); integers: in [lo, hi).
+--- Uniform random values in [lo, hi) (default [0, 1)); integers: in [lo, hi)
+-- (floored), every one a value of the dtype (else an error).
 -- A seed makes them reproducible; without one each call draws anew.
 -- @param lo optional: the lower bound (default 0)
 -- @param hi optional: the upper bound (default 1)
@@ -593,7 +640,7 @@ end
 -- @usage t:uniform(-1, 1, 42)
 function methods:uniform(lo, hi, seed) return random_fill(self, false, lo or 0, hi or 1, seed) end
 
---- Normal random values (mean, std: default 0, 1).
+--- Normal random values (mean, std: default 0, 1); float dtypes only.
 -- @param mean optional: default 0
 -- @param std optional: the standard deviation, default 1
 -- @param seed optional: an integer seed

@@ -43,7 +43,9 @@ end
 -- @usage local h = fill.from_f64(v, cute.bf16)
 function M.from_f64(v, dt)
   if dt.is_integer then
-    -- saturating, as the host's encoding (the largest doubles below 2^63 / 2^64 for 64 bits)
+    -- saturating (the largest doubles below 2^63 / 2^64 for 64 bits); t:iota and t:uniform
+    -- refuse integer values the dtype does not hold before they launch this, as the host's
+    -- encoding does, and t:normal refuses integer dtypes
     local lo = dt.kind == "int" and -2 ^ (dt.bits - 1) or 0
     local hi = dt.kind == "int" and 2 ^ (dt.bits - 1) - 1 or 2 ^ dt.bits - 1
     if dt.bits == 64 then hi = dt.kind == "int" and 9223372036854774784 or 18446744073709549568 end

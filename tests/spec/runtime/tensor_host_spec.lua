@@ -39,6 +39,60 @@ describe("cute.tensor on the host", function()
   end)
 end)
 
+describe("integer fills out of the dtype's range", function()
+  local sim = require("tests.spec.trace.helper").simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
+
+  -- every path refuses alike, before writing: a compact layout (the host's direct
+  -- encoding), a permuted one and one with holes (staged element by element); the
+  -- device's fill takes the same check (the #gpu test below)
+  local layouts = { cute.make_layout(300), cute.make_layout({ 20, 15 }, { 15, 1 }),
+    cute.make_layout({ 20, 15 }, { 1, 32 }) }
+
+  it("are refused by iota, uniform and normal, naming the first value that does not fit", function()
+    for _, l in ipairs(layouts) do
+      local t = cute.tensor(cute.u8, l)
+      t:fill(9)
+      local cases = {
+        { function() t:iota(-7, 1) end, "iota: the value %-7 at index 0 does not fit u8 %(integers 0%.%.255%)" },
+        { function() t:iota(0, 1) end, "iota: the value 256 at index 256 does not fit u8" },
+        { function() t:iota(250, -1) end, "iota: the value %-1 at index 251 does not fit u8" },
+        { function() t:iota(3, 0.5) end, "iota: the value 3%.5 at index 1 does not fit u8" },
+        { function() t:iota(1.5, 0) end, "iota: the value 1%.5 at index 0 does not fit u8" },
+        { function() t:uniform(-3, 5, 1) end, "uniform: integers in %[%-3, 5%) do not fit u8 %(integers 0%.%.255%)" },
+        { function() t:uniform(0, 257, 1) end, "uniform: integers in %[0, 257%) do not fit u8" },
+        { function() t:normal(0, 1, 1) end, "normal: u8 is an integer dtype" },
+        { function() t:uniform("0", 1) end, "uniform: the bounds must be numbers, got string and number" },
+        { function() t:iota(0, {}) end, "iota: start and step must be numbers, got number and table" },
+      }
+      for _, c in ipairs(cases) do
+        local ok, msg = pcall(c[1])
+        assert.is_false(ok, tostring(l))
+        assert.matches(c[2], tostring(msg), 1)
+        assert.matches("tensor_host_spec%.lua:%d+:", tostring(msg)) -- (the caller's line)
+      end
+      for _, v in ipairs(t:to_table()) do assert.equal(9, v) end -- nothing written
+      -- the edges themselves fit
+      t:iota(255, 0)
+      for _, v in ipairs(t:to_table()) do assert.equal(255, v) end
+      t:uniform(254, 256, 5)
+      for _, v in ipairs(t:to_table()) do assert.is_true(v == 254 or v == 255) end
+      t:free()
+    end
+    local e = cute.tensor(cute.u8, 256)
+    e:iota(255, -1) -- 255 down to 0: every value of u8
+    local d = e:to_host():doubles()
+    for i = 0, 255 do assert.equal(255 - i, d[i]) end
+    e:free()
+    local w = cute.tensor(cute.i32, 300)
+    local ok, msg = pcall(function() w:iota(2 ^ 31 - 5, 1) end)
+    assert.is_false(ok)
+    assert.matches("iota: the value 2147483648 at index 5 does not fit i32", msg, 1, true)
+    w:iota(-150, 1):free()
+  end)
+end)
+
 describe("cute.tensor on the GPU", function()
   it("keeps CuTe's coordinate order through copy_from, to_table, doubles and iota for every layout #gpu", function()
     for _, l in ipairs(LAYOUTS) do
@@ -142,12 +196,27 @@ describe("fills on the device", function()
           assert.is_true(math.abs(mean - 1) < 0.05, dt.name .. " mean " .. mean)
           assert.is_true(math.abs(math.sqrt(sq / n - mean ^ 2) - 2) < 0.05, dt.name .. " std")
         end
-        -- iota, in coordinate order
-        t:iota(-7, 1)
+        -- iota, in coordinate order (u8 holds no 65536 different values: a constant
+        -- there, and the values that do not fit refused before the kernel runs)
+        local start, step = -7, 1
+        if dt == cute.u8 then
+          start, step = 200, 0
+          local ok, msg = pcall(function() t:iota(-7, 1) end)
+          assert.is_false(ok)
+          assert.matches("iota: the value %-7 at index 0 does not fit u8", msg)
+          ok, msg = pcall(function() t:uniform(-3, 5, 1) end)
+          assert.is_false(ok)
+          assert.matches("uniform: integers in %[%-3, 5%) do not fit u8", msg)
+        end
+        if dt == cute.i32 then
+          local ok, msg = pcall(function() t:normal(0, 1, 1) end)
+          assert.is_false(ok)
+          assert.matches("normal: i32 is an integer dtype", msg)
+        end
+        t:iota(start, step)
         got = t:to_host():doubles()
         for i = 0, n - 1, 97 do
-          local want_i = -7 + i
-          if dt == cute.u8 then want_i = math.max(0, math.min(255, want_i)) end
+          local want_i = start + i * step
           if dt == cute.bf16 or dt == cute.f16 then
             local c = ffi.new(dt.storage_array, 1)
             rt.from_doubles(c, dt.code, ffi.new("double[1]", want_i), 1)
