@@ -11,10 +11,13 @@
 -- AB="bn=128,stages=3": the same rounds between the plan's default and the
 -- default with those config fields, S 512 to 16384 (AB_CAUSAL=0 or 1: one mask;
 -- AB_LENGTHS="512,1024": those S; AB_GQA=4: 4 query heads a KV head).
--- REST_MS=1000: a second's idle before each timing of those rounds (timed back to
--- back, a kernel's figures alternate by 2-4% with the board's power limit's cycle,
--- which explains the probe's drift of docs/notes/gpu-pending.md; from rest they hold
--- within 1%: docs/benchmarks.md, "The power limit's cycle").
+-- REST_MS: the idle before each timing of those rounds, 1000 (a second) by default,
+-- REST_MS=0 for none. Timed back to back, a kernel's figures alternate by 2-4% with
+-- the board's power limit's cycle; from rest they hold within 1% (docs/benchmarks.md,
+-- "The power limit's cycle"). On the H200 the back-to-back rounds of the d 64 S 512
+-- A/B read the two kernels in the wrong order (1.012-1.015x where the suite's
+-- separate processes read 0.982-0.987x); with the rest they read 0.983-0.992x
+-- (docs/benchmarks.md, "The probe's A/B rounds from rest").
 -- AB_MODULE=path: the same rounds between this build's cute.lib.attention_sm90 and
 -- the copy of it at path (an older commit's: `git show REV:lua/cute/lib/
 -- attention_sm90.lua > old.lua`), each planning with its defaults (and AB's fields
@@ -212,7 +215,8 @@ if (PERSISTENT or LPT_AB or AB or alt) and (what == "time" or what == "all") the
         -- six rounds, the order reversed every other one (A B, B A, ...): on the H200 the
         -- three-CTA kernel read up to 6% lower as the first of the pair than as the second
         -- (docs/notes/gpu-pending.md); this evens out whatever the order does
-        local rest = tonumber(os.getenv("REST_MS") or "")
+        local rest = tonumber(os.getenv("REST_MS") or "") or 1000
+        if rest <= 0 then rest = nil end
         for round = 1, 6 do
           for j = 1, #vs do
             local v = vs[round % 2 == 1 and j or #vs + 1 - j]
