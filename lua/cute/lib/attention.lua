@@ -721,7 +721,7 @@ local function target_arch(opts)
     if type(opts.arch) ~= "string" or not opts.arch:match("^sm_%d+a?$") then
       fail("opts.arch must be a target name such as \"sm_80\" or \"sm_90a\", got %s", tostring(opts.arch))
     end
-    return opts.arch
+    return common.check_arch("cute.lib.attention", opts.arch)
   end
   local ok, info = pcall(cute.device_info)
   if ok and info.compute_capability then

@@ -228,6 +228,13 @@ local function build(cfg, trace_key)
     err.raise("attention_sm90: bm is 64, 128 or 192 (1, 2 or 3 consumer warpgroups), got %s", tostring(BM))
   end
   if PINGPONG and BM ~= 128 then err.raise("attention_sm90: ping-pong takes two consumer warpgroups (bm = 128)") end
+  if type(BN) ~= "number" or BN < 16 or BN > 256 or BN % 16 ~= 0 then
+    err.raise("attention_sm90: config.bn (keys a block) is %s, expected a multiple of 16 from 16 to 256", tostring(BN))
+  end
+  if type(STAGES) ~= "number" or STAGES < 1 or STAGES % 1 ~= 0 then
+    err.raise("attention_sm90: config.stages (the K and V rings' stages) is %s, expected a whole number from 1",
+      tostring(STAGES))
+  end
   -- CTAs an SM (cfg.ctas_per_sm, default 1): the register file (64K) is theirs in equal
   -- parts; ptxas gives each thread its launch bound's share at entry, and a CTA's
   -- setmaxnreg moves registers between its own warpgroups: the producer keeps 24
@@ -275,6 +282,10 @@ local function build(cfg, trace_key)
       .. "stages (a CTA has at most %d): %s, fewer stages or keys a block",
       QST > 1 and "config.q_stages = 2" .. (O_TMA and " with config.o_tma" or "") or "config.o_tma", smem_kib, BM,
       BN, D, STAGES, M.SMEM_KIB_CTA, QST > 1 and "one Q" or "O stored directly")
+  end
+  if smem_kib > M.SMEM_KIB_CTA then
+    err.raise("attention_sm90: %dx%d tiles at head dim %d in %d stages need %.0f KiB of shared memory (a CTA has at "
+      .. "most %d): fewer stages or keys a block", BM, BN, D, STAGES, smem_kib, M.SMEM_KIB_CTA)
   end
   if CTAS > 1 and CTAS * smem_kib > 228 then
     err.raise("attention_sm90: %d CTAs an SM need %d x %.0f KiB of shared memory (an SM has 228 KiB): fewer CTAs, "
@@ -1529,6 +1540,11 @@ function M.plan(pr, opts)
   common.check_config_keys("cute.lib.attention", given, M.CONFIG_KEYS, "the Hopper kernel's")
   for k, v in pairs(given) do cfg[k] = v end
   for _, key in ipairs(M.BOOLEAN_CONFIG_KEYS) do
+    if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
+      err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
+    end
+  end
+  for _, key in ipairs { "pingpong", "persistent", "lpt" } do -- (not kernel fields of their own: above)
     if cfg[key] ~= nil and type(cfg[key]) ~= "boolean" then
       err.raise("attention_sm90: config.%s is %s, expected a boolean", key, tostring(cfg[key]))
     end

@@ -109,6 +109,19 @@ function M.check_config_keys(api, config, keys, whose)
   end
 end
 
+--- opts.arch, checked against the compiler's target table: nil stays nil,
+-- a name the table has is returned, anything else raises naming the targets.
+-- @param api the caller's name for the message ("cute.gemm")
+-- @param arch opts.arch
+-- @return the target's name, or nil
+-- @usage local arch = common.check_arch("cute.gemm", opts.arch)
+function M.check_arch(api, arch)
+  if arch == nil then return nil end
+  local row, why = require("cute.compiler").target(arch)
+  if not row then require("cute._err").raise("%s: opts.arch: %s", api, why) end
+  return arch
+end
+
 --- A config's wait_ns (the pipelines' suspend-time hint, cute.pipeline's
 -- suspend_ns): nil or false for none (returned as nil), else a whole number of
 -- nanoseconds, checked.

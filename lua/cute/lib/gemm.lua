@@ -536,6 +536,7 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
   end
   local hopper
   if opts.arch ~= nil then
+    require("cute.lib.common").check_arch("cute.gemm", opts.arch)
     hopper = opts.arch == "sm_90a" or opts.arch == "sm_90"
   else
     hopper = device_is_sm90()

@@ -145,6 +145,8 @@ describe("cute.lib.attention.plan", function()
         A.plan(q, q, q, nil, { arch = "sm_80" })
       end, "head dimension 96 is not supported by the sm_80 kernel %(it takes 64, 128 and 256%)" },
       { function() A.plan(Q, K, K, nil, { arch = "ampere" }) end, "opts.arch must be a target name" },
+      { function() A.plan(Q, K, K, nil, { arch = "sm_91" }) end,
+        "opts%.arch: unknown arch 'sm_91' %(known: sm_80, " },
       { function() A.forward(Q, K, K) end, "forward needs real tensors" },
     }
     for i, c in ipairs(cases) do

@@ -285,6 +285,22 @@ describe("cute.lib.attention_sm90 (CPU)", function()
     end))
     assert.matches("config.ctas_per_sm is 5, expected 1 to 4",
       H.error_of(function() return a90.plan(problem(), { config = { ctas_per_sm = 5 } }) end))
+    -- key blocks, stages and the schedule's switches named, before a layout or the
+    -- launch would fail on them
+    for _, c in ipairs {
+      { { bn = 0 }, "config%.bn %(keys a block%) is 0, expected a multiple of 16 from 16 to 256" },
+      { { bn = 100 }, "config%.bn %(keys a block%) is 100, expected a multiple of 16" },
+      { { bn = 272 }, "config%.bn %(keys a block%) is 272, expected a multiple of 16 from 16 to 256" },
+      { { stages = 0 }, "config%.stages %(the K and V rings' stages%) is 0, expected a whole number from 1" },
+      { { stages = 1.5 }, "config%.stages %(the K and V rings' stages%) is 1%.5" },
+      { { stages = 9 }, "128x176 tiles at head dim 128 in 9 stages need 826 KiB of shared memory %(a CTA has at most "
+        .. "227%): fewer stages or keys a block" },
+      { { pingpong = "yes" }, "config%.pingpong is yes, expected a boolean" },
+      { { persistent = 1 }, "config%.persistent is 1, expected a boolean" },
+      { { persistent = true, lpt = 1 }, "config%.lpt is 1, expected a boolean" },
+    } do
+      assert.matches(c[2], H.error_of(function() return a90.plan(problem(), { config = c[1] }) end))
+    end
     assert.matches("3 CTAs an SM leave 80 registers a thread at entry, and a 64x128 tile at head dim 64 needs about 90",
       H.error_of(function()
         return a90.kernel { dtype = "bf16", d = 64, bm = 64, bn = 128, stages = 2, ctas_per_sm = 3 }

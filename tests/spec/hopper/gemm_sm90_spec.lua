@@ -459,6 +459,8 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.matches("bias_mode is \"col\"", refused { bias = cute.fake_tensor(cute.f32, { 768 }), bias_mode = "column" })
     assert.matches("opts%.bias must be f32, bf16 or f16", refused { bias = cute.fake_tensor(cute.f64, { 768 }) })
     assert.matches("opts%.epilogue must be a function", refused { epilogue = "relu" })
+    assert.matches("cute%.gemm: opts%.arch: unknown arch 'sm_91' %(known: sm_80, ",
+      H.error_at(function() G.plan(A, B, C, { arch = "sm_91" }) end))
     assert.matches("fused epilogues .* run in the Hopper kernel only, and this problem does not run it: "
       .. "opts.kernel = \"sm80\" forces the mma.sync kernel", refused { activation = "relu", kernel = "sm80" })
     local Ai, Bi = fakes(cute.i8, 256, 256, 256)
