@@ -637,6 +637,9 @@ function M.plan(A, B, C, opts)
     if opts[key] ~= nil and type(opts[key]) ~= "number" then
       err.raise("cute.gemm: opts.%s must be a number, got %s", key, type(opts[key]))
     end
+    if opts[key] ~= nil and (opts[key] ~= opts[key] or math.abs(opts[key]) == math.huge) then
+      err.raise("cute.gemm: opts.%s must be a finite number, got %s", key, tostring(opts[key]))
+    end
   end
   local alpha, beta = (opts.alpha or 1) * (opts.scale_a or 1) * (opts.scale_b or 1), opts.beta or 0
   -- a few rows (decode, M <= 16): the GEMV kernels (cute.lib.gemv), bound by B's bandwidth;
@@ -695,6 +698,12 @@ function M.plan(A, B, C, opts)
   cfg.a_vec = vec_of(Av, { ad[1], ad[2], ad[3] }, amaj, store)
   cfg.b_vec = vec_of(Bv, { bd[2], bd[1], bd[3] }, bmaj, store)
   cfg.group = cfg.group or 8
+  for _, key in ipairs { "stages", "group", "wm", "wn" } do -- (bm, bn, bk: the tiled MMA names what is wrong)
+    local v, least = cfg[key], key == "stages" and 2 or 1
+    if type(v) ~= "number" or v % 1 ~= 0 or v < least then
+      err.raise("cute.gemm: the mma.sync kernel's %s is a whole number from %d, got %s", key, least, tostring(v))
+    end
+  end
   cfg.even = m % cfg.bm == 0 and n % cfg.bn == 0 and k % cfg.bk == 0
   if dt.is_integer and (alpha % 1 ~= 0 or beta % 1 ~= 0) then
     err.raise("cute.gemm: integer GEMMs take integer alpha and beta (got %s, %s)", tostring(alpha), tostring(beta))

@@ -1566,6 +1566,10 @@ function M.plan(Av, Bv, Cv, dims, strides, alpha, beta, opts, swapped)
   if type(cfg.bn) ~= "number" or cfg.bn % 16 ~= 0 or cfg.bn < 16 or cfg.bn > 256 then
     err.raise("cute.gemm: gemm_sm90's bn is a multiple of 16 from 16 to 256, got %s", tostring(cfg.bn))
   end
+  if cfg.group ~= nil and (type(cfg.group) ~= "number" or cfg.group % 1 ~= 0 or cfg.group < 1) then
+    err.raise("cute.gemm: gemm_sm90's group (the tiles of M that share a column of B tiles) is a whole number from 1, "
+      .. "got %s", tostring(cfg.group))
+  end
   local stage_bytes = (cfg.bm + cfg.bn) * cfg.bk * bytes
   local max_stages = stages_fit(stage_bytes)
   if type(cfg.stages) ~= "number" or cfg.stages % 1 ~= 0 or cfg.stages < 2 or cfg.stages > max_stages then

@@ -248,6 +248,9 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
     assert.matches("opts.config.split_kk is not one of gemm_sm90's fields %(did you mean 'split_k'%?%)",
       refused { split_kk = 4 })
     assert.matches("opts.config.wm is not one of gemm_sm90's fields", refused { wm = 2 })
+    assert.matches("gemm_sm90's group %(the tiles of M that share a column of B tiles%) is a whole number from 1, "
+      .. "got 0", refused { group = 0 })
+    assert.matches("gemm_sm90's group .* got 2%.5", refused { group = 2.5 })
   end)
 
   it("compiles fp8, int8 and tf32 kernels: wgmma k32 / k8 from 128-byte k-tiles, no spill", function()
@@ -275,6 +278,21 @@ describe("cute.lib.gemm_sm90 (CPU)", function()
       H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", alpha = 0.5 }) end))
     assert.matches("opts%.scale_a must be a number",
       H.error_at(function() G.plan(A, B, nil, { arch = "sm_90a", scale_a = "2" }) end))
+    -- NaN or infinite factors would fill C with NaN or infinity: refused, on either kernel
+    for _, c in ipairs { { "alpha", 0 / 0, "sm_90a" }, { "beta", math.huge, "sm_90a" },
+      { "scale_b", -math.huge, "sm_90a" }, { "alpha", 0 / 0, "sm_80" } } do
+      local o = { arch = c[3], [c[1]] = c[2] }
+      assert.matches("cute%.gemm: opts%." .. c[1] .. " must be a finite number, got",
+        H.error_at(function() G.plan(A, B, nil, o) end))
+    end
+    -- the mma.sync kernel's stages, group and warps
+    local Ab, Bb = fakes(cute.bf16, 256, 256, 256)
+    for _, c in ipairs { { { stages = 1 }, "stages is a whole number from 2, got 1" },
+      { { stages = 2.5 }, "stages is a whole number from 2, got 2%.5" },
+      { { group = 0 }, "group is a whole number from 1, got 0" }, { { wm = 0 }, "wm is a whole number from 1" } } do
+      local o = { arch = "sm_80", config = c[1] }
+      assert.matches("cute%.gemm: the mma%.sync kernel's " .. c[2], H.error_at(function() G.plan(Ab, Bb, nil, o) end))
+    end
   end)
 
   it("config.wait_ns (opt-in): the pipeline's waits with a suspend-time hint; refusals", function()
