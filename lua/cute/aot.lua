@@ -1798,7 +1798,8 @@ function Loaded:call(name, ...)
     cell[0] = vals[j]
     ptrs[j - 1] = values + (j - 1)
   end
-  local rc = k.desc.launch_packed(self._module, ptrs, stream and stream.handle or nil)
+  local rc = k.desc.launch_packed(self._module, ptrs,
+    require("cute.runtime").internal.stream_handle(stream, name .. ": stream"))
   if rc ~= 0 then
     err.raise("%s: launch failed: %s", name, ffi.string(self._desc.error_name(rc)))
   end

@@ -48,7 +48,7 @@ function M.gemm(spec)
   g.alpha, g.beta = spec.alpha or 1, spec.beta or 0
   g.batch = spec.batch or 1
   g.stride_a, g.stride_b, g.stride_c = spec.stride_a or 0, spec.stride_b or 0, spec.stride_c or 0
-  g.stream = spec.stream and spec.stream.handle or nil
+  g.stream = runtime.internal.stream_handle(spec.stream, "cublas.gemm")
   runtime.internal.check(rt.cublas_gemm(g), "cublas gemm")
 end
 
@@ -198,7 +198,7 @@ function M.lt_matmul(spec)
     else err.raise("cublas.lt_matmul: workspace_bytes is needed with a workspace that is not a device buffer") end
   end
   lt.workspace, lt.workspace_bytes = address(ws, "workspace"), ws_bytes
-  lt.stream = spec.stream and spec.stream.handle or nil
+  lt.stream = runtime.internal.stream_handle(spec.stream, "cublas.lt_matmul")
   runtime.internal.check(rt.cublaslt_matmul(lt), "cublas lt_matmul")
 end
 

@@ -217,6 +217,20 @@ local function set_on_release(buf, fn)
   end)
 end
 
+-- The CUstream of a stream argument (nil: the default stream): a cute.stream()
+-- or a cute.stream_from_handle(...); anything else raises, naming `what` (a
+-- string, a table or a number would otherwise reach the default stream, or
+-- fail as a Lua error).
+local function stream_handle(stream, what)
+  if stream == nil then return nil end
+  if type(stream) == "cdata" and ffi.istype("RtStream", stream) then return stream.handle end
+  if type(stream) == "table" and stream.sim then
+    err.raise("%s: a stream of the CPU simulator, on a GPU's call (make it with cute.stream() on the device)", what)
+  end
+  err.raise("%s: stream must be a cute.stream() or a cute.stream_from_handle(handle), got %s", what,
+    type(stream) == "string" and string.format("the string %q", stream) or type(stream))
+end
+
 --- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
 -- @param src a host pointer (FFI cdata)
 -- @param bytes the number of bytes
@@ -224,7 +238,7 @@ end
 -- @param stream optional: a cute.Stream (default the default stream, synchronous)
 -- @usage buf:copy_from_host(ffi.new("float[256]"), 1024)
 function Buffer:copy_from_host(src, bytes, offset, stream)
-  check(rt.copy_htod(self, offset or 0, src, bytes, stream and stream.handle or nil), "copy to device")
+  check(rt.copy_htod(self, offset or 0, src, bytes, stream_handle(stream, "copy to device")), "copy to device")
 end
 
 --- Copies `bytes` from this buffer at `offset` to host memory `dst` (a pointer).
@@ -234,7 +248,7 @@ end
 -- @param stream optional: a cute.Stream (default the default stream, synchronous)
 -- @usage buf:copy_to_host(host, 1024)
 function Buffer:copy_to_host(dst, bytes, offset, stream)
-  check(rt.copy_dtoh(dst, self, offset or 0, bytes, stream and stream.handle or nil), "copy to host")
+  check(rt.copy_dtoh(dst, self, offset or 0, bytes, stream_handle(stream, "copy to host")), "copy to host")
 end
 
 --- Copies `bytes` from the buffer `src` at `src_offset` to this one at `dst_offset` (device to device).
@@ -245,7 +259,7 @@ end
 -- @param stream optional: a cute.Stream
 -- @usage dst:copy_from(src, src.bytes)
 function Buffer:copy_from(src, bytes, dst_offset, src_offset, stream)
-  check(rt.copy_dtod(self, dst_offset or 0, src, src_offset or 0, bytes, stream and stream.handle or nil),
+  check(rt.copy_dtod(self, dst_offset or 0, src, src_offset or 0, bytes, stream_handle(stream, "device copy")),
     "device copy")
 end
 
@@ -257,7 +271,7 @@ end
 -- @param stream optional: a cute.Stream
 -- @usage buf:memset(0, 4, 256)
 function Buffer:memset(bits, width, count, offset, stream)
-  check(rt.memset(self, offset or 0, bits, width, count, stream and stream.handle or nil), "memset")
+  check(rt.memset(self, offset or 0, bits, width, count, stream_handle(stream, "memset")), "memset")
 end
 
 --- Whether the buffer can still be used (not freed, its device not reset).
@@ -386,7 +400,7 @@ Event.__index = Event
 --- Records the event on a stream (default: the default stream).
 -- @param stream optional: a cute.Stream
 -- @usage start:record(s)
-function Event:record(stream) check(rt.event_record(self, stream and stream.handle or nil), "event record") end
+function Event:record(stream) check(rt.event_record(self, stream_handle(stream, "event record")), "event record") end
 
 --- Waits until the event has completed.
 -- @usage stop:synchronize()
@@ -522,7 +536,7 @@ local function fill_launch(cfg, out)
   out.cluster[0], out.cluster[1], out.cluster[2] = integer_dim(cx, "cluster.x"), integer_dim(cy, "cluster.y"),
     integer_dim(cz, "cluster.z")
   out.smem = integer_dim(cfg.smem or 0, "smem")
-  out.stream = cfg.stream and cfg.stream.handle or nil
+  out.stream = stream_handle(cfg.stream, "launch")
   if cfg.pdl ~= nil and type(cfg.pdl) ~= "boolean" then
     err.raise("launch: pdl must be a boolean (a programmatic dependent launch), got %s", type(cfg.pdl))
   end
@@ -689,6 +703,7 @@ M.internal = {
   fill_launch = fill_launch, -- fill_launch(cfg, out): the RtLaunch out from {grid=, block=, smem=, cluster=, stream=}
   set_on_release = set_on_release, -- set_on_release(buffer, fn): fn() once when the buffer is freed or collected
   pack_arg = pack_arg, -- pack_arg(value, i): the address of a launch argument's bytes, and what keeps them alive
+  stream_handle = stream_handle, -- stream_handle(stream, what): a stream argument's CUstream (nil: default), checked
 }
 
 return M

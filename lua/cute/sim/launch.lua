@@ -46,6 +46,11 @@ end
 function M.launch(k, spec, cfg, ...)
   if type(cfg) ~= "table" then err.raise("launch: expected a configuration table {grid=, block=, ...}") end
   if cfg.block == nil then err.raise("launch: the configuration needs block = {x, y, z}") end
+  local st = cfg.stream -- (the simulator runs a launch at once: a stream only has to be one)
+  if st ~= nil and not (type(st) == "table" and st.sim) then
+    err.raise("launch of %s on the simulator: stream must be a cute.stream() made on the simulator, got %s", k.name,
+      type(st) == "string" and string.format("the string %q", st) or type(st))
+  end
   local c = M.compiled(k, spec)
   local grid, block = dims(cfg.grid, "grid"), dims(cfg.block, "block")
   local nthreads = block[1] * block[2] * block[3]

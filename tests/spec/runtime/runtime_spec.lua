@@ -209,6 +209,29 @@ describe("runtime on the GPU", function()
     ok, msg = pcall(function() k:launch({ grid = 1, block = 64 }, 3) end)
     assert.is_false(ok)
     assert.matches("argument #1 is a number; pass .*cute.i32%(3%)", msg)
+    -- a stream that is not one is refused (a string or a table ran on the default stream)
+    local buf = cute.alloc(256)
+    cute.set_device("sim")
+    local sim_stream = cute.stream()
+    cute.set_device(0)
+    local function launch_on(s)
+      return function() k:launch({ grid = 1, block = 64, stream = s }, buf, cute.u32(64)) end
+    end
+    for _, c in ipairs {
+      { launch_on("s"), "launch: stream must be a cute.stream%(%) or a cute.stream_from_handle%(handle%), got the "
+        .. "string \"s\"" },
+      { launch_on({}), "launch: stream must be .*got table" },
+      { launch_on(sim_stream), "launch: a stream of the CPU simulator, on a GPU's call" },
+      { function() buf:memset(0, 4, 64, 0, 0) end, "memset: stream must be .*got number" },
+      { function() cute.event():record("s") end, "event record: stream must be" },
+    } do
+      local ok2, msg2 = pcall(c[1])
+      assert.is_false(ok2)
+      assert.matches(c[2], msg2)
+    end
+    k:launch({ grid = 1, block = 64, stream = cute.stream() }, buf, cute.u32(64))
+    cute.synchronize()
+    buf:free()
   end)
 
   it("launches with more than 48 KB of dynamic shared memory #gpu", function()

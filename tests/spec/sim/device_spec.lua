@@ -50,6 +50,21 @@ describe("the simulator as a device", function()
     assert.is_false(a:valid())
   end)
 
+  it("refuses a stream that is not one (a string, a number or a table would have run on none)", function()
+    cute.set_device("sim")
+    local a = cute.tensor(cute.f32, 64):fill(1)
+    local k = vadd()
+    for _, c in ipairs { { "x", "the string \"x\"" }, { 0, "number" }, { {}, "table" } } do
+      local ok, msg = pcall(function() k { grid = 1, block = 64, stream = c[1] }(a, a, a) end)
+      assert.is_false(ok)
+      assert.matches("on the simulator: stream must be a cute.stream%(%) made on the simulator, got " .. c[2], msg)
+      assert.matches("device_spec%.lua:%d+:", msg)
+    end
+    k { grid = 1, block = 64, stream = cute.stream() }(a, a, a)
+    assert.equal(2, a:to_host()[63])
+    a:free()
+  end)
+
   it("CUTELUA_DEVICE=sim starts a process on the simulator", function()
     local bin = (os.getenv("CUTELUA_BIN") or "build") .. "/cutelua"
     local p = assert(io.popen("CUTELUA_DEVICE=sim " .. bin .. " -e 'local cute = require \"cute\"; "
