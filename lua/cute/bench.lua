@@ -151,6 +151,34 @@ end
 -- @usage local reps = cute.bench.quick() and 3 or 100
 function M.quick() return os.getenv("CUTELUA_BENCH_QUICK") == "1" end
 
+-- cute.bench's options, and the least value of the numeric ones
+local BENCH_OPTIONS = { keep_times = "boolean", warmup_ms = 0, min_time_ms = 0, min_reps = 1, max_reps = 1,
+  flush_l2 = "boolean", stream = "stream", bytes = 0, flops = 0 }
+
+local function check_bench_opts(opts)
+  if type(opts) ~= "table" then err.raise("bench: opts must be a table, got %s", type(opts)) end
+  local names = {}
+  for k in pairs(BENCH_OPTIONS) do names[#names + 1] = k end
+  table.sort(names)
+  for k, v in pairs(opts) do
+    local want = BENCH_OPTIONS[k]
+    if want == nil then
+      err.raise("bench: unknown option '%s'%s (the options are: %s)", tostring(k),
+        err.did_you_mean(tostring(k), names), table.concat(names, ", "))
+    end
+    if want == "stream" then
+      if not (type(v) == "table" and v.sim) then runtime.internal.stream_handle(v, "bench") end -- (raises)
+    elseif want == "boolean" and type(v) ~= "boolean" then
+      err.raise("bench: opts.%s must be a boolean, got %s", k, type(v))
+    elseif type(want) == "number" and (type(v) ~= "number" or v ~= v or v < want or v == math.huge) then
+      err.raise("bench: opts.%s must be a number from %s, got %s", k, tostring(want), tostring(v))
+    end
+  end
+  if opts.min_reps and opts.max_reps and opts.min_reps > opts.max_reps then
+    err.raise("bench: opts.min_reps (%s) is above opts.max_reps (%s)", tostring(opts.min_reps), tostring(opts.max_reps))
+  end
+end
+
 --- Times fn on the GPU; see the module comment for the options.
 -- @param fn the work to time: function(repetition)
 -- @param opts optional: the options (module comment)
@@ -159,6 +187,7 @@ function M.quick() return os.getenv("CUTELUA_BENCH_QUICK") == "1" end
 function M.bench(fn, opts)
   if type(fn) ~= "function" then err.raise("bench: expected a function, got %s", type(fn)) end
   opts = opts or {}
+  check_bench_opts(opts)
   local stream = opts.stream
   local warmup_ms = opts.warmup_ms or 25
   local min_time = opts.min_time_ms or (M.quick() and 20 or 300)

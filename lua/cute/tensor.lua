@@ -287,8 +287,21 @@ end
 HostTensor.__index = function(h, k)
   local m = host_methods[k]
   if m then return m end
-  if type(k) == "number" or type(k) == "table" then return decode(h.dtype, h.data, h.layout(k)) end
+  if type(k) == "number" then
+    -- (a layout maps an index past its size to an offset past its span: checked here)
+    local n = L.size(h.layout)
+    if k < 0 or k >= n or k % 1 ~= 0 then
+      err.raise("host tensor: index %s is outside its %d elements (0 to %d)", tostring(k), n, n - 1)
+    end
+    return decode(h.dtype, h.data, h.layout(k))
+  end
+  if type(k) == "table" then return decode(h.dtype, h.data, h.layout(k)) end
   return nil
+end
+
+HostTensor.__newindex = function(_, k)
+  err.raise("host tensor: h[%s] = ... : a host tensor is a read-only copy of the device's elements; write the "
+    .. "device tensor (t:copy_from, t:fill) instead", tostring(k))
 end
 
 HostTensor.__len = function(h) return L.size(h.layout) end
@@ -493,11 +506,17 @@ function methods:copy_to(dst)
 end
 
 --- Sets every element to v.
--- @param v a Lua number
+-- @param v a Lua number (or a boolean, for a bool tensor)
 -- @return the tensor (for chaining)
 -- @usage t:fill(0)
 function methods:fill(v)
   local n = L.size(self.layout)
+  if type(v) == "boolean" and self.dtype.kind == "bool" then v = v and 1 or 0 end
+  if type(v) ~= "number" then
+    err.raise("fill: expected a number%s, got %s", self.dtype.kind == "bool" and " or a boolean" or "",
+      type(v) == "boolean" and ("the boolean " .. tostring(v) .. " (for a " .. self.dtype.name .. " tensor)")
+        or type(v))
+  end
   if L.cosize(self.layout) == n and is_dense(self.layout) then
     local cell = ffi.new(self.dtype.storage_array, 1)
     local bad = rt.from_doubles(cell, self.dtype.code, ffi.new("double[1]", v), 1)
@@ -558,9 +577,23 @@ end
 
 -- uniform on an integer dtype: values floor(v), v in [lo, hi): from floor(lo) to
 -- ceil(hi) - 1 (lo when hi <= lo), every one a value of dt; normal: no integer dtype.
-local function check_random(dt, normal, lo, hi)
+local function check_random(dt, normal, lo, hi, seed)
+  local what = normal and "normal" or "uniform"
   if type(lo) ~= "number" or type(hi) ~= "number" then
-    err.raise("%s: the bounds must be numbers, got %s and %s", normal and "normal" or "uniform", type(lo), type(hi))
+    err.raise("%s: the %s must be numbers, got %s and %s", what, normal and "mean and std" or "bounds", type(lo),
+      type(hi))
+  end
+  if lo ~= lo or hi ~= hi or math.abs(lo) == math.huge or math.abs(hi) == math.huge then
+    err.raise("%s: the %s must be finite, got %s and %s", what, normal and "mean and std" or "bounds", tostring(lo),
+      tostring(hi))
+  end
+  if normal and hi < 0 then err.raise("normal: std must be 0 or more, got %s", tostring(hi)) end
+  if not normal and lo > hi then
+    err.raise("uniform: lo (%s) is above hi (%s); the values are in [lo, hi)", tostring(lo), tostring(hi))
+  end
+  if seed ~= nil and not ((type(seed) == "number" and seed >= 0 and seed % 1 == 0 and seed < 2 ^ 53)
+      or (type(seed) == "cdata" and (ffi.istype("uint64_t", seed) or ffi.istype("int64_t", seed)))) then
+    err.raise("%s: the seed must be a whole number from 0 (or a 64-bit integer), got %s", what, tostring(seed))
   end
   if not dt.is_integer then return end
   if normal then
@@ -611,7 +644,7 @@ end
 local function random_fill(t, normal, a, b, seed)
   local n = L.size(t.layout)
   local dt = t.dtype
-  check_random(dt, normal, a, b)
+  check_random(dt, normal, a, b, seed)
   seed = next_seed(seed)
   if device_fill(t) then
     fill_launch(flat_view(t), normal and "normal" or "uniform", a, b, seed)

@@ -15,11 +15,22 @@ local ffi = require "ffi"
 
 local M = {}
 
+-- (the limits of a GPU's launch, as the runtime checks them there: src/rt/rt_module.c)
+local LIMITS = { grid = { 2 ^ 31 - 1, 65535, 65535 }, block = { 1024, 1024, 64 }, cluster = { 16, 16, 16 } }
+
 local function dims(v, what)
-  if v == nil then return { 1, 1, 1 } end
-  if type(v) == "number" then return { v, 1, 1 } end
-  if type(v) == "table" then return { v[1] or v.x or 1, v[2] or v.y or 1, v[3] or v.z or 1 } end
-  err.raise("launch: %s must be a number or {x, y, z}, got %s", what, type(v))
+  local d
+  if v == nil then d = { 1, 1, 1 }
+  elseif type(v) == "number" then d = { v, 1, 1 }
+  elseif type(v) == "table" then d = { v[1] or v.x or 1, v[2] or v.y or 1, v[3] or v.z or 1 }
+  else err.raise("launch: %s must be a number or {x, y, z}, got %s", what, type(v)) end
+  for i, axis in ipairs { "x", "y", "z" } do
+    local x, hi = d[i], LIMITS[what][i]
+    if type(x) ~= "number" or x % 1 ~= 0 or x < 1 or x > hi then
+      err.raise("launch: %s.%s = %s is outside 1..%d", what, axis, tostring(x), hi)
+    end
+  end
+  return d
 end
 
 local StaticMark = require("cute.kernel_args").StaticMark

@@ -30,8 +30,23 @@ describe("cute.bench", function()
     assert.matches("^3 ms %(p10 1.4, p90 4.6, 5 reps%) 666.7 GB/s 1333 TFLOP/s$", tostring(r))
   end)
 
-  it("rejects what it cannot time", function()
+  it("rejects what it cannot time, and options it does not take, naming them", function()
     assert.has_error(function() cute.bench(42) end)
+    local function nop() end
+    for _, c in ipairs {
+      { { min_time = 5 }, "bench: unknown option 'min_time' %(the options are: bytes, flops, flush_l2, " },
+      { { min_time_ms = -1 }, "bench: opts%.min_time_ms must be a number from 0, got %-1" },
+      { { min_reps = 0 }, "bench: opts%.min_reps must be a number from 1, got 0" },
+      { { max_reps = 0 / 0 }, "bench: opts%.max_reps must be a number from 1, got nan" },
+      { { flush_l2 = 1 }, "bench: opts%.flush_l2 must be a boolean, got number" },
+      { { min_reps = 20, max_reps = 10 }, "bench: opts%.min_reps %(20%) is above opts%.max_reps %(10%)" },
+      { { stream = "s" }, "stream must be a cute%.stream%(%)" },
+    } do
+      local ok, msg = pcall(function() cute.bench(nop, c[1]) end)
+      assert.is_false(ok)
+      assert.matches(c[2], msg)
+      assert.matches("bench_spec%.lua:%d+:", msg)
+    end
   end)
 
   it("flushes the L2 with a PTX kernel that only reads (it assembles for sm_80 and sm_90a)", function()

@@ -93,6 +93,50 @@ describe("integer fills out of the dtype's range", function()
   end)
 end)
 
+describe("host tensors and fills refuse what they cannot do", function()
+  local sim = require("tests.spec.trace.helper").simulator()
+  setup(sim.enter)
+  teardown(sim.leave)
+
+  it("names the index, the value, the bound or the seed that is wrong, at the caller's line", function()
+    local t = cute.tensor(cute.f32, 4):iota(1, 1)
+    local h = t:to_host()
+    local b = cute.tensor(cute.bool, 3)
+    for _, c in ipairs {
+      { function() return h[4] end, "host tensor: index 4 is outside its 4 elements %(0 to 3%)" },
+      { function() return h[-1] end, "host tensor: index %-1 is outside its 4 elements" },
+      { function() return h[1.5] end, "host tensor: index 1%.5 is outside its 4 elements" },
+      { function() h[0] = 7 end, "host tensor: h%[0%] = %.%.%. : a host tensor is a read%-only copy" },
+      { function() t:fill("x") end, "fill: expected a number, got string" },
+      { function() t:fill() end, "fill: expected a number, got nil" },
+      { function() t:fill(true) end, "fill: expected a number, got the boolean true %(for a f32 tensor%)" },
+      { function() b:fill("1") end, "fill: expected a number or a boolean, got string" },
+      { function() t:uniform(0, 1, "s") end,
+        "uniform: the seed must be a whole number from 0 %(or a 64%-bit integer%), got s" },
+      { function() t:uniform(0, 1, 1.5) end, "uniform: the seed must be a whole number from 0" },
+      { function() t:normal(0, 1, -1) end, "normal: the seed must be a whole number from 0" },
+      { function() t:uniform(1, 0) end, "uniform: lo %(1%) is above hi %(0%); the values are in %[lo, hi%)" },
+      { function() t:uniform(0 / 0, 1) end, "uniform: the bounds must be finite, got nan and 1" },
+      { function() t:normal(0, -2) end, "normal: std must be 0 or more, got %-2" },
+      { function() t:normal(0, math.huge) end, "normal: the mean and std must be finite" },
+    } do
+      local ok, msg = pcall(c[1])
+      assert.is_false(ok)
+      assert.matches(c[2], tostring(msg))
+      assert.matches("tensor_host_spec%.lua:%d+:", tostring(msg))
+    end
+    -- nothing was written, and what is right still works
+    assert.same({ 1, 2, 3, 4 }, t:to_table())
+    assert.equal(4, h[3])
+    b:fill(true)
+    assert.same({ 1, 1, 1 }, b:to_table())
+    t:uniform(2, 2, require("ffi").new("uint64_t", 7)) -- (a 64-bit seed)
+    assert.same({ 2, 2, 2, 2 }, t:to_table())
+    t:free()
+    b:free()
+  end)
+end)
+
 describe("cute.tensor on the GPU", function()
   it("keeps CuTe's coordinate order through copy_from, to_table, doubles and iota for every layout #gpu", function()
     for _, l in ipairs(LAYOUTS) do

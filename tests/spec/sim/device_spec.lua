@@ -50,7 +50,7 @@ describe("the simulator as a device", function()
     assert.is_false(a:valid())
   end)
 
-  it("refuses a stream that is not one (a string, a number or a table would have run on none)", function()
+  it("refuses a stream that is not one, and launch sizes a GPU would refuse", function()
     cute.set_device("sim")
     local a = cute.tensor(cute.f32, 64):fill(1)
     local k = vadd()
@@ -59,6 +59,15 @@ describe("the simulator as a device", function()
       assert.is_false(ok)
       assert.matches("on the simulator: stream must be a cute.stream%(%) made on the simulator, got " .. c[2], msg)
       assert.matches("device_spec%.lua:%d+:", msg)
+    end
+    -- and launch sizes a GPU would refuse (the simulator ran no block, or a fraction)
+    for _, c in ipairs { { { grid = 0, block = 64 }, "grid%.x = 0 is outside 1%.%.2147483647" },
+      { { grid = 1, block = 0 }, "block%.x = 0 is outside 1%.%.1024" },
+      { { grid = 1, block = { 32, 1, 65 } }, "block%.z = 65 is outside 1%.%.64" },
+      { { grid = 1.5, block = 64 }, "grid%.x = 1%.5 is outside" } } do
+      local ok, msg = pcall(function() k(c[1])(a, a, a) end)
+      assert.is_false(ok)
+      assert.matches("launch: " .. c[2], msg)
     end
     k { grid = 1, block = 64, stream = cute.stream() }(a, a, a)
     assert.equal(2, a:to_host()[63])
