@@ -302,10 +302,26 @@ function M.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
   if is_any_layout(w) then w = L.shape(w) end
   if type(w) ~= "table" then w = { w, 1, 1 } end
   local wm, wn, wk = w[1] or 1, w[2] or 1, w[3] or 1
+  for _, x in ipairs { wm, wn, wk } do
+    if type(x) ~= "number" or x < 1 or x % 1 ~= 0 then
+      err.raise("make_tiled_mma: atom_layout_mnk is {WM, WN, 1}, whole numbers from 1, got %s",
+        type(atom_layout_mnk) == "table" and ("{" .. table.concat({ tostring(wm), tostring(wn), tostring(wk) }, ", ")
+          .. "}") or tostring(atom_layout_mnk))
+    end
+  end
   if wk ~= 1 then err.raise("make_tiled_mma: warps along K (%d) are not supported; use {WM, WN, 1}", wk) end
   local am, an, ak = atom.shape_mnk[1], atom.shape_mnk[2], atom.shape_mnk[3]
   local p = permutation_mnk or { am * wm, an * wn, ak }
+  if type(p) ~= "table" then
+    err.raise("make_tiled_mma: permutation_mnk is {TM, TN, TK}, got %s", tostring(permutation_mnk))
+  end
   local tm, tn, tk = p[1], p[2], p[3]
+  for _, x in ipairs { tm, tn, tk } do
+    if type(x) ~= "number" or x < 1 or x % 1 ~= 0 then
+      err.raise("make_tiled_mma: permutation_mnk is {TM, TN, TK}, whole numbers from 1, got {%s, %s, %s}",
+        tostring(tm), tostring(tn), tostring(tk))
+    end
+  end
   if tm % (am * wm) ~= 0 or tn % (an * wn) ~= 0 or tk % ak ~= 0 then
     err.raise("make_tiled_mma: the tile %dx%dx%d must be a multiple of the warps' %dx%dx%d", tm, tn, tk, am * wm,
       an * wn, ak)

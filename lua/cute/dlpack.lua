@@ -86,10 +86,17 @@ local DLPACK_MAJOR, DLPACK_MINOR = 1, 0 -- the version to_dlpack{versioned = tru
 -- ---------------------------------------------------------------------------
 -- Importing
 
+-- (below this no process maps memory: Linux's default mmap_min_addr. A pointer
+-- there is a mistake, a small integer or a handle, whose use would crash; an
+-- address above it is taken on trust, as any C API takes a pointer)
+local MIN_ADDRESS = 65536
+
 local function managed_ptr(ptr, ctype, what)
   local t = type(ptr)
   if t == "number" then
-    if ptr <= 0 or ptr ~= math.floor(ptr) then err.raise("%s: %s is not an address", what, tostring(ptr)) end
+    if ptr < MIN_ADDRESS or ptr ~= math.floor(ptr) then
+      err.raise("%s: %s is not an address (a pointer to a DLManagedTensor)", what, tostring(ptr))
+    end
     return ffi.cast(ctype, ffi.cast("uintptr_t", ptr))
   end
   if t ~= "cdata" and t ~= "userdata" then
@@ -97,6 +104,10 @@ local function managed_ptr(ptr, ctype, what)
   end
   local p = ffi.cast(ctype, ptr) -- a pointer, an integer, a light userdata or the struct itself
   if p == nil then err.raise("%s: the DLManagedTensor pointer is NULL", what) end
+  local a = ffi.cast("uintptr_t", p)
+  if a < MIN_ADDRESS then
+    err.raise("%s: %s is not an address (a pointer to a DLManagedTensor)", what, tostring(tonumber(a)))
+  end
   return p
 end
 
@@ -190,7 +201,7 @@ function M.from_dlpack(ptr, opts)
   end
   if dev_type == kDLCPU or dev_type == kDLCUDAHost then
     local h = tensor.host_tensor(dt, layout, nil, ffi.cast(dt.storage_ptr, address))
-    h._dlpack_owner = ffi.gc(ffi.new("char[1]"), release)
+    rawset(h, "_dlpack_owner", ffi.gc(ffi.new("char[1]"), release)) -- (host tensors refuse writes)
     return h
   end
   err.raise("%s: tensors on %s (device type %d) are not supported; cutelua takes kDLCUDA, kDLCUDAManaged, "

@@ -81,6 +81,19 @@ describe("MMA atoms", function()
     ok, msg = pcall(cute.make_tiled_mma, cute.make_mma_atom(cute.nvgpu.warp.MmaTF32Op()), { 2, 2, 1 }, { 48, 16, 8 })
     assert.is_false(ok)
     assert.matches("multiple of the warps' 32x16x8", msg)
+    -- warps and tiles that are not whole numbers from 1 (a string failed in the arithmetic)
+    local tf32 = cute.make_mma_atom(cute.nvgpu.warp.MmaTF32Op())
+    for _, c in ipairs {
+      { { 0, 1, 1 }, nil, "atom_layout_mnk is {WM, WN, 1}, whole numbers from 1, got {0, 1, 1}" },
+      { "x", nil, "atom_layout_mnk is {WM, WN, 1}, whole numbers from 1, got x" },
+      { { 2, 1.5, 1 }, nil, "atom_layout_mnk is .*got {2, 1%.5, 1}" },
+      { { 1, 1, 1 }, "x", "permutation_mnk is {TM, TN, TK}, got x" },
+      { { 1, 1, 1 }, { 16, 0, 8 }, "permutation_mnk is {TM, TN, TK}, whole numbers from 1, got {16, 0, 8}" },
+    } do
+      ok, msg = pcall(cute.make_tiled_mma, tf32, c[1], c[2])
+      assert.is_false(ok)
+      assert.matches("make_tiled_mma: " .. c[3], msg)
+    end
   end)
 
   it("tile over warps: every element of the C tile has exactly one owner", function()

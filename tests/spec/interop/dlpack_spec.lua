@@ -97,6 +97,10 @@ describe("cute.from_dlpack of host memory (kDLCPU)", function()
     end
     assert.error_matches(function() cute.from_dlpack(nil) end, "expected a pointer to a DLManagedTensor")
     assert.error_matches(function() cute.from_dlpack(ffi.cast("void *", 0)) end, "the DLManagedTensor pointer is NULL")
+    -- small integers and pointers below the first page a process may map (they crashed it)
+    assert.error_matches(function() cute.from_dlpack(5) end, "from_dlpack: 5 is not an address")
+    assert.error_matches(function() cute.from_dlpack(ffi.cast("void *", 4096)) end,
+      "from_dlpack: 4096 is not an address")
     local v = ffi.new("CuteDLManagedTensorVersioned")
     v.version.major = 2
     assert.error_matches(function() cute.from_dlpack(v, { versioned = true }) end,

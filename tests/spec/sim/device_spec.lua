@@ -71,6 +71,12 @@ describe("the simulator as a device", function()
     end
     k { grid = 1, block = 64, stream = cute.stream() }(a, a, a)
     assert.equal(2, a:to_host()[63])
+    -- a wrapped address below the first page a process may map (the simulator crashed on it)
+    local ok, msg = pcall(function() cute.tensor.from_ptr(5, cute.f32, 4) end)
+    assert.is_false(ok)
+    assert.matches("wrap: 5 is not a host address", msg)
+    local view = cute.tensor.from_ptr(a:data_ptr() + 8, cute.f32, 4)
+    assert.equal(2, view:to_host()[0])
     a:free()
   end)
 
