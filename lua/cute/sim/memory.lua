@@ -32,15 +32,19 @@ end
 local function addr(b, offset) return ffi.cast("uint8_t *", b.ptr + offset) end
 
 --- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
+local function host_ptr(p, what) return require("cute.runtime").internal.host_ptr(p, what) end
+
 function Buffer:copy_from_host(src, bytes, offset)
   offset = offset or 0
   check(self, offset, bytes, "copy to device")
+  host_ptr(src, "copy to device")
   if bytes > 0 then ffi.copy(addr(self, offset), src, bytes) end
 end
 
 function Buffer:copy_to_host(dst, bytes, offset)
   offset = offset or 0
   check(self, offset, bytes, "copy to host")
+  host_ptr(dst, "copy to host")
   if bytes > 0 then ffi.copy(dst, addr(self, offset), bytes) end
 end
 

@@ -119,6 +119,12 @@ describe("host tensors and fills refuse what they cannot do", function()
       { function() t:uniform(0 / 0, 1) end, "uniform: the bounds must be finite, got nan and 1" },
       { function() t:normal(0, -2) end, "normal: std must be 0 or more, got %-2" },
       { function() t:normal(0, math.huge) end, "normal: the mean and std must be finite" },
+      -- host pointers at NULL or in the first page (they crashed the copy)
+      { function() t:copy_to(require("ffi").cast("float *", 0)) end, "copy to host: the host pointer is NULL" },
+      { function() t:copy_from(require("ffi").cast("float *", 8)) end,
+        "copy to device: the host pointer 8 is below 65536: no memory there" },
+      { function() cute.host_tensor(cute.f32, 4, nil, require("ffi").cast("float *", 16)) end,
+        "cute%.host_tensor: the host pointer 16 is below 65536" },
     } do
       local ok, msg = pcall(c[1])
       assert.is_false(ok)
