@@ -40,6 +40,7 @@ size_t fwrite(const void *ptr, size_t size, size_t n, FILE *f);
 int fclose(FILE *f);
 char *strerror(int errnum);
 ]])
+pcall(ffi.cdef, "long ftell(FILE *f); int fseek(FILE *f, long offset, int whence);")
 
 local function os_error() return ffi.string(C.strerror(ffi.errno())) end
 
@@ -192,6 +193,14 @@ function M.load_npy(path, opts)
     n = n * d
   end
   local bytes = n * dt.bytes
+  -- (the data the file holds, checked before the header's shape allocates anything)
+  local at = tonumber(C.ftell(f))
+  local size = at >= 0 and C.fseek(f, 0, 2) == 0 and tonumber(C.ftell(f)) or -1
+  if size >= 0 and (C.fseek(f, at, 0) ~= 0 or size - at < bytes) then
+    close(f)
+    err.raise("load_npy: %s: %d bytes of data; the header's shape (%s) of %s needs %.0f", path, math.max(0, size - at),
+      table.concat(shape, ", "), descr, bytes)
+  end
   local data = T.host_array(dt.storage, n)
   local got = tonumber(C.fread(data, 1, bytes, f))
   close(f)

@@ -152,6 +152,9 @@ describe("cute.save_npy and cute.load_npy", function()
       "structured dtypes %(descr %[%('a', '<f4'%), %('b', '<i4'%)%]%) are not supported")
     fails(npy.internal.header("<f4", false, { 4, 4 }) .. string.rep("\0", 60),
       "60 bytes of data; the header's shape %(4, 4%) of <f4 needs 64")
+    -- a shape past any memory, with 24 bytes behind it: refused before allocating
+    fails(npy.internal.header("<f4", false, { 100000000000, 100000000000 }) .. string.rep("\0", 24),
+      "24 bytes of data; the header's shape %(100000000000, 100000000000%) of <f4 needs 40000000000000000000000")
     fails(npy.internal.header("<f4", false, { 4, 0 }), "the shape %(4, 0%) has an empty dimension 1")
     fails(npy.internal.header("<f4", false, { 2 }) .. ffi.string(ffi.new("float[2]", 1.5, 300), 8),
       "the value 1.5 at index 0 does not fit i8", { dtype = cute.i8 })
