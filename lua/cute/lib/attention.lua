@@ -712,6 +712,15 @@ function M.problem(Q, K, V, O, opts)
     end
   end
   p.lse = lse
+  -- O and the LSE must not share memory with what other tiles read: K and V
+  -- (every query tile reads them), and Q, but for O being Q itself (each tile
+  -- reads its Q rows before it writes the same O rows: in place is safe)
+  common.check_no_overlap("cute.lib.attention", { { O, "O" }, { lse, "the LSE" } },
+    { { Q, "Q" }, { K, "K" }, { V, "V" } }, { ["O=Q"] = true })
+  if common.overlap(lse, O) then
+    fail("the LSE overlaps O in memory: the kernel writes both, and one would overwrite the other; give the LSE "
+      .. "memory of its own")
+  end
   return p
 end
 

@@ -109,6 +109,47 @@ function M.check_config_keys(api, config, keys, whose)
   end
 end
 
+--- Whether two device tensors' memory overlaps: the bytes from each one's
+-- first element to the end of its span (its layout's cosize). False for fake
+-- tensors, and for anything but device tensors.
+-- @param a a device tensor
+-- @param b a device tensor
+-- @treturn bool
+-- @usage if common.overlap(C, A) then ... end
+function M.overlap(a, b)
+  local T = require "cute.tensor"
+  if not (T.is_device_tensor(a) and T.is_device_tensor(b)) or a.fake or b.fake then return false end
+  if a.buffer ~= b.buffer and a.buffer.device ~= b.buffer.device then return false end
+  local pa, pb = a:data_ptr(), b:data_ptr()
+  return pa < pb + b:cosize() * b.dtype.bytes and pb < pa + a:cosize() * a.dtype.bytes
+end
+
+--- Raises when an output a kernel writes overlaps an input other threads read
+-- (the result would depend on the order the tiles run in: a silent wrong
+-- answer): outs and ins are lists of {tensor, name}; a pair in `same_ok`
+-- ({out name .. "=" .. in name = true}) may be the very same view (same address
+-- and layout: each tile reads its own part before it writes it).
+-- @param api the caller's name for the message
+-- @param outs the outputs
+-- @param ins the inputs
+-- @param same_ok optional: the pairs that may coincide exactly
+-- @usage common.check_no_overlap("cute.gemm", {{C, "C"}}, {{A, "A"}, {B, "B"}})
+function M.check_no_overlap(api, outs, ins, same_ok)
+  for _, o in ipairs(outs) do
+    for _, i in ipairs(ins) do
+      local a, b = o[1], i[1]
+      if M.overlap(a, b) then
+        local identical = a:data_ptr() == b:data_ptr() and a.layout == b.layout and a.dtype == b.dtype
+        if not (identical and same_ok and same_ok[o[2] .. "=" .. i[2]]) then
+          require("cute._err").raise("%s: %s overlaps %s in memory: the kernel writes %s while other threads still "
+            .. "read %s, so the result would depend on their order; give %s memory of its own", api, o[2], i[2],
+            o[2], i[2], o[2])
+        end
+      end
+    end
+  end
+end
+
 --- opts.arch, checked against the compiler's target table: nil stays nil,
 -- a name the table has is returned, anything else raises naming the targets.
 -- @param api the caller's name for the message ("cute.gemm")

@@ -625,6 +625,8 @@ function M.plan(A, B, C, opts)
   if cs[1] ~= m or cs[2] ~= n or cs[3] ~= batch then
     err.raise("cute.gemm: C is %dx%dx%d; A @ B is %dx%dx%d", cs[1], cs[2], cs[3], m, n, batch)
   end
+  -- (each tile of C reads whole rows of A and columns of B that other tiles read too)
+  require("cute.lib.common").check_no_overlap("cute.gemm", { { C, "C" } }, { { A, "A" }, { B, "B" } })
   -- kernel views: A (M, K, L), B as (N, K, L), C (M, N, L)
   local Av = view(A, { m, k, batch }, { ad[1], ad[2], ad[3] })
   local Bv = view(B, { n, k, batch }, { bd[2], bd[1], bd[3] })

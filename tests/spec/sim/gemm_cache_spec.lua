@@ -65,4 +65,22 @@ describe("cute.gemm's plan cache (on the simulator)", function()
     collectgarbage()
     assert.equal(0, count(cache))
   end)
+
+  it("refuses a C that overlaps A or B (other tiles still read them), before planning", function()
+    local A = cute.tensor(cute.f32, { 32, 32 }, "row"):uniform(-1, 1, 5)
+    local B = cute.tensor(cute.f32, { 32, 32 }, "col"):uniform(-1, 1, 6)
+    for _, c in ipairs {
+      { function() cute.gemm(A, B, A) end, "C overlaps A in memory" },
+      { function() cute.gemm(A, B, cute.tensor.from_ptr(B:data_ptr() + 128, cute.f32, { 32, 32 }, "row")) end,
+        "C overlaps B in memory" },
+    } do
+      local ok, msg = pcall(c[1])
+      assert.is_false(ok)
+      assert.matches("cute%.gemm: " .. c[2] .. ": the kernel writes C while other threads still read", msg)
+      assert.matches("gemm_cache_spec%.lua:%d+:", msg)
+    end
+    local C = cute.tensor(cute.f32, { 32, 32 }, "row")
+    cute.gemm(A, B, C) -- (beside them: fine)
+    A:free(); B:free(); C:free()
+  end)
 end)
