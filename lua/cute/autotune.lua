@@ -304,6 +304,11 @@ end
 -- @usage assert(cute.autotune.same_config(best, {bn = 128, stages = 4}))
 local function same_config(a, b) return encode_config(a) == encode_config(b) end
 
+-- autotune's options (sorted, for messages)
+local OPTIONS = { "bench", "cache_dir", "device", "dtypes", "force", "name", "problem", "shape_class", "timer", "tune" }
+local OPTION_SET = {}
+for _, k in ipairs(OPTIONS) do OPTION_SET[k] = true end
+
 --- cute.autotune(builder, configs, args[, opts]): the fastest config, tuned or from the cache (see above).
 -- @param builder function(config) -> kernel and launch config, or a launch function, or nil and why
 -- @param configs a non-empty list of config tables
@@ -319,6 +324,12 @@ function M.autotune(builder, configs, args, opts)
   end
   opts = opts or {}
   if type(opts) ~= "table" then err.raise("autotune: opts must be a table, got %s", type(opts)) end
+  for k in pairs(opts) do
+    if not OPTION_SET[k] then
+      err.raise("autotune: unknown option '%s'%s (the options are: %s)", tostring(k),
+        err.did_you_mean(tostring(k), OPTIONS), table.concat(OPTIONS, ", "))
+    end
+  end
   local texts = {}
   for i, c in ipairs(configs) do
     local t, why = encode_config(c)
