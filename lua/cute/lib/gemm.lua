@@ -536,7 +536,6 @@ function M.choose_sm90(dt, a_stride, b_stride, Av, Bv, m, n, k, batch, opts)
   end
   local hopper
   if opts.arch ~= nil then
-    require("cute.lib.common").check_arch("cute.gemm", opts.arch)
     hopper = opts.arch == "sm_90a" or opts.arch == "sm_90"
   else
     hopper = device_is_sm90()
@@ -607,6 +606,7 @@ function M.plan(A, B, C, opts)
         err.did_you_mean(tostring(key), names), table.concat(names, ", "))
     end
   end
+  require("cute.lib.common").check_arch("cute.gemm", opts.arch)
   local as, ad = dims3(A, "A")
   local bs, bd = dims3(B, "B")
   local m, k, batch = as[1], as[2], as[3]

@@ -31,9 +31,10 @@ end
 
 local function addr(b, offset) return ffi.cast("uint8_t *", b.ptr + offset) end
 
---- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
+-- (the runtime's check of a host pointer: NULL and the first page refused)
 local function host_ptr(p, what) return require("cute.runtime").internal.host_ptr(p, what) end
 
+--- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
 function Buffer:copy_from_host(src, bytes, offset)
   offset = offset or 0
   check(self, offset, bytes, "copy to device")
