@@ -59,6 +59,20 @@ function M.raise(fmt, ...)
   error(msg, M.user_level(1))
 end
 
+--- Raises (at the user's line, naming `what`) unless p is a host pointer worth
+-- using: an FFI pointer or light userdata, not NULL and not below 65536, the
+-- first page a Linux process may map (NULL plus an offset, or a small integer
+-- cast, would crash whatever reads or writes it). Above that it is taken on
+-- trust, as a C API takes a pointer. Returns p.
+function M.check_host_ptr(p, what)
+  local t = type(p)
+  if t ~= "cdata" and t ~= "userdata" then M.raise("%s: expected an FFI pointer to host memory, got %s", what, t) end
+  local a = require("ffi").cast("uintptr_t", p)
+  if a == 0 then M.raise("%s: the host pointer is NULL", what) end
+  if a < 65536 then M.raise("%s: the host pointer %d is below 65536: no memory there", what, tonumber(a)) end
+  return p
+end
+
 --- " (did you mean 'x'?)" for the name in `names` (a list) closest to the
 -- misspelt `name`, or "" when none is close (edit distance at most 2, or a
 -- third of the name's length): for messages about unknown names.

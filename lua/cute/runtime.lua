@@ -231,18 +231,7 @@ local function stream_handle(stream, what)
     type(stream) == "string" and string.format("the string %q", stream) or type(stream))
 end
 
--- A host pointer argument, checked as far as it can be: an FFI pointer (or light
--- userdata) not NULL and not below 65536, the first page a Linux process may map
--- (a NULL pointer plus an offset, or a small integer cast, would crash the copy);
--- above that it is taken on trust, as a C API takes a pointer.
-local function host_ptr(p, what)
-  local t = type(p)
-  if t ~= "cdata" and t ~= "userdata" then err.raise("%s: expected an FFI pointer to host memory, got %s", what, t) end
-  local a = ffi.cast("uintptr_t", p)
-  if a == 0 then err.raise("%s: the host pointer is NULL", what) end
-  if a < 65536 then err.raise("%s: the host pointer %d is below 65536: no memory there", what, tonumber(a)) end
-  return p
-end
+local host_ptr = err.check_host_ptr -- (NULL and the first page refused)
 
 --- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
 -- @param src a host pointer (FFI cdata)
@@ -719,7 +708,6 @@ M.internal = {
   set_on_release = set_on_release, -- set_on_release(buffer, fn): fn() once when the buffer is freed or collected
   pack_arg = pack_arg, -- pack_arg(value, i): the address of a launch argument's bytes, and what keeps them alive
   stream_handle = stream_handle, -- stream_handle(stream, what): a stream argument's CUstream (nil: default), checked
-  host_ptr = host_ptr, -- host_ptr(p, what): p, an FFI pointer to host memory (refused: NULL, below 65536)
 }
 
 return M

@@ -393,7 +393,7 @@ function M.host_tensor(dt, shape, spec, data)
   if data ~= nil and type(data) ~= "cdata" then
     err.raise("cute.host_tensor: data must be an FFI array or pointer, got %s", type(data))
   end
-  if data ~= nil then runtime.internal.host_ptr(data, "cute.host_tensor") end
+  if data ~= nil then err.check_host_ptr(data, "cute.host_tensor") end
   local anchor = data
   data = data and ffi.cast(dt.storage_ptr, data) or host_array(dt.storage, cosize)
   return setmetatable({ data = data, dtype = dt, layout = layout, _anchor = anchor }, HostTensor)

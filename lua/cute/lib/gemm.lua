@@ -658,7 +658,7 @@ function M.plan(A, B, C, opts)
       p.C, p.kernel_name = C, "gemv"
       p.why = string.format("%sM = %d: the GEMV kernel (a warp a column of C, B streamed in 16-byte vectors)",
         opts.kernel == "gemv" and "opts.kernel = \"gemv\"; " or "", m)
-      return p, opts
+      return p
     end
   end
   if opts.kernel == "gemv" then
@@ -678,7 +678,7 @@ function M.plan(A, B, C, opts)
       .. (p.swap_why and ("; " .. p.swap_why .. ": C^T = B^T A^T, the tile one of C^T") or "")
       .. (p.pdl and ("; a programmatic dependent launch (opts.pdl)" .. (p.config.pdl_pre
         and ", B's first stages loaded before it waits (opts.pdl_prefetch_b)" or "")) or "")
-    return p, opts
+    return p
   end
   if opts.bias ~= nil or opts.activation ~= nil or opts.epilogue ~= nil or opts.bias_mode ~= nil then
     err.raise("cute.gemm: fused epilogues (opts.bias, activation, epilogue) run in the Hopper kernel only, and this "
@@ -732,9 +732,9 @@ function M.plan(A, B, C, opts)
     local ok, info = pcall(cute.device_info)
     grid_x = math.min(tiles, ok and info.sm_count or tiles)
   end
+  -- (the plan alone, on every path: a second result would reach M.launcher(M.plan(...)) as its stream)
   return { kernel = M.kernel(cfg), args = { Av, Bv, Cv, cute.f32(alpha), cute.f32(beta) },
-    grid = { grid_x, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C, kernel_name = "sm80", why = why },
-    opts
+    grid = { grid_x, 1, batch }, block = cfg.wm * cfg.wn * 32, config = cfg, C = C, kernel_name = "sm80", why = why }
 end
 
 -- The fields of the mma.sync kernel's opts.config (M.pick's tile and the

@@ -31,8 +31,7 @@ end
 
 local function addr(b, offset) return ffi.cast("uint8_t *", b.ptr + offset) end
 
--- (the runtime's check of a host pointer: NULL and the first page refused)
-local function host_ptr(p, what) return require("cute.runtime").internal.host_ptr(p, what) end
+local host_ptr = err.check_host_ptr -- (NULL and the first page refused)
 
 --- Copies `bytes` from host memory `src` (a pointer) to this buffer at `offset`.
 function Buffer:copy_from_host(src, bytes, offset)
