@@ -59,17 +59,24 @@ function M.raise(fmt, ...)
   error(msg, M.user_level(1))
 end
 
+--- The lowest host address cutelua dereferences: 65536, Linux's default
+-- mmap_min_addr, the first page a process may map. Below it lie NULL plus an
+-- offset, small integers and handles passed by mistake, which would crash
+-- whatever reads or writes them; above it an address is taken on trust, as a C
+-- API takes a pointer.
+M.MIN_HOST_ADDRESS = 65536
+
 --- Raises (at the user's line, naming `what`) unless p is a host pointer worth
--- using: an FFI pointer or light userdata, not NULL and not below 65536, the
--- first page a Linux process may map (NULL plus an offset, or a small integer
--- cast, would crash whatever reads or writes it). Above that it is taken on
--- trust, as a C API takes a pointer. Returns p.
+-- using: an FFI pointer or light userdata, not NULL and not below
+-- M.MIN_HOST_ADDRESS. Returns p.
 function M.check_host_ptr(p, what)
   local t = type(p)
   if t ~= "cdata" and t ~= "userdata" then M.raise("%s: expected an FFI pointer to host memory, got %s", what, t) end
   local a = require("ffi").cast("uintptr_t", p)
   if a == 0 then M.raise("%s: the host pointer is NULL", what) end
-  if a < 65536 then M.raise("%s: the host pointer %d is below 65536: no memory there", what, tonumber(a)) end
+  if a < M.MIN_HOST_ADDRESS then
+    M.raise("%s: the host pointer %d is below %d: no memory there", what, tonumber(a), M.MIN_HOST_ADDRESS)
+  end
   return p
 end
 

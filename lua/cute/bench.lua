@@ -154,12 +154,13 @@ function M.quick() return os.getenv("CUTELUA_BENCH_QUICK") == "1" end
 -- cute.bench's options, and the least value of the numeric ones
 local BENCH_OPTIONS = { keep_times = "boolean", warmup_ms = 0, min_time_ms = 0, min_reps = 1, max_reps = 1,
   flush_l2 = "boolean", stream = "stream", bytes = 0, flops = 0 }
+local BENCH_OPTION_NAMES = {} -- (sorted, for messages)
+for k in pairs(BENCH_OPTIONS) do BENCH_OPTION_NAMES[#BENCH_OPTION_NAMES + 1] = k end
+table.sort(BENCH_OPTION_NAMES)
 
 local function check_bench_opts(opts)
   if type(opts) ~= "table" then err.raise("bench: opts must be a table, got %s", type(opts)) end
-  local names = {}
-  for k in pairs(BENCH_OPTIONS) do names[#names + 1] = k end
-  table.sort(names)
+  local names = BENCH_OPTION_NAMES
   for k, v in pairs(opts) do
     local want = BENCH_OPTIONS[k]
     if want == nil then

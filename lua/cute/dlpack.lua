@@ -86,10 +86,7 @@ local DLPACK_MAJOR, DLPACK_MINOR = 1, 0 -- the version to_dlpack{versioned = tru
 -- ---------------------------------------------------------------------------
 -- Importing
 
--- (below this no process maps memory: Linux's default mmap_min_addr. A pointer
--- there is a mistake, a small integer or a handle, whose use would crash; an
--- address above it is taken on trust, as any C API takes a pointer)
-local MIN_ADDRESS = 65536
+local MIN_ADDRESS = err.MIN_HOST_ADDRESS -- (below it: a mistake that would crash; cute._err)
 
 local function managed_ptr(ptr, ctype, what)
   local t = type(ptr)

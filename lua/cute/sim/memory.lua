@@ -114,9 +114,8 @@ function M.wrap(ptr, bytes)
   else
     err.raise("wrap: expected a host address (the simulator's memory is host memory), got %s", type(ptr))
   end
-  -- (the simulator reads and writes the address itself: one below the first page a
-  -- process may map, Linux's default mmap_min_addr, is a mistake that would crash it)
-  if p ~= p or p < 65536 or p % 1 ~= 0 then
+  -- (the simulator reads and writes the address itself: cute._err's MIN_HOST_ADDRESS)
+  if p ~= p or p < err.MIN_HOST_ADDRESS or p % 1 ~= 0 then
     err.raise("wrap: %s is not a host address (the simulator's memory is host memory)", tostring(p))
   end
   return setmetatable({ ptr = p, bytes = bytes, device = "sim", owned = false, released = false }, Buffer)
